@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package rocebench builds, tests and runs with. Idempotent; Debian 12, as root.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  # RDMA: verbs and rdma_cm libraries, providers, tools, and the perftest peers
+  rdma-core libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
+  # libraries
+  nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev libgmock-dev
+  openmpi-bin libopenmpi-dev libdnnl-dev
+  # reports: plots and the reference JSON Schema validator used by tests
+  python3 python3-matplotlib python3-jsonschema
+  # emulated hosts and host inspection
+  iproute2 ethtool iperf3 procps pciutils kmod util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "ci/setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "ci/setup.sh: all ${#packages[@]} packages present"
+fi

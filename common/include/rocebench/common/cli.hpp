@@ -1,0 +1,78 @@
+#pragma once
+// Subcommands and a small option parser shared by every module's command line.
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rocebench {
+
+using Args = std::vector<std::string>;
+
+// A `rocebench <name>` subcommand. main() returns the process exit code (errors.hpp).
+struct Subcommand {
+  std::string name;
+  std::string summary;
+  std::function<int(const Args&)> main;
+};
+
+// Exit 2 with the usage text: what the caller does with a UsageError.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// --name VALUE / --name=VALUE options, boolean flags, and positionals; --help prints usage.
+class ArgParser {
+ public:
+  ArgParser(std::string program, std::string description);
+
+  ArgParser& option(const std::string& name, std::string* target, const std::string& help,
+                    const std::string& metavar = "VALUE");
+  ArgParser& option(const std::string& name, int* target, const std::string& help,
+                    const std::string& metavar = "N");
+  ArgParser& option(const std::string& name, double* target, const std::string& help,
+                    const std::string& metavar = "X");
+  ArgParser& option(const std::string& name, std::vector<std::string>* target, const std::string& help,
+                    const std::string& metavar = "VALUE");  // repeatable
+  ArgParser& flag(const std::string& name, bool* target, const std::string& help);
+  ArgParser& positional(const std::string& name, std::string* target, const std::string& help,
+                        bool required = true);
+  // Every positional after the named ones lands here.
+  ArgParser& rest(const std::string& name, std::vector<std::string>* target, const std::string& help);
+
+  // False when --help was asked for and printed (the caller exits 0). Throws UsageError.
+  bool parse(const Args& args);
+  std::string usage() const;
+
+ private:
+  struct Option {
+    std::string name, metavar, help;
+    bool takes_value;
+    std::function<void(const std::string&)> set;
+  };
+  struct Positional {
+    std::string name, help;
+    bool required;
+    std::function<void(const std::string&)> set;
+  };
+  [[noreturn]] void fail(const std::string& message) const;
+  std::string program_, description_;
+  std::vector<Option> options_;
+  std::vector<Positional> positionals_;
+  Positional rest_{};
+  bool has_rest_ = false;
+};
+
+// Runs a subcommand's body, turning the project's exceptions into messages and exit codes.
+int run_guarded(const std::string& program, const std::function<int()>& body);
+
+}  // namespace rocebench
+
+namespace rocebench {
+
+// The placeholder of a module that is not built yet: says so and exits 2.
+Subcommand not_built_yet(const std::string& name, const std::string& summary, const std::string& module,
+                         const std::string& issue);
+
+}  // namespace rocebench

@@ -1,0 +1,37 @@
+#pragma once
+// Errors and the exit codes of DESIGN.md. Each error class maps to exactly one exit code.
+#include <stdexcept>
+#include <string>
+
+namespace rocebench {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitCheckFailed = 1,  // a check or threshold failed
+  kExitBadInput = 2,     // bad usage or bad input
+  kExitInfra = 3,        // peer lost, device error, timeout
+};
+
+// Bad usage or bad input (exit 2). `where` names the file and line when there is one.
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+  InputError(const std::string& file, int line, const std::string& field, const std::string& message);
+};
+
+// The infrastructure failed us: a peer vanished, a deadline passed, a device errored (exit 3).
+class InfraError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The same as InfraError, for a wait whose deadline passed.
+class DeadlineExceeded : public InfraError {
+ public:
+  using InfraError::InfraError;
+};
+
+// "file:line: field 'x': message", leaving out the parts that are unknown (line 0, empty field).
+std::string located_message(const std::string& file, int line, const std::string& field, const std::string& message);
+
+}  // namespace rocebench

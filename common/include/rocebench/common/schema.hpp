@@ -1,0 +1,37 @@
+#pragma once
+// A JSON Schema validator for the subset of draft 2020-12 our schemas use: type, enum, const,
+// properties, required, additionalProperties, patternProperties, items, minItems, maxItems,
+// minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, pattern, allOf, anyOf, oneOf,
+// not, if/then/else, $ref to "#/$defs/…". Unknown keywords are ignored, as the standard says.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rocebench {
+
+struct SchemaError {
+  std::string pointer;  // JSON pointer to the offending value in the instance ("" = the root)
+  std::string message;
+};
+
+class JsonSchema {
+ public:
+  explicit JsonSchema(nlohmann::json schema);
+  static JsonSchema from_file(const std::filesystem::path& file);
+
+  std::vector<SchemaError> validate(const nlohmann::json& instance) const;
+  const nlohmann::json& document() const { return root_; }
+
+ private:
+  void check(const nlohmann::json& schema, const nlohmann::json& value, const std::string& pointer,
+             std::vector<SchemaError>& errors) const;
+  const nlohmann::json& resolve(const std::string& ref) const;
+  nlohmann::json root_;
+};
+
+// The schema of result records, compiled into the library from common/schema/result.schema.json.
+const JsonSchema& result_schema();
+
+}  // namespace rocebench

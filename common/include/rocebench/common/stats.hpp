@@ -1,0 +1,41 @@
+#pragma once
+// Sample statistics as perftest defines them (t_min, t_max, t_typical = median, t_avg, t_stdev,
+// p99, p99.9) plus a distribution-free confidence interval of the median.
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace rocebench {
+
+struct Summary {
+  std::size_t n = 0;  // samples the statistics were computed from
+  double min = 0, max = 0, median = 0, avg = 0, stdev = 0, p99 = 0, p999 = 0;
+  double median_ci_low = 0, median_ci_high = 0;  // 95% interval of the median
+};
+
+struct SummaryOptions {
+  // perftest sorts the samples and drops this many of the largest before computing (LAT_MEASURE_TAIL
+  // = 2 in its latency tests); its p99 / p99.9 may still index into the dropped tail.
+  std::size_t drop_largest = 0;
+  double confidence = 0.95;
+};
+
+// Throws std::invalid_argument when fewer than 1 sample remains.
+Summary summarize(std::span<const double> samples, SummaryOptions options = {});
+
+// Median as perftest's get_median: mean of the two middle values when n is even. `sorted` is ascending.
+double median_of_sorted(std::span<const double> sorted);
+
+// Ranks (0-based, inclusive) of the order statistics bounding the median with the given confidence,
+// from the binomial(n, 1/2) distribution; exact for small n.
+struct RankInterval {
+  std::size_t low, high;
+};
+RankInterval median_ci_ranks(std::size_t n, double confidence);
+
+// {"n":…, "min":…, …} for the `samples` field of a result record.
+nlohmann::json to_json(const Summary& s);
+
+}  // namespace rocebench

@@ -1,0 +1,56 @@
+#pragma once
+// What a module needs from the harness to run a plan step, as small interfaces: modules never see
+// the harness, and the harness never sees a module's internals.
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/record.hpp"
+
+namespace rocebench {
+
+// Key-value exchange among the ranks of one run (endpoints, QP attributes, NCCL ids). Every call
+// has a deadline; a lost rank or a passed deadline throws InfraError naming rank and host.
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual std::string get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  virtual void barrier(const std::string& name, std::chrono::milliseconds timeout) = 0;
+};
+
+// Where a rank's records go (rank 0 writes the run's results.jsonl).
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual void emit(const json& record) = 0;
+  virtual void end_step() = 0;  // make the step's records durable
+};
+
+struct StepContext {
+  std::string run_id;
+  std::string step;  // the step's name in records, e.g. "harness.rendezvous"
+  std::string host;
+  int rank = 0;
+  int world = 1;
+  json params = json::object();  // the plan's params for this step, already validated
+  std::chrono::milliseconds deadline{60000};  // for any single wait inside the step
+  Rendezvous* rendezvous = nullptr;
+  Recorder* recorder = nullptr;
+
+  // Fills step, host, rank and world, then emits.
+  void record(ResultRecord r) const;
+};
+
+// A kind of plan step a module offers: its name in plans, the schema of its params and its body.
+struct StepKind {
+  std::string name;
+  std::string summary;
+  json params_schema = json::object();
+  std::function<void(StepContext&)> run;
+};
+
+}  // namespace rocebench

@@ -1,0 +1,160 @@
+#include "rocebench/common/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <iostream>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench {
+
+namespace {
+
+template <typename T>
+T parse_number(const std::string& option, const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) throw UsageError(fmt::format("{}: '{}' is not a valid number", option, text));
+  return value;
+}
+
+}  // namespace
+
+ArgParser::ArgParser(std::string program, std::string description)
+    : program_(std::move(program)), description_(std::move(description)) {}
+
+ArgParser& ArgParser::option(const std::string& name, std::string* target, const std::string& help,
+                             const std::string& metavar) {
+  options_.push_back({name, metavar, help, true, [target](const std::string& v) { *target = v; }});
+  return *this;
+}
+
+ArgParser& ArgParser::option(const std::string& name, int* target, const std::string& help, const std::string& metavar) {
+  options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<int>(name, v); }});
+  return *this;
+}
+
+ArgParser& ArgParser::option(const std::string& name, double* target, const std::string& help,
+                             const std::string& metavar) {
+  options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<double>(name, v); }});
+  return *this;
+}
+
+ArgParser& ArgParser::option(const std::string& name, std::vector<std::string>* target, const std::string& help,
+                             const std::string& metavar) {
+  options_.push_back({name, metavar, help + " (repeatable)", true, [target](const std::string& v) { target->push_back(v); }});
+  return *this;
+}
+
+ArgParser& ArgParser::flag(const std::string& name, bool* target, const std::string& help) {
+  options_.push_back({name, "", help, false, [target](const std::string&) { *target = true; }});
+  return *this;
+}
+
+ArgParser& ArgParser::positional(const std::string& name, std::string* target, const std::string& help, bool required) {
+  positionals_.push_back({name, help, required, [target](const std::string& v) { *target = v; }});
+  return *this;
+}
+
+ArgParser& ArgParser::rest(const std::string& name, std::vector<std::string>* target, const std::string& help) {
+  rest_ = {name, help, false, [target](const std::string& v) { target->push_back(v); }};
+  has_rest_ = true;
+  return *this;
+}
+
+void ArgParser::fail(const std::string& message) const { throw UsageError(program_ + ": " + message + "\n\n" + usage()); }
+
+bool ArgParser::parse(const Args& args) {
+  std::size_t next_positional = 0;
+  bool only_positionals = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!only_positionals && (arg == "--help" || arg == "-h")) {
+      std::cout << usage();
+      return false;
+    }
+    if (!only_positionals && arg == "--") {
+      only_positionals = true;
+      continue;
+    }
+    if (!only_positionals && arg.size() > 1 && arg[0] == '-') {
+      const auto eq = arg.find('=');
+      const std::string name = arg.substr(0, eq);
+      auto it = std::find_if(options_.begin(), options_.end(), [&](const Option& o) { return o.name == name; });
+      if (it == options_.end()) fail("unknown option " + name);
+      std::string value;
+      if (it->takes_value) {
+        if (eq != std::string::npos) value = arg.substr(eq + 1);
+        else if (i + 1 < args.size()) value = args[++i];
+        else fail(name + " needs a value");
+      } else if (eq != std::string::npos) {
+        fail(name + " takes no value");
+      }
+      try {
+        it->set(value);
+      } catch (const UsageError& e) {
+        fail(e.what());
+      }
+      continue;
+    }
+    if (next_positional < positionals_.size()) positionals_[next_positional++].set(arg);
+    else if (has_rest_) rest_.set(arg);
+    else fail("unexpected argument '" + arg + "'");
+  }
+  for (std::size_t i = next_positional; i < positionals_.size(); ++i) {
+    if (positionals_[i].required) fail("missing " + positionals_[i].name);
+  }
+  return true;
+}
+
+std::string ArgParser::usage() const {
+  std::string line = "usage: " + program_;
+  if (!options_.empty()) line += " [options]";
+  for (const auto& p : positionals_) line += p.required ? " " + p.name : " [" + p.name + "]";
+  if (has_rest_) line += " [" + rest_.name + "...]";
+  std::string out = line + "\n\n" + description_ + "\n";
+  if (!positionals_.empty() || has_rest_) out += "\narguments:\n";
+  for (const auto& p : positionals_) out += fmt::format("  {:<24} {}\n", p.name, p.help);
+  if (has_rest_) out += fmt::format("  {:<24} {}\n", rest_.name, rest_.help);
+  out += "\noptions:\n";
+  for (const auto& o : options_) {
+    out += fmt::format("  {:<24} {}\n", o.takes_value ? o.name + " " + o.metavar : o.name, o.help);
+  }
+  out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help and exit");
+  return out;
+}
+
+int run_guarded(const std::string& program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << e.what();
+    return kExitBadInput;
+  } catch (const InputError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const InfraError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return kExitInfra;
+  } catch (const std::exception& e) {
+    std::cerr << program << ": internal error: " << e.what() << "\n";
+    return kExitInfra;
+  }
+}
+
+}  // namespace rocebench
+
+namespace rocebench {
+
+Subcommand not_built_yet(const std::string& name, const std::string& summary, const std::string& module,
+                         const std::string& issue) {
+  return {name, summary + " (not built yet)", [=](const Args&) {
+            std::cerr << "rocebench " << name << ": the " << module << " module is not built yet (" << issue
+                      << "); nothing was run\n";
+            return static_cast<int>(kExitBadInput);
+          }};
+}
+
+}  // namespace rocebench

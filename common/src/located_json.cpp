@@ -1,0 +1,148 @@
+#include "rocebench/common/located_json.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <string_view>
+#include <sstream>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench {
+
+using nlohmann::json;
+
+namespace {
+
+// Walks text already known to be valid JSON and notes the line where each value starts.
+class LineScanner {
+ public:
+  LineScanner(const std::string& text, std::map<std::string, int>& lines) : text_(text), lines_(lines) {}
+  void scan() { value(""); }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+      if (text_[pos_] == '\n') ++line_;
+      ++pos_;
+    }
+  }
+  std::string string_token() {
+    std::string raw;
+    ++pos_;  // opening quote
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      if (text_[pos_] == '\\') raw += text_[pos_++];
+      raw += text_[pos_++];
+    }
+    ++pos_;  // closing quote
+    return json::parse("\"" + raw + "\"").get<std::string>();  // undo escapes exactly as the parser does
+  }
+  static std::string escape(const std::string& key) {
+    std::string out;
+    for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    return out;
+  }
+  void value(const std::string& pointer) {
+    skip_space();
+    lines_.emplace(pointer, line_);
+    const char c = text_[pos_];
+    if (c == '{') {
+      ++pos_;
+      skip_space();
+      if (text_[pos_] == '}') { ++pos_; return; }
+      while (true) {
+        skip_space();
+        const int key_line = line_;
+        const std::string child = pointer + "/" + escape(string_token());
+        lines_[child] = key_line;
+        skip_space();
+        ++pos_;  // ':'
+        skip_space();
+        value(child);  // keeps the key's line: a member is where its key is
+        skip_space();
+        if (text_[pos_++] == '}') return;  // else ','
+      }
+    } else if (c == '[') {
+      ++pos_;
+      skip_space();
+      if (text_[pos_] == ']') { ++pos_; return; }
+      for (int i = 0;; ++i) {
+        value(pointer + "/" + std::to_string(i));
+        skip_space();
+        if (text_[pos_++] == ']') return;
+      }
+    } else if (c == '"') {
+      string_token();
+    } else {
+      while (pos_ < text_.size() && std::string_view(",]} \t\r\n").find(text_[pos_]) == std::string_view::npos) ++pos_;
+    }
+  }
+  const std::string& text_;
+  std::map<std::string, int>& lines_;
+  std::size_t pos_ = 0;
+  int line_ = 1;
+};
+
+}  // namespace
+
+std::string pointer_to_field(const std::string& pointer) {
+  std::string out;
+  std::size_t pos = 1;
+  while (pos <= pointer.size() && !pointer.empty()) {
+    const std::size_t next = pointer.find('/', pos);
+    std::string token = pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    for (std::size_t i; (i = token.find("~1")) != std::string::npos;) token.replace(i, 2, "/");
+    for (std::size_t i; (i = token.find("~0")) != std::string::npos;) token.replace(i, 2, "~");
+    const bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+    out += index ? "[" + token + "]" : (out.empty() ? "" : ".") + token;
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return out;
+}
+
+int LocatedJson::line_of(const std::string& pointer) const {
+  std::string p = pointer;
+  while (true) {
+    if (auto it = lines.find(p); it != lines.end()) return it->second;
+    if (p.empty()) return 0;
+    p = p.substr(0, p.rfind('/'));
+  }
+}
+
+void LocatedJson::fail(const std::string& pointer, const std::string& message) const {
+  throw InputError(file, line_of(pointer), pointer_to_field(pointer), message);
+}
+
+LocatedJson parse_located(const std::string& text, const std::string& file) {
+  LocatedJson out;
+  out.file = file;
+  try {
+    out.value = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based and points just past the offending character.
+    const std::size_t at = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+    int line = 1;
+    std::size_t line_start = 0;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    std::string what = e.what();
+    if (auto i = what.find("syntax error"); i != std::string::npos) what = what.substr(i);
+    throw InputError(file, line, "", "column " + std::to_string(at - line_start + 1) + ": not valid JSON: " + what);
+  }
+  LineScanner(text, out.lines).scan();
+  return out;
+}
+
+LocatedJson load_located(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string(), 0, "", "cannot open file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_located(buffer.str(), file.string());
+}
+
+}  // namespace rocebench

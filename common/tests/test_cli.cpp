@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/errors.hpp"
+
+using namespace rocebench;
+
+TEST(ArgParser, OptionsFlagsAndPositionals) {
+  std::string plan, host = "default";
+  int ranks = 1;
+  double timeout = 0;
+  bool verbose = false;
+  std::vector<std::string> extra;
+  ArgParser p("rocebench run", "runs a plan");
+  p.option("--host", &host, "host").option("--ranks", &ranks, "ranks").option("--timeout", &timeout, "s");
+  p.flag("--verbose", &verbose, "talk").positional("PLAN", &plan, "plan file", false).rest("ARGS", &extra, "more");
+  ASSERT_TRUE(p.parse({"--ranks", "8", "--timeout=2.5", "--verbose", "my.json", "a", "b"}));
+  EXPECT_EQ(ranks, 8);
+  EXPECT_DOUBLE_EQ(timeout, 2.5);
+  EXPECT_TRUE(verbose);
+  EXPECT_EQ(plan, "my.json");
+  EXPECT_EQ(host, "default");
+  EXPECT_EQ(extra, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(ArgParser, BadUsageThrowsWithUsageText) {
+  int n = 0;
+  ArgParser p("rocebench x", "does x");
+  p.option("--n", &n, "count");
+  for (const Args& bad : {Args{"--nope"}, Args{"--n"}, Args{"--n", "seven"}, Args{"stray"}}) {
+    try {
+      p.parse(bad);
+      ADD_FAILURE() << "accepted " << bad.front();
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("usage: rocebench x"), std::string::npos);
+    }
+  }
+}
+
+TEST(ArgParser, RunGuardedMapsErrorsToExitCodes) {
+  EXPECT_EQ(run_guarded("t", [] { return 0; }), kExitOk);
+  EXPECT_EQ(run_guarded("t", []() -> int { throw UsageError("u"); }), kExitBadInput);
+  EXPECT_EQ(run_guarded("t", []() -> int { throw InputError("f", 3, "x", "bad"); }), kExitBadInput);
+  EXPECT_EQ(run_guarded("t", []() -> int { throw InfraError("peer lost"); }), kExitInfra);
+}

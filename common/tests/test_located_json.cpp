@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/located_json.hpp"
+
+using namespace rocebench;
+
+TEST(LocatedJson, EveryValueHasItsLine) {
+  const auto doc = parse_located(R"({
+  "name": "local",
+  "steps": [
+    {"step": "harness.rendezvous",
+     "params": {
+       "rounds": 5
+     }},
+    {"step": "x"}
+  ]
+})",
+                                 "plan.json");
+  EXPECT_EQ(doc.line_of("/name"), 2);
+  EXPECT_EQ(doc.line_of("/steps"), 3);
+  EXPECT_EQ(doc.line_of("/steps/0"), 4);
+  EXPECT_EQ(doc.line_of("/steps/0/params"), 5);
+  EXPECT_EQ(doc.line_of("/steps/0/params/rounds"), 6);
+  EXPECT_EQ(doc.line_of("/steps/1/step"), 8);
+  // A missing field is placed at its nearest ancestor.
+  EXPECT_EQ(doc.line_of("/steps/1/params"), 8);
+}
+
+TEST(LocatedJson, SyntaxErrorNamesFileLineAndColumn) {
+  try {
+    parse_located("{\n  \"a\": 1,\n  \"b\": ,\n}", "broken.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("broken.json:3:", 0), 0u) << what;
+    EXPECT_NE(what.find("column 8"), std::string::npos) << what;
+  }
+}
+
+TEST(LocatedJson, FailNamesFieldPath) {
+  const auto doc = parse_located("{\"steps\": [\n {\"params\": {\"bytes\": -1}}]}", "p.json");
+  try {
+    doc.fail("/steps/0/params/bytes", "must be positive");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "p.json:2: field 'steps[0].params.bytes': must be positive");
+  }
+}
+
+TEST(LocatedJson, EscapedKeysAreFound) {
+  const auto doc = parse_located("{\n\"a/b\":\n 1, \"q\\\"x\": 2}", "f");
+  EXPECT_EQ(doc.line_of("/a~1b"), 2);
+  EXPECT_EQ(doc.line_of("/q\"x"), 3);
+}

@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "rocebench/common/stats.hpp"
+
+using namespace rocebench;
+
+TEST(Stats, OddCountByHand) {
+  // Sorted: 1 2 3 4 100. avg 22, population stdev sqrt(((21^2)+(20^2)+(19^2)+(18^2)+(78^2))/5).
+  const std::vector<double> xs{4, 1, 100, 3, 2};
+  const Summary s = summarize(xs);
+  EXPECT_EQ(s.n, 5u);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 100);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.avg, 22);
+  EXPECT_NEAR(s.stdev, std::sqrt((441 + 400 + 361 + 324 + 6084) / 5.0), 1e-12);
+  // ceil(5 * 0.99) = 5 -> past the end -> the largest.
+  EXPECT_DOUBLE_EQ(s.p99, 100);
+  EXPECT_DOUBLE_EQ(s.p999, 100);
+}
+
+TEST(Stats, EvenCountMedianIsMeanOfMiddlePair) {
+  const std::vector<double> xs{10, 20, 30, 40};
+  EXPECT_DOUBLE_EQ(summarize(xs).median, 25);
+}
+
+TEST(Stats, PercentilesIndexLikePerftest) {
+  // 1000 samples 1..1000: p99 = sorted[ceil(990)] = 991, p99.9 = sorted[ceil(999)] = 1000.
+  std::vector<double> xs;
+  for (int i = 1000; i >= 1; --i) xs.push_back(i);
+  const Summary s = summarize(xs);
+  EXPECT_DOUBLE_EQ(s.p99, 991);
+  EXPECT_DOUBLE_EQ(s.p999, 1000);
+  EXPECT_DOUBLE_EQ(s.median, 500.5);
+}
+
+TEST(Stats, DropLargestAsPerftestLatencyTail) {
+  // perftest drops LAT_MEASURE_TAIL = 2 of the largest; t_max is then the first dropped value.
+  const std::vector<double> xs{5, 1, 2, 3, 4, 1000, 2000};
+  const Summary s = summarize(xs, {.drop_largest = 2});
+  EXPECT_EQ(s.n, 5u);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.avg, 3);
+  EXPECT_DOUBLE_EQ(s.max, 1000);
+}
+
+TEST(Stats, MedianConfidenceRanksMatchBinomialTables) {
+  // n = 10: the 95% interval is (x(2), x(9)) in 1-based order statistics, coverage 97.9%.
+  EXPECT_EQ(median_ci_ranks(10, 0.95).low, 1u);
+  EXPECT_EQ(median_ci_ranks(10, 0.95).high, 8u);
+  // n = 20: (x(6), x(15)).
+  EXPECT_EQ(median_ci_ranks(20, 0.95).low, 5u);
+  EXPECT_EQ(median_ci_ranks(20, 0.95).high, 14u);
+  // n = 5 cannot reach 95%: the whole range.
+  EXPECT_EQ(median_ci_ranks(5, 0.95).low, 0u);
+  EXPECT_EQ(median_ci_ranks(5, 0.95).high, 4u);
+  // Large n: close to n/2 -+ 1.96 sqrt(n)/2.
+  const auto big = median_ci_ranks(1000000, 0.95);
+  EXPECT_NEAR(static_cast<double>(big.low), 500000 - 980, 3);
+  EXPECT_EQ(big.high, 1000000 - 1 - big.low);
+}
+
+TEST(Stats, SummaryCarriesInterval) {
+  std::vector<double> xs;
+  for (int i = 1; i <= 20; ++i) xs.push_back(i);
+  const Summary s = summarize(xs);
+  EXPECT_DOUBLE_EQ(s.median_ci_low, 6);
+  EXPECT_DOUBLE_EQ(s.median_ci_high, 15);
+}
+
+TEST(Stats, NoSamplesIsAnError) {
+  EXPECT_THROW(summarize(std::vector<double>{}), std::invalid_argument);
+}

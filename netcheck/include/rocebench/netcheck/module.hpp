@@ -1,0 +1,13 @@
+#pragma once
+// What the netcheck module offers the harness: its subcommands and its plan steps.
+#include <vector>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rocebench::netcheck {
+
+std::vector<Subcommand> subcommands();
+std::vector<StepKind> steps();
+
+}  // namespace rocebench::netcheck
