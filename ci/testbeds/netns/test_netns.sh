@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# CTest: the emulated-hosts test bed delivers the link rate it promises, and a rank killed in one
+# emulated host is reported by the ranks in the others. Exit 77 (skipped) without root or netns.
+set -uo pipefail
+rocebench=$1
+here=$(cd "$(dirname "$0")" && pwd)
+bed=$here/netns.sh
+prefix=rbt$$
+prefix=${prefix:0:6}
+work=$(mktemp -d)
+export ROCEBENCH_NETNS_STATE=$work/state
+
+if [ "$(id -u)" != 0 ]; then echo "SKIP: emulated hosts need root (network namespaces)"; exit 77; fi
+if ! ip netns add "${prefix}probe" 2>/dev/null; then echo "SKIP: this kernel refuses network namespaces"; exit 77; fi
+ip netns delete "${prefix}probe"
+for tool in iperf3 tc /usr/bin/python3; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (ci/setup.sh installs it)"; exit 1; }
+done
+
+cleanup() { "$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work"; }
+trap cleanup EXIT
+failures=0
+check() {  # check DESCRIPTION COMMAND...
+  if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi
+}
+
+# Goodput of one TCP stream from host 0 to host 1, in Mbit/s, measured by iperf3.
+goodput_mbps() {
+  ip netns exec "${prefix}1" iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-server.log"
+  sleep 0.3
+  ip netns exec "${prefix}0" iperf3 -c "$1" -p 5201 -t 3 -J >"$work/iperf.json" || return 1
+  /usr/bin/python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e6))' "$work/iperf.json"
+}
+within() { /usr/bin/python3 -c 'import sys; v,lo,hi=map(float,sys.argv[1:]); sys.exit(0 if lo<=v<=hi else 1)' "$@"; }
+
+# 1. The shaper, not the veth, sets the rate: 1 Gbit/s and 200 Mbit/s links.
+for rate in 1000 200; do
+  hosts=$("$bed" up 2 --prefix "$prefix" --rate "${rate}mbit") || { echo "FAIL: bring-up"; exit 1; }
+  mbps=$(goodput_mbps "$(awk 'NR==2 {print $2}' "$hosts")")
+  echo "measured ${mbps:-nothing} Mbit/s TCP goodput on a ${rate} Mbit/s link"
+  check "a ${rate} Mbit/s link carries 90-100% of its rate" within "${mbps:-0}" "$((rate * 90 / 100))" "$rate"
+done
+
+# 2. Four emulated hosts, one rank each: the run sees four hosts; rank 2 killed is reported.
+hosts=$("$bed" up 4 --prefix "$prefix" --rate 1gbit) || { echo "FAIL: bring-up"; exit 1; }
+cat >"$work/ok.json" <<'JSON'
+{"name": "netns-smoke", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 20}}]}
+JSON
+"$rocebench" run "$work/ok.json" --netns "$hosts" --ranks 4 --results-dir "$work/ok" --deadline 20 >"$work/ok.out" 2>"$work/ok.err"
+check "a 4-host run succeeds" test $? = 0
+check "the run record names 4 hosts" /usr/bin/python3 -c '
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+names = sorted(h["hostname"] for h in run["hosts"])
+sys.exit(0 if len(names) == 4 and all(n.startswith(sys.argv[2]) for n in names) else 1)' "$work/ok/results.jsonl" "$prefix"
+
+cat >"$work/long.json" <<'JSON'
+{"name": "netns-long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 3000, "interval_ms": 10}}]}
+JSON
+"$rocebench" run "$work/long.json" --netns "$hosts" --ranks 4 --results-dir "$work/long" --deadline 15 >"$work/long.out" 2>"$work/long.err" &
+launcher=$!
+for _ in $(seq 300); do grep -q '"kind":"run"' "$work/long/results.jsonl" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+victim=$(sed -n 's/^rocebench run: rank 2 started, pid \([0-9]*\).*/\1/p' "$work/long.err")
+check "rank 2's pid was reported at launch" test -n "$victim"
+start=$SECONDS
+kill -9 "$victim"
+wait "$launcher"
+rc=$?
+check "the run exits 3 (infrastructure failure), got $rc" test "$rc" = 3
+check "the survivors stopped within the deadline ($((SECONDS - start)) s)" test $((SECONDS - start)) -le 20
+check "the loss names rank 2 and its emulated host" grep -q "rank 2 on host ${prefix}2 was lost" "$work/long.err"
+check "results hold the rank.lost event" grep -q '"event":"rank.lost"' "$work/long/results.jsonl"
+
+"$bed" down --prefix "$prefix"
+check "tear-down leaves no namespace" test -z "$(ip netns list | grep "^$prefix" || true)"
+echo "$((failures == 0 ? 1 : 0)) passed, $failures failed"
+exit $((failures > 0))

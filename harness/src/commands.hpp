@@ -1,0 +1,21 @@
+#pragma once
+// The harness's own pieces, gathered with the modules' into one command table and step list.
+#include <vector>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rocebench {
+
+// Every step kind of this build: the harness's own and each module's.
+const std::vector<StepKind>& all_step_kinds();
+// Every subcommand of this build.
+std::vector<Subcommand> all_subcommands();
+
+// `rocebench run`: launches ranks (or, with --launcher env, is one).
+int run_main(const Args& args);
+
+// The harness's own steps.
+StepKind rendezvous_step();
+
+}  // namespace rocebench

@@ -1,0 +1,292 @@
+#include "launch.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "wire.hpp"
+
+extern char** environ;
+
+namespace rocebench {
+
+namespace {
+
+int parse_int(const std::string& name, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(fmt::format("environment variable {}='{}' is not an integer", name, text));
+}
+
+std::string lookup(const std::map<std::string, std::string>& env, const std::string& name, const std::string& fallback) {
+  auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? fallback : it->second;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+RankEnv rank_env_from(const std::map<std::string, std::string>& env) {
+  // Each launcher's names for rank, world size and rank-on-this-host, most specific first.
+  struct Convention {
+    const char* rank;
+    const char* world;
+    const char* local;
+    const char* source;
+  };
+  static const Convention conventions[] = {
+      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK/WORLD_SIZE"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_*"},
+      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_*"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_*"},
+  };
+  RankEnv out;
+  bool found = false;
+  for (const auto& c : conventions) {
+    if (!env.count(c.rank)) continue;
+    if (!env.count(c.world)) throw InputError(fmt::format("{} is set but {} is not", c.rank, c.world));
+    out.rank = parse_int(c.rank, env.at(c.rank));
+    out.world = parse_int(c.world, env.at(c.world));
+    out.local_rank = env.count(c.local) ? parse_int(c.local, env.at(c.local)) : 0;
+    out.source = c.source;
+    found = true;
+    break;
+  }
+  if (!found) out.source = "none (a single rank)";
+  if (out.world < 1 || out.rank < 0 || out.rank >= out.world) {
+    throw InputError(fmt::format("rank {} of world {} (from {}) is impossible", out.rank, out.world, out.source));
+  }
+  out.rendezvous.host = lookup(env, "MASTER_ADDR", "127.0.0.1");
+  out.rendezvous.port = parse_int("MASTER_PORT", lookup(env, "MASTER_PORT", std::to_string(kDefaultRendezvousPort)));
+  out.token = lookup(env, "ROCEBENCH_TOKEN", "");
+  if (out.token.empty()) {
+    throw InputError(
+        "ROCEBENCH_TOKEN is not set: every rank needs the run's token (rocebench run sets it; by hand: "
+        "export ROCEBENCH_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n') and pass it on, e.g. mpirun -x "
+        "ROCEBENCH_TOKEN)");
+  }
+  return out;
+}
+
+std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string& file) {
+  std::vector<HostSlot> hosts;
+  std::istringstream in(text);
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    HostSlot h;
+    if (!(words >> h.host)) continue;
+    for (std::string word; words >> word;) {
+      const auto eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      if (key == "slots" || key == "max_slots" || key == "max-slots") {
+        int slots = 0;
+        try {
+          std::size_t used = 0;
+          slots = std::stoi(value, &used);
+          if (used != value.size()) slots = 0;
+        } catch (const std::exception&) {
+        }
+        if (slots < 1) throw InputError(file, line_no, key, "expected a positive integer, got '" + value + "'");
+        if (key == "slots") h.slots = slots;
+      } else {
+        throw InputError(file, line_no, key, "unknown hostfile field (expected 'host slots=N')");
+      }
+    }
+    hosts.push_back(h);
+  }
+  if (hosts.empty()) throw InputError(file, 0, "", "hostfile names no host");
+  return hosts;
+}
+
+std::vector<HostSlot> load_hostfile(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), 0, "", "cannot open hostfile");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hostfile(text.str(), file.string());
+}
+
+int total_ranks(const LaunchSpec& spec) {
+  int n = 0;
+  for (const auto& h : spec.hosts) n += spec.ranks_per_host > 0 ? spec.ranks_per_host : h.slots;
+  return n;
+}
+
+std::vector<std::string> mpirun_argv(const LaunchSpec& spec) {
+  std::vector<std::string> hosts;
+  for (const auto& h : spec.hosts) hosts.push_back(fmt::format("{}:{}", h.host, spec.ranks_per_host > 0 ? spec.ranks_per_host : h.slots));
+  std::vector<std::string> argv{spec.mpirun, "-np", std::to_string(total_ranks(spec)), "-H", fmt::format("{}", fmt::join(hosts, ",")),
+                                "--map-by", "slot"};
+  for (const auto& [name, value] : spec.env) {
+    argv.push_back("-x");
+    argv.push_back(name + "=" + value);
+  }
+  argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+  argv.insert(argv.end(), spec.rank_argv.begin(), spec.rank_argv.end());
+  return argv;
+}
+
+std::vector<std::string> srun_argv(const LaunchSpec& spec) {
+  std::vector<std::string> names;
+  for (const auto& h : spec.hosts) names.push_back(h.host);
+  std::string exports = "ALL";
+  for (const auto& [name, value] : spec.env) exports += "," + name + "=" + value;
+  std::vector<std::string> argv{"srun", fmt::format("--nodes={}", spec.hosts.size()),
+                                fmt::format("--ntasks={}", total_ranks(spec)),
+                                fmt::format("--nodelist={}", fmt::join(names, ",")), "--export=" + exports};
+  if (spec.ranks_per_host > 0) argv.insert(argv.begin() + 3, fmt::format("--ntasks-per-node={}", spec.ranks_per_host));
+  argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
+  argv.insert(argv.end(), spec.rank_argv.begin(), spec.rank_argv.end());
+  return argv;
+}
+
+std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), 0, "", "cannot open the emulated-hosts file (is the netns test bed up?)");
+  std::vector<EmulatedHost> hosts;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    EmulatedHost h;
+    if (!(words >> h.netns)) continue;
+    if (!(words >> h.address)) throw InputError(file.string(), line_no, "address", "expected 'NETNS ADDRESS'");
+    hosts.push_back(h);
+  }
+  if (hosts.empty()) throw InputError(file.string(), 0, "", "no emulated hosts listed");
+  return hosts;
+}
+
+Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            const EmulatedHost* emulated, int rank) {
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::map<std::string, std::string> full = current_environment();
+  for (const auto& [k, v] : env) full[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : full) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  int netns_fd = -1;
+  if (emulated) {
+    const std::string path = "/run/netns/" + emulated->netns;
+    netns_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) throw InfraError(fmt::format("cannot open network namespace {}: {}", path, std::strerror(errno)));
+  }
+  char hostname[256] = {};
+  if (emulated) std::snprintf(hostname, sizeof hostname, "%s", emulated->netns.c_str());
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw InfraError(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (netns_fd >= 0) {
+      if (::setns(netns_fd, CLONE_NEWNET) != 0 || ::unshare(CLONE_NEWUTS) != 0 ||
+          ::sethostname(hostname, std::strlen(hostname)) != 0) {
+        const char msg[] = "rocebench: cannot enter the emulated host's namespaces\n";
+        [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
+        ::_exit(kExitInfra);
+      }
+    }
+    ::execve(args[0], args.data(), envp.data());
+    ::execvpe(args[0], args.data(), envp.data());
+    const char msg[] = "rocebench: exec failed\n";
+    [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  if (netns_fd >= 0) ::close(netns_fd);
+  return {pid, rank, emulated ? emulated->netns : std::string()};
+}
+
+std::string ChildExit::describe() const {
+  if (WIFEXITED(status)) return fmt::format("exit {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by {}", sigabbrev_np(WTERMSIG(status)) ? std::string("SIG") + sigabbrev_np(WTERMSIG(status)) : std::to_string(WTERMSIG(status)));
+  return "ended oddly";
+}
+
+int ChildExit::exit_code() const {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline) {
+  std::vector<ChildExit> done;
+  bool terminated = false;
+  std::optional<Deadline> kill_deadline;
+  while (!children.empty()) {
+    for (auto it = children.begin(); it != children.end();) {
+      int status = 0;
+      const pid_t r = ::waitpid(it->pid, &status, WNOHANG);
+      if (r == it->pid) {
+        done.push_back({*it, status});
+        it = children.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (children.empty()) break;
+    if (deadline.expired() && !terminated) {
+      for (const auto& c : children) ::kill(c.pid, SIGTERM);
+      terminated = true;
+      kill_deadline.emplace(std::chrono::seconds(5));
+    }
+    if (kill_deadline && kill_deadline->expired()) {
+      for (const auto& c : children) ::kill(c.pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done;
+}
+
+int pick_free_port(const std::string& address) {
+  const int fd = wire::listen_on(address, 0);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+  return ntohs(a->sin_port);
+}
+
+std::string random_token() {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16];
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes)) throw InfraError("cannot read /dev/urandom");
+  std::string hex;
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+}  // namespace rocebench

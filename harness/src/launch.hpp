@@ -1,0 +1,94 @@
+#pragma once
+// How ranks come to exist: a rank reads who it is from its environment (whatever started it), and
+// the launchers start ranks — forked here, or through Open MPI's mpirun or Slurm's srun.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous.hpp"
+
+namespace rocebench {
+
+// What a rank learns from its environment.
+struct RankEnv {
+  int rank = 0;
+  int world = 1;
+  int local_rank = 0;
+  RendezvousAddress rendezvous;
+  std::string token;
+  std::string source;  // which variables told us: "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", …
+};
+
+inline constexpr int kDefaultRendezvousPort = 29517;
+
+// Reads RANK/WORLD_SIZE/LOCAL_RANK (torchrun style), OMPI_COMM_WORLD_*, PMI_* or SLURM_* (first
+// found wins), MASTER_ADDR / MASTER_PORT (default 127.0.0.1:29517) and ROCEBENCH_TOKEN. Throws
+// InputError naming the variable that is missing or malformed.
+RankEnv rank_env_from(const std::map<std::string, std::string>& env);
+std::map<std::string, std::string> current_environment();
+
+// One line of an Open MPI style hostfile: "host [slots=N]"; '#' starts a comment.
+struct HostSlot {
+  std::string host;
+  int slots = 1;
+};
+// Throws InputError "file:line: field 'slots': …".
+std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string& file);
+std::vector<HostSlot> load_hostfile(const std::filesystem::path& file);
+
+// Everything a launcher needs to start `ranks_per_host` ranks on each host running `rank_argv`.
+struct LaunchSpec {
+  std::vector<HostSlot> hosts;
+  int ranks_per_host = 1;            // 0: use each host's slots
+  std::vector<std::string> rank_argv;  // the rank's command: rocebench run --launcher env …
+  std::map<std::string, std::string> env;  // exported to every rank (MASTER_ADDR, ROCEBENCH_TOKEN, …)
+  std::string mpirun = "mpirun";
+  std::vector<std::string> extra_args;  // passed to mpirun / srun before the command
+};
+int total_ranks(const LaunchSpec& spec);
+
+// The argv that starts the ranks under Open MPI / Slurm.
+std::vector<std::string> mpirun_argv(const LaunchSpec& spec);
+std::vector<std::string> srun_argv(const LaunchSpec& spec);
+
+// An emulated host (ci/testbeds/netns): a network namespace with its address.
+struct EmulatedHost {
+  std::string netns;
+  std::string address;
+};
+// Reads the "NAME ADDRESS" lines the test bed writes.
+std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file);
+
+// A child process we started.
+struct Child {
+  pid_t pid = -1;
+  int rank = -1;
+  std::string host;
+};
+
+// Forks and execs argv with extra environment; with an emulated host, the child first joins its
+// network namespace and takes its name as hostname (in a UTS namespace of its own).
+Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            const EmulatedHost* emulated, int rank);
+
+// How a child ended, for reports: "exit 3", "killed by SIGKILL".
+struct ChildExit {
+  Child child;
+  int status = 0;  // waitpid status
+  std::string describe() const;
+  int exit_code() const;  // the exit code, or 128+signal
+};
+
+// Waits for all children, or kills the rest (SIGTERM, then SIGKILL) when the deadline passes.
+std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline);
+
+// A TCP port free on `address` right now, for the rendezvous of a local run.
+int pick_free_port(const std::string& address);
+// A random hex token (128 bits from /dev/urandom).
+std::string random_token();
+
+}  // namespace rocebench

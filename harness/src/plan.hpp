@@ -1,0 +1,48 @@
+#pragma once
+// Plans: JSON files that say which ranks to start and which steps to run. Validated up front so
+// that a typo is an error naming file, line and field, not a failure an hour into a sweep.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/located_json.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rocebench {
+
+struct LauncherConfig {
+  std::string type = "local";  // local | mpirun | srun
+  int ranks = 1;               // local
+  std::string hostfile;        // mpirun / srun, relative to the plan's folder
+  int ranks_per_host = 0;      // 0: the hostfile's slots
+  std::vector<std::string> extra_args;
+};
+
+struct PlanStep {
+  const StepKind* kind = nullptr;
+  std::string label;
+  json params;
+};
+
+struct Plan {
+  std::string name;
+  std::string file;  // where it came from ("builtin:local" for the embedded default)
+  std::string text;  // exactly as read, for hashing and for shipping to the other ranks
+  std::string sha256;
+  LauncherConfig launcher;
+  double deadline_s = 60;
+  double run_timeout_s = 3600;
+  std::vector<PlanStep> steps;
+  json document;
+};
+
+inline constexpr const char* kBuiltinLocalPlan = "builtin:local";
+
+// Throws InputError "file:line: field 'steps[1].params.rounds': …".
+Plan parse_plan(const std::string& text, const std::string& file, const std::vector<StepKind>& kinds);
+// A path, or builtin:local.
+Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds);
+
+std::string builtin_local_plan_text();
+
+}  // namespace rocebench

@@ -1,0 +1,327 @@
+// `rocebench run`: the launcher side (start the ranks, wait, summarise) and the rank side
+// (`--launcher env`: join the rendezvous, run every step, send records to rank 0).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "launch.hpp"
+#include "metadata.hpp"
+#include "plan.hpp"
+#include "rendezvous.hpp"
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunOptions {
+  std::string plan_path = kBuiltinLocalPlan;
+  std::string launcher;  // empty: the plan's
+  int ranks = 0;         // 0: the plan's
+  std::string hostfile;
+  int ranks_per_host = 0;
+  std::string results_root = "rocebench-results";
+  std::string results_dir;  // set by the launcher for its ranks
+  std::string run_id;
+  std::string netns_file;
+  std::string mpirun = "mpirun";
+  double deadline_s = 0;  // 0: the plan's
+  double timeout_s = 0;
+  bool dry_run = false;
+};
+
+std::string new_run_id() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, random_token().substr(0, 6));
+}
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+// ---- the rank side -------------------------------------------------------------------------
+
+// Runs every step of the plan on this rank. Throws InfraError when the run cannot go on.
+void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, const std::string& host,
+               StoreClient& client, double deadline_s) {
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& step = plan.steps[i];
+    StepContext ctx;
+    ctx.run_id = run_id;
+    ctx.step = step.kind->name;
+    ctx.host = host;
+    ctx.rank = env.rank;
+    ctx.world = env.world;
+    ctx.local_rank = env.local_rank;
+    ctx.params = step.params;
+    ctx.deadline = millis(deadline_s);
+    ctx.rendezvous = &client;
+    ctx.recorder = &client;
+    try {
+      step.kind->run(ctx);
+    } catch (const std::exception& e) {
+      // Recorded before anything else, so the results say which step failed on which rank.
+      ResultRecord r;
+      r.params = step.params;
+      r.status = Status::error;
+      r.reason = e.what();
+      try {
+        ctx.record(r);
+      } catch (const std::exception&) {
+      }
+      throw;
+    }
+    client.barrier(fmt::format("step/{}", i), ctx.deadline);
+    if (env.rank == 0) client.end_step();
+  }
+}
+
+int rank_main(const RunOptions& options) {
+  const RankEnv env = rank_env_from(current_environment());
+  const std::string host = this_hostname();
+  const auto& kinds = all_step_kinds();
+
+  // Rank 0 alone reads the plan and owns the results; the others receive both from it.
+  std::optional<Plan> plan;
+  std::unique_ptr<RecordWriter> writer;
+  std::unique_ptr<StoreServer> server;
+  std::string run_id = options.run_id;
+  double deadline_s = options.deadline_s;
+  if (env.rank == 0) {
+    plan = load_plan(options.plan_path, kinds);
+    if (run_id.empty()) run_id = new_run_id();
+    const fs::path dir = options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    writer = std::make_unique<RecordWriter>(dir / "results.jsonl");
+    if (deadline_s <= 0) deadline_s = plan->deadline_s;
+    server = std::make_unique<StoreServer>(env.rendezvous, env.token, env.world, run_id,
+                                           StoreServer::Sink{[w = writer.get()](const json& r) { w->append(r); },
+                                                             [w = writer.get()] { w->sync(); }});
+    server->start();
+  }
+  if (deadline_s <= 0) deadline_s = 60;
+
+  auto fail = [&](int code, const std::string& what) {
+    std::cerr << fmt::format("rocebench run: rank {} on {}: {}\n", env.rank, host, what);
+    return code;
+  };
+
+  int exit_code = kExitOk;
+  try {
+    StoreClient client(env.rendezvous, env.token, env.rank, env.world, host, Deadline(millis(deadline_s)));
+    try {
+      if (env.rank == 0) {
+        client.set("run/id", run_id);
+        client.set("run/plan", plan->text);
+        client.set("run/plan_file", plan->file);
+        client.set("run/deadline_s", std::to_string(deadline_s));
+      } else {
+        run_id = client.get("run/id", millis(deadline_s));
+        deadline_s = std::stod(client.get("run/deadline_s", millis(deadline_s)));
+        plan = parse_plan(client.get("run/plan", millis(deadline_s)), client.get("run/plan_file", millis(deadline_s)),
+                          kinds);
+      }
+      json info = collect_host_info(host);
+      client.set(fmt::format("run/host/{}", env.rank), info.dump());
+      if (env.rank == 0) {
+        std::vector<json> per_rank;
+        for (int r = 0; r < env.world; ++r) per_rank.push_back(json::parse(client.get(fmt::format("run/host/{}", r), millis(deadline_s))));
+        json run = record_header("run", run_id);
+        run["rocebench"] = build_info();
+        run["plan"] = {{"name", plan->name}, {"sha256", plan->sha256}, {"file", plan->file}};
+        run["world"] = env.world;
+        run["launcher"] = env.source;
+        run["hosts"] = merge_hosts(per_rank);
+        client.emit(run);
+        client.end_step();
+      }
+      client.barrier("run/start", millis(deadline_s));
+      run_steps(*plan, env, run_id, host, client, deadline_s);
+      client.barrier("run/end", millis(deadline_s));
+    } catch (const InfraError& e) {
+      exit_code = fail(kExitInfra, e.what());
+    } catch (const InputError& e) {
+      exit_code = fail(kExitBadInput, e.what());
+    } catch (const std::exception& e) {
+      exit_code = fail(kExitInfra, std::string("internal error: ") + e.what());
+    }
+    // A rank that stops on purpose says so, so that only real deaths count as lost ranks.
+    try {
+      client.goodbye();
+    } catch (const std::exception&) {
+    }
+  } catch (const InfraError& e) {
+    exit_code = fail(kExitInfra, e.what());
+  }
+
+  if (server) {
+    // Rank 0 keeps the store up until every rank has said goodbye or is known lost.
+    if (!server->wait_finished(Deadline(millis(deadline_s)))) {
+      exit_code = fail(kExitInfra, "some ranks neither finished nor were reported lost before the deadline");
+    }
+    if (!server->lost_ranks().empty() && exit_code == kExitOk) exit_code = kExitInfra;
+    writer->sync();
+    if (exit_code == kExitOk) {
+      const RecordFile back = read_records(writer->path());
+      for (const auto& r : back.records) {
+        if (r.value("status", "ok") == "fail") exit_code = kExitCheckFailed;
+      }
+    }
+  }
+  return exit_code;
+}
+
+// ---- the launcher side ---------------------------------------------------------------------
+
+void print_summary(const fs::path& results) {
+  const RecordFile file = read_records(results);
+  std::map<std::string, std::map<std::string, int>> by_step;
+  for (const auto& r : file.records) {
+    if (r.value("kind", "") == "result") by_step[r.value("step", "?")][r.value("status", "?")]++;
+    if (r.value("kind", "") == "event") std::cout << "event: " << r.value("message", "") << "\n";
+  }
+  std::cout << fmt::format("{:<28} {:>5} {:>5} {:>5} {:>5}\n", "step", "ok", "fail", "skip", "error");
+  for (auto& [step, counts] : by_step) {
+    std::cout << fmt::format("{:<28} {:>5} {:>5} {:>5} {:>5}\n", step, counts["ok"], counts["fail"], counts["skip"],
+                             counts["error"]);
+  }
+  for (const auto& issue : file.issues) std::cout << fmt::format("{}:{}: {}\n", results.string(), issue.line, issue.message);
+}
+
+int launch_main(RunOptions options) {
+  const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
+  const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
+  if (type != "local" && type != "mpirun" && type != "srun") {
+    throw UsageError("rocebench run: --launcher must be local, mpirun, srun or env, not '" + type + "'");
+  }
+  const double deadline_s = options.deadline_s > 0 ? options.deadline_s : plan.deadline_s;
+  const double timeout_s = options.timeout_s > 0 ? options.timeout_s : plan.run_timeout_s;
+
+  // The results folder is made and tested before any rank starts.
+  const std::string run_id = options.run_id.empty() ? new_run_id() : options.run_id;
+  const fs::path dir = fs::absolute(options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(dir.string(), 0, "", "cannot create the results folder: " + ec.message());
+  { RecordWriter probe(dir / "results.jsonl"); }
+  std::ofstream(dir / "plan.json") << plan.text;
+
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const std::string plan_arg =
+      plan.file == kBuiltinLocalPlan ? plan.file : fs::absolute(plan.file).string();
+  LaunchSpec spec;
+  spec.rank_argv = {self, "run", "--launcher", "env", "--plan", plan_arg, "--results-dir", dir.string(), "--run-id", run_id,
+                    "--deadline", fmt::format("{:g}", deadline_s)};
+  spec.env["ROCEBENCH_TOKEN"] = random_token();
+  spec.mpirun = options.mpirun;
+
+  std::vector<Child> children;
+  std::vector<std::string> launcher_argv;
+  if (type == "local") {
+    const int ranks = options.ranks > 0 ? options.ranks : plan.launcher.ranks;
+    std::vector<EmulatedHost> emulated;
+    if (!options.netns_file.empty()) emulated = load_emulated_hosts(options.netns_file);
+    const std::string master = emulated.empty() ? "127.0.0.1" : emulated.front().address;
+    spec.env["MASTER_ADDR"] = master;
+    spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? pick_free_port(master) : kDefaultRendezvousPort);
+    spec.env["WORLD_SIZE"] = std::to_string(ranks);
+    if (options.dry_run) {
+      std::cout << fmt::format("local: {} ranks of: {}\n", ranks, fmt::join(spec.rank_argv, " "));
+      return kExitOk;
+    }
+    std::map<std::string, int> per_host;
+    for (int r = 0; r < ranks; ++r) {
+      const EmulatedHost* host = emulated.empty() ? nullptr : &emulated[r % emulated.size()];
+      auto env = spec.env;
+      env["RANK"] = std::to_string(r);
+      env["LOCAL_RANK"] = std::to_string(per_host[host ? host->netns : ""]++);
+      children.push_back(spawn(spec.rank_argv, env, host, r));
+      std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
+                               host ? " in emulated host " + host->netns : "");
+    }
+  } else {
+    const std::string hostfile = options.hostfile.empty()
+                                     ? (fs::path(plan.file).parent_path() / plan.launcher.hostfile).string()
+                                     : options.hostfile;
+    spec.hosts = load_hostfile(hostfile);
+    spec.ranks_per_host = options.ranks_per_host > 0 ? options.ranks_per_host : plan.launcher.ranks_per_host;
+    spec.extra_args = plan.launcher.extra_args;
+    spec.env["MASTER_ADDR"] = spec.hosts.front().host;
+    spec.env["MASTER_PORT"] = std::to_string(kDefaultRendezvousPort);
+    if (type == "mpirun" && ::geteuid() == 0) spec.extra_args.insert(spec.extra_args.begin(), "--allow-run-as-root");
+    launcher_argv = type == "mpirun" ? mpirun_argv(spec) : srun_argv(spec);
+    if (options.dry_run) {
+      std::cout << fmt::format("{}\n", fmt::join(launcher_argv, " "));
+      return kExitOk;
+    }
+    children.push_back(spawn(launcher_argv, {}, nullptr, -1));
+  }
+
+  std::cerr << fmt::format("rocebench run: plan '{}', run {}, results in {}\n", plan.name, run_id, dir.string());
+  const auto exits = wait_all(children, Deadline(millis(timeout_s)));
+  int exit_code = kExitOk;
+  for (const auto& e : exits) {
+    const int code = e.exit_code();
+    if (code != 0) {
+      std::cerr << fmt::format("rocebench run: {} ended: {}\n",
+                               e.child.rank >= 0 ? fmt::format("rank {}", e.child.rank) : launcher_argv.front(), e.describe());
+    }
+    // Severity order: infrastructure > bad input > failed check.
+    const int severity = code == 0 ? 0 : code == kExitCheckFailed ? 1 : code == kExitBadInput ? 2 : 3;
+    const int current = exit_code == 0 ? 0 : exit_code == kExitCheckFailed ? 1 : exit_code == kExitBadInput ? 2 : 3;
+    if (severity > current) exit_code = severity == 1 ? kExitCheckFailed : severity == 2 ? kExitBadInput : kExitInfra;
+  }
+  print_summary(dir / "results.jsonl");
+  std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
+  return exit_code;
+}
+
+}  // namespace
+
+int run_main(const Args& args) {
+  return run_guarded("rocebench run", [&]() -> int {
+    RunOptions o;
+    std::string plan_positional;
+    ArgParser p("rocebench run",
+                "Runs a plan: starts its ranks (local, mpirun or srun), which meet at a rendezvous served by rank 0,\n"
+                "run every step and append result records to <results>/<run-id>/results.jsonl.\n"
+                "With no plan, runs the built-in local plan (harness/plans/local.json).");
+    p.positional("PLAN", &plan_positional, "plan file (default: the built-in local plan)", false)
+        .option("--plan", &o.plan_path, "plan file, or builtin:local", "FILE")
+        .option("--launcher", &o.launcher, "local | mpirun | srun (default: the plan's), or env: be one rank", "NAME")
+        .option("--ranks", &o.ranks, "ranks to start with the local launcher")
+        .option("--hostfile", &o.hostfile, "hosts for mpirun / srun ('host slots=N' lines)", "FILE")
+        .option("--ranks-per-host", &o.ranks_per_host, "ranks on each host (default: the hostfile's slots)")
+        .option("--results", &o.results_root, "folder that receives <run-id>/results.jsonl", "DIR")
+        .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
+        .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
+        .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
+        .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
+        .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")
+        .option("--timeout", &o.timeout_s, "seconds the whole run may take (default: the plan's)", "S")
+        .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
+    if (!p.parse(args)) return kExitOk;
+    if (!plan_positional.empty()) o.plan_path = plan_positional;
+    if (o.launcher == "env") {
+      if (o.results_dir.empty() && !o.run_id.empty()) o.results_dir = (fs::path(o.results_root) / o.run_id).string();
+      return rank_main(o);
+    }
+    return launch_main(o);
+  });
+}
+
+}  // namespace rocebench

@@ -1,0 +1,30 @@
+#pragma once
+// Length-prefixed JSON messages over a TCP socket, every read and write bounded by a deadline.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "rocebench/common/clock.hpp"
+
+namespace rocebench::wire {
+
+inline constexpr std::size_t kMaxMessage = 64u << 20;  // a record or a value; bigger is a bug
+
+// Frame: 4-byte big-endian length, then the JSON text. Both throw InfraError on a closed or failed
+// socket and DeadlineExceeded when the deadline passes first.
+void send(int fd, const nlohmann::json& message, const Deadline& deadline);
+nlohmann::json receive(int fd, const Deadline& deadline);
+
+// Non-blocking receive for the server: appends what is readable to `buffer` and pops one whole
+// message when there is one. Returns false when the peer closed the connection.
+bool read_available(int fd, std::string& buffer);
+bool pop_message(std::string& buffer, nlohmann::json& message);
+
+// A listening socket bound to exactly `address:port` (IPv4 or IPv6 literal or a host name).
+int listen_on(const std::string& address, int port);
+// Connects, retrying while the server is not up yet, until the deadline.
+int connect_to(const std::string& address, int port, const Deadline& deadline);
+// "address:port" of the peer, for logs.
+std::string peer_name(int fd);
+
+}  // namespace rocebench::wire

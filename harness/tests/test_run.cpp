@@ -1,0 +1,174 @@
+// The real binary, run as a user would: the default plan, bad input, lost ranks, Open MPI.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "launch.hpp"
+#include "process_util.hpp"
+#include "rocebench/common/record.hpp"
+#include "rocebench/common/schema.hpp"
+
+using namespace rocebench;
+using rbtest::fs::path;
+
+namespace {
+
+const std::string kBinary = ROCEBENCH_BINARY;
+
+// Every record valid, the first one the run record.
+RecordFile checked_results(const path& file) {
+  RecordFile f = read_records(file, &result_schema());
+  for (const auto& issue : f.issues) ADD_FAILURE() << file << ":" << issue.line << ": " << issue.message;
+  if (f.records.empty()) {
+    ADD_FAILURE() << "no records in " << file;
+  } else {
+    EXPECT_EQ(f.records.front()["kind"], "run");
+  }
+  return f;
+}
+
+int count_results(const RecordFile& f, const std::string& step, const std::string& status) {
+  int n = 0;
+  for (const auto& r : f.records) n += r.value("step", "") == step && r.value("status", "") == status;
+  return n;
+}
+
+void write(const path& file, const std::string& text) { std::ofstream(file) << text; }
+
+bool mpirun_available() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
+  const path dir = rbtest::temp_dir("run");
+  ASSERT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "out").string()}, dir, "run"), 0)
+      << rbtest::slurp(dir / "run.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  const json& run = f.records.front();
+  EXPECT_EQ(run["world"], 4);
+  EXPECT_EQ(run["plan"]["name"], "local");
+  ASSERT_EQ(run["hosts"].size(), 1u);
+  EXPECT_EQ(run["hosts"][0]["ranks"], json::array({0, 1, 2, 3}));
+  EXPECT_TRUE(run["hosts"][0]["rdma"].contains("devices"));
+  EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 4);
+  for (const auto& r : f.records) {
+    if (r.value("step", "") == "harness.rendezvous") {
+      EXPECT_EQ(r["samples"]["n"], 50);
+    }
+  }
+  EXPECT_NE(rbtest::slurp(dir / "run.out").find("results: "), std::string::npos);
+  EXPECT_TRUE(rbtest::fs::exists(dir / "out" / "plan.json"));
+}
+
+TEST(RunCommand, EightLocalRanks) {
+  const path dir = rbtest::temp_dir("run8");
+  ASSERT_EQ(rbtest::run({kBinary, "run", "--ranks", "8", "--results-dir", (dir / "out").string()}, dir, "run"), 0)
+      << rbtest::slurp(dir / "run.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  EXPECT_EQ(f.records.front()["world"], 8);
+  EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 8);
+}
+
+TEST(RunCommand, BadUsageExitsTwo) {
+  const path dir = rbtest::temp_dir("usage");
+  EXPECT_EQ(rbtest::run({kBinary, "frobnicate"}, dir, "a"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "a.err").find("unknown command 'frobnicate'"), std::string::npos);
+  EXPECT_EQ(rbtest::run({kBinary, "run", "--frob"}, dir, "b"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "b.err").find("unknown option --frob"), std::string::npos);
+  EXPECT_EQ(rbtest::run({kBinary}, dir, "c"), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "--help"}, dir, "d"), 0);
+  for (const char* sub : {"run", "probe", "allreduce", "train", "netcheck", "report", "compare", "import"}) {
+    EXPECT_NE(rbtest::slurp(dir / "d.out").find(std::string("  ") + sub + " "), std::string::npos) << sub;
+  }
+  EXPECT_EQ(rbtest::run({kBinary, "run", "--help"}, dir, "e"), 0);
+  EXPECT_NE(rbtest::slurp(dir / "e.out").find("usage: rocebench run"), std::string::npos);
+}
+
+TEST(RunCommand, MalformedPlanIsRefusedWithFileAndLine) {
+  const path dir = rbtest::temp_dir("plan");
+  write(dir / "bad.json", "{\n  \"name\": \"bad\",\n  \"steps\": [\n    {\"step\": \"harness.rendezvous\", \"params\": {\"rounds\": \"ten\"}}\n  ]\n}\n");
+  EXPECT_EQ(rbtest::run({kBinary, "run", (dir / "bad.json").string(), "--results-dir", (dir / "out").string()}, dir, "r"), 2);
+  const std::string err = rbtest::slurp(dir / "r.err");
+  EXPECT_NE(err.find("bad.json:4: field 'steps[0].params.rounds': expected integer"), std::string::npos) << err;
+  EXPECT_FALSE(rbtest::fs::exists(dir / "out")) << "a bad plan must stop everything before results exist";
+}
+
+TEST(RunCommand, UnwritableResultsFolderIsRefusedBeforeAnyRankStarts) {
+  const path dir = rbtest::temp_dir("unwritable");
+  write(dir / "a-file", "x");  // a folder cannot be made under a file, even by root
+  EXPECT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "a-file" / "out").string()}, dir, "r"), 2);
+  const std::string err = rbtest::slurp(dir / "r.err");
+  EXPECT_NE(err.find("cannot create the results folder"), std::string::npos) << err;
+  EXPECT_EQ(err.find("started"), std::string::npos) << "ranks were started: " << err;
+}
+
+TEST(RunCommand, RankKilledDuringRendezvousIsReportedByTheOthers) {
+  const path dir = rbtest::temp_dir("killed");
+  const path results = dir / "out";
+  write(dir / "long.json",
+        R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 2000, "interval_ms": 10}}]})");
+  const int world = 4;
+  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  std::vector<rbtest::Process> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "long.json").string(),
+                                   "--results-dir", results.string(), "--deadline", "20"},
+                                  {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(world)},
+                                   {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}, {"ROCEBENCH_TOKEN", "tok"}},
+                                  dir, "rank" + std::to_string(r)));
+  }
+  // Once the run record is written every rank has joined; then rank 2 dies.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rbtest::slurp(results / "results.jsonl").find("\"kind\":\"run\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(ranks[2].pid, SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(ranks[r].wait(25), 3) << "rank " << r << ": " << ranks[r].stderr_text();
+    EXPECT_NE(ranks[r].stderr_text().find("rank 2 on host"), std::string::npos) << ranks[r].stderr_text();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << "survivors exceeded the deadline";
+  ranks[2].wait(5);
+
+  const RecordFile f = checked_results(results / "results.jsonl");  // what was written stays intact
+  bool lost_event = false;
+  for (const auto& rec : f.records) {
+    lost_event |= rec.value("event", "") == "rank.lost" && rec["details"]["rank"] == 2;
+  }
+  EXPECT_TRUE(lost_event);
+  EXPECT_GE(count_results(f, "harness.rendezvous", "error"), 1) << "the survivors record the failed step";
+}
+
+TEST(RunCommand, OpenMpiStartsRanksThatFindEachOther) {
+  if (!mpirun_available()) GTEST_SKIP() << "mpirun (openmpi-bin) is not installed";
+  const path dir = rbtest::temp_dir("mpi");
+  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  const int rc = rbtest::run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "ROCEBENCH_TOKEN",
+                              "-x", "MASTER_ADDR", "-x", "MASTER_PORT", kBinary, "run", "--launcher", "env",
+                              "--results-dir", (dir / "out").string()},
+                             dir, "mpi",
+                             {{"ROCEBENCH_TOKEN", "tok"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
+                              {"OMPI_MCA_rmaps_base_oversubscribe", "1"}},
+                             180);
+  ASSERT_EQ(rc, 0) << rbtest::slurp(dir / "mpi.err") << rbtest::slurp(dir / "mpi.out");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  EXPECT_EQ(f.records.front()["world"], 4);
+  EXPECT_EQ(f.records.front()["launcher"], "OMPI_COMM_WORLD_*");
+  EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 4);
+}
+
+TEST(RunCommand, MpirunLauncherFromAHostfile) {
+  if (!mpirun_available()) GTEST_SKIP() << "mpirun (openmpi-bin) is not installed";
+  const path dir = rbtest::temp_dir("mpil");
+  write(dir / "hosts", "localhost slots=2\n");
+  const int rc = rbtest::run({kBinary, "run", "--launcher", "mpirun", "--hostfile", (dir / "hosts").string(),
+                              "--results-dir", (dir / "out").string()},
+                             dir, "run", {}, 180);
+  ASSERT_EQ(rc, 0) << rbtest::slurp(dir / "run.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  EXPECT_EQ(f.records.front()["world"], 2);
+  EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 2);
+}
