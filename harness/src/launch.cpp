@@ -3,9 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +15,6 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
-#include "wire.hpp"
 
 extern char** environ;
 
@@ -268,16 +264,6 @@ std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& dea
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done;
-}
-
-int pick_free_port(const std::string& address) {
-  const int fd = wire::listen_on(address, 0);
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-  return ntohs(a->sin_port);
 }
 
 std::string random_token() {

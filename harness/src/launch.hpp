@@ -86,8 +86,6 @@ struct ChildExit {
 // Waits for all children, or kills the rest (SIGTERM, then SIGKILL) when the deadline passes.
 std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline);
 
-// A TCP port free on `address` right now, for the rendezvous of a local run.
-int pick_free_port(const std::string& address);
 // A random hex token (128 bits from /dev/urandom).
 std::string random_token();
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
 #include "wire.hpp"
 
 namespace rocebench {
@@ -63,7 +64,7 @@ StoreServer::~StoreServer() {
 }
 
 void StoreServer::start() {
-  listen_fd_ = wire::listen_on(address_.host, address_.port);
+  listen_fd_ = net::listen_on(address_.host, address_.port);
   if (::pipe2(wake_fd_, O_CLOEXEC) != 0) throw InfraError("rendezvous: pipe2 failed");
   thread_ = std::thread([this] { serve(); });
 }
@@ -131,7 +132,7 @@ void StoreServer::accept_one() {
   if (fd < 0) return;
   auto c = std::make_unique<Connection>();
   c->fd = fd;
-  c->peer = wire::peer_name(fd);
+  c->peer = net::peer_name(fd);
   connections_.push_back(std::move(c));
 }
 
@@ -278,7 +279,7 @@ void StoreServer::serve() {
 StoreClient::StoreClient(const RendezvousAddress& address, const std::string& token, int rank, int world,
                          const std::string& host, const Deadline& connect_deadline)
     : address_(address), rank_(rank), world_(world) {
-  fd_ = wire::connect_to(address.host, address.port, connect_deadline);
+  fd_ = net::connect_to(address.host, address.port, connect_deadline);
   const json reply = request({{"op", "hello"}, {"token", token}, {"rank", rank}, {"world", world}, {"host", host},
                               {"pid", ::getpid()}},
                              std::chrono::seconds(10));

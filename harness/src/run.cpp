@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "launch.hpp"
+#include "rocebench/common/net.hpp"
 #include "metadata.hpp"
 #include "plan.hpp"
 #include "rendezvous.hpp"
@@ -237,7 +238,7 @@ int launch_main(RunOptions options) {
     if (!options.netns_file.empty()) emulated = load_emulated_hosts(options.netns_file);
     const std::string master = emulated.empty() ? "127.0.0.1" : emulated.front().address;
     spec.env["MASTER_ADDR"] = master;
-    spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? pick_free_port(master) : kDefaultRendezvousPort);
+    spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? net::pick_free_port(master) : kDefaultRendezvousPort);
     spec.env["WORLD_SIZE"] = std::to_string(ranks);
     if (options.dry_run) {
       std::cout << fmt::format("local: {} ranks of: {}\n", ranks, fmt::join(spec.rank_argv, " "));

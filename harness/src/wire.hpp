@@ -1,5 +1,5 @@
 #pragma once
-// Length-prefixed JSON messages over a TCP socket, every read and write bounded by a deadline.
+// Length-prefixed JSON messages over a TCP socket (common/net.hpp), for the rendezvous.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,12 +19,5 @@ nlohmann::json receive(int fd, const Deadline& deadline);
 // message when there is one. Returns false when the peer closed the connection.
 bool read_available(int fd, std::string& buffer);
 bool pop_message(std::string& buffer, nlohmann::json& message);
-
-// A listening socket bound to exactly `address:port` (IPv4 or IPv6 literal or a host name).
-int listen_on(const std::string& address, int port);
-// Connects, retrying while the server is not up yet, until the deadline.
-int connect_to(const std::string& address, int port, const Deadline& deadline);
-// "address:port" of the peer, for logs.
-std::string peer_name(int fd);
 
 }  // namespace rocebench::wire

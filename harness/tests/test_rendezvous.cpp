@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "launch.hpp"
+#include "rocebench/common/net.hpp"
 #include "rendezvous.hpp"
 #include "rocebench/common/errors.hpp"
 
@@ -34,7 +35,7 @@ struct Collected {
   }
 };
 
-RendezvousAddress local_address() { return {"127.0.0.1", pick_free_port("127.0.0.1")}; }
+RendezvousAddress local_address() { return {"127.0.0.1", net::pick_free_port("127.0.0.1")}; }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "launch.hpp"
+#include "rocebench/common/net.hpp"
 #include "process_util.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
@@ -108,7 +109,7 @@ TEST(RunCommand, RankKilledDuringRendezvousIsReportedByTheOthers) {
   write(dir / "long.json",
         R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 2000, "interval_ms": 10}}]})");
   const int world = 4;
-  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "long.json").string(),
@@ -145,7 +146,7 @@ TEST(RunCommand, RankKilledDuringRendezvousIsReportedByTheOthers) {
 TEST(RunCommand, OpenMpiStartsRanksThatFindEachOther) {
   if (!mpirun_available()) GTEST_SKIP() << "mpirun (openmpi-bin) is not installed";
   const path dir = rbtest::temp_dir("mpi");
-  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
   const int rc = rbtest::run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "ROCEBENCH_TOKEN",
                               "-x", "MASTER_ADDR", "-x", "MASTER_PORT", kBinary, "run", "--launcher", "env",
                               "--results-dir", (dir / "out").string()},

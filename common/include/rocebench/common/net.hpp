@@ -1,0 +1,34 @@
+#pragma once
+// TCP sockets with deadlines, shared by the rendezvous, the TCP probes and the TCP transport.
+// Every call that can block takes a Deadline and throws DeadlineExceeded when it passes; a closed
+// or failed connection throws InfraError.
+#include <cstddef>
+#include <string>
+
+#include "rocebench/common/clock.hpp"
+
+namespace rocebench::net {
+
+// A listening socket bound to exactly `address:port` (a literal or a host name; port 0 = any).
+int listen_on(const std::string& address, int port, int backlog = 256);
+// The port a socket is bound to.
+int local_port(int fd);
+// Connects, retrying while nobody listens yet, until the deadline. Sets TCP_NODELAY.
+int connect_to(const std::string& address, int port, const Deadline& deadline);
+// Accepts one connection before the deadline.
+int accept_one(int listen_fd, const Deadline& deadline);
+
+// Block until readable / writable or the deadline passes.
+void wait_readable(int fd, const Deadline& deadline);
+void wait_writable(int fd, const Deadline& deadline);
+
+void send_all(int fd, const void* data, std::size_t size, const Deadline& deadline);
+void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline);
+
+// "address:port" of the peer, for messages.
+std::string peer_name(int fd);
+void set_nodelay(int fd);
+// A TCP port free on `address` right now.
+int pick_free_port(const std::string& address);
+
+}  // namespace rocebench::net

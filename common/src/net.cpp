@@ -1,0 +1,174 @@
+#include "rocebench/common/net.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench::net {
+
+namespace {
+
+void wait_ready(int fd, short events, const Deadline& deadline) {
+  pollfd p{fd, events, 0};
+  while (true) {
+    const int n = ::poll(&p, 1, deadline.remaining_ms());
+    if (n > 0) return;
+    if (n == 0) throw DeadlineExceeded(fmt::format("timed out waiting on the connection to {}", peer_name(fd)));
+    if (errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
+  }
+}
+
+addrinfo* resolve(const std::string& address, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* result = nullptr;
+  const int rc = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &result);
+  if (rc != 0) throw InputError(fmt::format("cannot resolve address '{}': {}", address, gai_strerror(rc)));
+  return result;
+}
+
+}  // namespace
+
+void wait_readable(int fd, const Deadline& deadline) { wait_ready(fd, POLLIN, deadline); }
+void wait_writable(int fd, const Deadline& deadline) { wait_ready(fd, POLLOUT, deadline); }
+
+void send_all(int fd, const void* data, std::size_t size, const Deadline& deadline) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait_writable(fd, deadline);
+      continue;
+    }
+    throw InfraError(fmt::format("connection to {} lost while sending: {}", peer_name(fd), std::strerror(errno)));
+  }
+}
+
+void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) throw InfraError(fmt::format("connection closed by the peer {}", peer_name(fd)));
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_readable(fd, deadline);
+      continue;
+    }
+    throw InfraError(fmt::format("connection to {} lost while receiving: {}", peer_name(fd), std::strerror(errno)));
+  }
+}
+
+int listen_on(const std::string& address, int port, int backlog) {
+  addrinfo* list = resolve(address, port, true);
+  std::string last_error = "no usable address";
+  for (addrinfo* a = list; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, backlog) == 0) {
+      ::freeaddrinfo(list);
+      return fd;
+    }
+    last_error = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(list);
+  throw InfraError(fmt::format("cannot listen on {}:{}: {}", address, port, last_error));
+}
+
+int local_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  // sin_port and sin6_port sit at the same offset.
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+}
+
+void set_nodelay(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int connect_to(const std::string& address, int port, const Deadline& deadline) {
+  std::string last_error;
+  while (true) {
+    addrinfo* list = resolve(address, port, false);
+    for (addrinfo* a = list; a; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        set_nodelay(fd);
+        ::freeaddrinfo(list);
+        return fd;
+      }
+      last_error = std::strerror(errno);
+      ::close(fd);
+    }
+    ::freeaddrinfo(list);
+    if (deadline.expired()) {
+      throw DeadlineExceeded(fmt::format("could not connect to {}:{} before the deadline: {}", address, port, last_error));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int accept_one(int listen_fd, const Deadline& deadline) {
+  while (true) {
+    wait_readable(listen_fd, deadline);
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      set_nodelay(fd);
+      return fd;
+    }
+    if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+      throw InfraError(std::string("accept failed: ") + std::strerror(errno));
+    }
+  }
+}
+
+std::string peer_name(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char host[NI_MAXHOST], serv[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "?";
+  }
+  return std::string(host) + ":" + serv;
+}
+
+int pick_free_port(const std::string& address) {
+  const int fd = listen_on(address, 0);
+  const int port = local_port(fd);
+  ::close(fd);
+  return port;
+}
+
+}  // namespace rocebench::net
