@@ -1,5 +1,6 @@
 #pragma once
 // What the netcheck module offers the harness: its subcommands and its plan steps.
+#include <string>
 #include <vector>
 
 #include "rocebench/common/cli.hpp"
@@ -9,5 +10,9 @@ namespace rocebench::netcheck {
 
 std::vector<Subcommand> subcommands();
 std::vector<StepKind> steps();
+
+// `rocebench netcheck --compare FILE...`: the settings that differ between hosts, from their check
+// records; appends the odd hosts out to `out` when given. Exit 0 all alike, 1 differences.
+int compare_main(const std::vector<std::string>& files, const std::string& out);
 
 }  // namespace rocebench::netcheck

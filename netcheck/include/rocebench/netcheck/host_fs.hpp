@@ -1,0 +1,39 @@
+#pragma once
+// Reads /sys, /proc and configfs under a root prefix (node_exporter's procfs style), so tests run
+// on fixture trees that look exactly like a real host. Paths given to it are absolute host paths.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rocebench::netcheck {
+
+class HostFs {
+ public:
+  explicit HostFs(std::filesystem::path root = "/");
+
+  const std::filesystem::path& root() const { return root_; }
+  // The file behind a host path: "/sys/class/net" -> <root>/sys/class/net.
+  std::filesystem::path at(const std::string& host_path) const;
+
+  bool exists(const std::string& host_path) const;
+  // Contents with trailing whitespace removed; nullopt when missing or unreadable (sysfs answers
+  // EINVAL for empty GID slots, debugfs EACCES for non-root).
+  std::optional<std::string> read(const std::string& host_path) const;
+  std::optional<long long> read_int(const std::string& host_path) const;
+  // Raw bytes (PCI config space); empty when unreadable.
+  std::string read_bytes(const std::string& host_path) const;
+  // Entry names of a folder, sorted; empty when missing.
+  std::vector<std::string> list(const std::string& host_path) const;
+  // Where a sysfs symlink leads, as a host path ("/sys/devices/pci0000:00/..."); nullopt if dangling.
+  std::optional<std::string> resolve(const std::string& host_path) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+// "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0" -> {"0000:15:01.0", "0000:16:00.0"}: the
+// PCI functions on the way from the root complex down to (and including) the last one.
+std::vector<std::string> pci_chain(const std::string& device_path);
+
+}  // namespace rocebench::netcheck

@@ -1,0 +1,62 @@
+#pragma once
+// The text of host tools (dcb, mlnx_qos, ethtool, lspci) for what sysfs does not show: run live
+// with argv vectors and a deadline, or read from a folder of captured outputs (--capture DIR), so
+// a host's state can be checked elsewhere.
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rocebench::netcheck {
+
+struct CommandResult {
+  bool started = false;    // false: not installed or not executable
+  bool timed_out = false;  // killed at the deadline
+  int exit_code = -1;
+  std::string out, err;
+  std::string error;  // why it did not start
+};
+
+// Runs argv[0] from PATH (no shell) with stdin from /dev/null and LC_ALL=C; kills it at the deadline.
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
+// One tool invocation: the command line, and the file name its output has in a capture folder.
+struct ToolQuery {
+  std::vector<std::string> argv;
+  std::string capture_name;
+};
+
+ToolQuery dcb_pfc_query(const std::string& netdev);
+ToolQuery dcb_app_query(const std::string& netdev);
+ToolQuery mlnx_qos_query(const std::string& netdev);
+ToolQuery ethtool_stats_query(const std::string& netdev);
+ToolQuery lspci_query();
+
+struct ToolText {
+  std::optional<std::string> text;
+  std::string source;  // "dcb pfc show dev eth0" or "capture/dcb-pfc-eth0.txt"
+  std::string missing; // why there is no text
+};
+
+class ToolSource {
+ public:
+  static ToolSource live(std::chrono::milliseconds timeout);
+  static ToolSource captured(std::filesystem::path dir);
+  static ToolSource none(std::string why);
+
+  ToolText get(const ToolQuery& query) const;
+
+ private:
+  enum class Mode { live, captured, none };
+  ToolSource(Mode mode, std::chrono::milliseconds timeout, std::filesystem::path dir, std::string why)
+      : mode_(mode), timeout_(timeout), dir_(std::move(dir)), why_(std::move(why)) {}
+  Mode mode_;
+  std::chrono::milliseconds timeout_;
+  std::filesystem::path dir_;
+  std::string why_;
+};
+
+std::string join_argv(const std::vector<std::string>& argv);
+
+}  // namespace rocebench::netcheck
