@@ -164,6 +164,16 @@ std::string peer_name(int fd) {
   return std::string(host) + ":" + serv;
 }
 
+std::string local_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char host[NI_MAXHOST] = "?";
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
+  }
+  return host;
+}
+
 int pick_free_port(const std::string& address) {
   const int fd = listen_on(address, 0);
   const int port = local_port(fd);

@@ -329,6 +329,8 @@ void StoreClient::emit(const json& record) { request({{"op", "record"}, {"record
 
 void StoreClient::end_step() { request({{"op", "end_step"}}, std::chrono::seconds(30)); }
 
+std::string StoreClient::local_address() const { return net::local_address(fd_); }
+
 void StoreClient::goodbye() { request({{"op", "bye"}}, std::chrono::seconds(30)); }
 
 }  // namespace rocebench

@@ -90,6 +90,8 @@ class StoreClient final : public Rendezvous, public Recorder {
   void end_step() override;
   // Tells the server this rank finished on purpose; after this the connection may close.
   void goodbye();
+  // The local IP address of the connection to rank 0: this rank's address on the run's network.
+  std::string local_address() const;
 
  private:
   json request(json message, std::chrono::milliseconds timeout);

@@ -21,7 +21,7 @@ void run_rendezvous_step(StepContext& ctx) {
   const int interval_ms = ctx.params.value("interval_ms", 0);
 
   const std::int64_t t0 = now_ns();
-  const std::string mine = fmt::format("{}:{}", ctx.host, ::getpid());
+  const std::string mine = fmt::format("{} {}:{}", ctx.address, ctx.host, ::getpid());
   rdv.set(fmt::format("{}/endpoint/{}", ctx.step, ctx.rank), mine);
   int wrong = 0;
   for (int r = 0; r < ctx.world; ++r) {

@@ -67,6 +67,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
     ctx.rank = env.rank;
     ctx.world = env.world;
     ctx.local_rank = env.local_rank;
+    ctx.address = client.local_address();
     ctx.params = step.params;
     ctx.deadline = millis(deadline_s);
     ctx.rendezvous = &client;

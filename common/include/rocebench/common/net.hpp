@@ -27,6 +27,8 @@ void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline);
 
 // "address:port" of the peer, for messages.
 std::string peer_name(int fd);
+// The numeric local IP address of a connected socket.
+std::string local_address(int fd);
 void set_nodelay(int fd);
 // A TCP port free on `address` right now.
 int pick_free_port(const std::string& address);

@@ -37,6 +37,7 @@ struct StepContext {
   int rank = 0;
   int world = 1;
   int local_rank = 0;  // index among the ranks on this host: per-host work runs on local_rank 0
+  std::string address;  // this rank's IP address on the run's network (the one it reaches rank 0 from)
   json params = json::object();  // the plan's params for this step, already validated
   std::chrono::milliseconds deadline{60000};  // for any single wait inside the step
   Rendezvous* rendezvous = nullptr;
