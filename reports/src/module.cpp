@@ -1,11 +1,174 @@
 #include "rocebench/reports/module.hpp"
 
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/baseline.hpp"
+#include "rocebench/reports/importers.hpp"
+#include "rocebench/reports/tables.hpp"
+#include "rocebench/reports/text.hpp"
+#include "rocebench/reports/thresholds.hpp"
+
 namespace rocebench::reports {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+Dataset load_all(const std::vector<std::string>& files) {
+  if (files.empty()) throw UsageError("no results file given");
+  Dataset data;
+  for (const auto& f : files) data.load(f);
+  for (const auto& issue : data.issues) std::cerr << issue.text() << "\n";
+  return data;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary);
+  out << text;
+  if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write");
+}
+
+// Evidence from a results file, or from a baseline file for one machine type.
+EvidenceMap evidence_of(const std::string& file, const std::string& machine) {
+  if (is_baseline_file(file)) return read_baseline(file, machine);
+  return collect_evidence(load_all({file}));
+}
+
+int report_main(const Args& args) {
+  std::string out_dir = "report", thresholds_file, baseline_file, machine, title = "rocebench report";
+  std::vector<std::string> inputs;
+  double min_effect = 0.05;
+  bool no_plots = false;
+  ArgParser p("rocebench report", "Aggregate result records into a report: Markdown, HTML, PNG plots, JUnit XML and CSV.\n"
+                                  "Exit 1 when a threshold or baseline verdict fails.");
+  p.option("-o", &out_dir, "output folder (default: report)", "DIR")
+      .option("--thresholds", &thresholds_file, "a plan or thresholds file with a top-level \"thresholds\" array", "FILE")
+      .option("--plan", &thresholds_file, "the run's plan (its thresholds are judged)", "FILE")
+      .option("--baseline", &baseline_file, "judge against this baseline (rocebench compare --write-baseline)", "FILE")
+      .option("--machine", &machine, "machine type in the baseline", "TYPE")
+      .option("--min-effect", &min_effect, "smallest relative change called a regression (default 0.05)")
+      .option("--title", &title, "report title", "TEXT")
+      .flag("--no-plots", &no_plots, "skip the PNG plots")
+      .rest("RESULTS", &inputs, "results.jsonl files (several runs: given in time order)");
+  if (!p.parse(args)) return kExitOk;
+  if (inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
+
+  const Dataset data = load_all(inputs);
+  const Aggregate agg = aggregate(data);
+  std::vector<Verdict> verdicts;
+  if (!thresholds_file.empty()) verdicts = judge(load_thresholds(thresholds_file), data, agg);
+  if (!baseline_file.empty()) {
+    const auto against = verdicts_of_compare(read_baseline(baseline_file, machine), collect_evidence(data), min_effect);
+    verdicts.insert(verdicts.end(), against.begin(), against.end());
+  }
+
+  fs::create_directories(out_dir);
+  const fs::path plots_dir = fs::path(out_dir) / "plots";
+  Plots plots;
+  if (no_plots) plots.missing = "--no-plots was given";
+  else plots = draw_plots(agg, plots_dir, std::chrono::minutes(5));
+  const auto sections = build_sections({&agg, &verdicts, &data.issues, &data.files, &plots});
+  write_text(fs::path(out_dir) / "report.md", render_markdown(title, sections, "plots"));
+  write_text(fs::path(out_dir) / "report.html", render_html(title, sections));
+  write_text(fs::path(out_dir) / "junit.xml", render_junit(title, verdicts));
+  write_text(fs::path(out_dir) / "aggregate.csv", render_csv(agg));
+
+  std::size_t failed = 0;
+  for (const auto& v : verdicts) {
+    if (v.outcome == Outcome::pass) continue;
+    ++failed;
+    std::cout << to_string(v.outcome) << ": " << v.name << ": " << v.message << "\n";
+  }
+  std::cout << fmt::format("{} records, {} skipped; {} of {} verdicts pass; report in {}/report.html{}\n", agg.records,
+                           data.issues.size(), verdicts.size() - failed, verdicts.size(), out_dir,
+                           plots.missing.empty() ? "" : " (no plots: " + plots.missing + ")");
+  return failed ? kExitCheckFailed : kExitOk;
+}
+
+int compare_main(const Args& args) {
+  std::string base, now, junit, baseline_out, machine;
+  double min_effect = 0.05, alpha = 0.05;
+  bool all = false;
+  ArgParser p("rocebench compare", "Compare two runs (or a run and a baseline) metric by metric. A change is a regression\n"
+                                   "when it is larger than --min-effect and significant. Exit 1 on a regression.\n"
+                                   "With --write-baseline, write BASE's metrics as the baseline of --machine instead.");
+  p.option("--junit", &junit, "also write the verdicts as JUnit XML", "FILE")
+      .option("--min-effect", &min_effect, "smallest relative change that counts (default 0.05)")
+      .option("--alpha", &alpha, "significance level of the Mann-Whitney test (default 0.05)")
+      .option("--machine", &machine, "machine type in a baseline file", "TYPE")
+      .option("--write-baseline", &baseline_out, "write BASE as a baseline to FILE (and compare nothing)", "FILE")
+      .flag("--all", &all, "list unchanged metrics too")
+      .positional("BASE", &base, "results.jsonl or baseline file")
+      .positional("NEW", &now, "results.jsonl", false);
+  if (!p.parse(args)) return kExitOk;
+
+  if (!baseline_out.empty()) {
+    if (!now.empty()) throw UsageError("rocebench compare: --write-baseline takes one results file\n\n" + p.usage());
+    const auto evidence = collect_evidence(load_all({base}));
+    write_baseline(baseline_out, machine.empty() ? "default" : machine, evidence, {base});
+    std::cout << fmt::format("wrote {} metrics as baseline '{}' to {}\n", evidence.size(), machine.empty() ? "default" : machine, baseline_out);
+    return kExitOk;
+  }
+  if (now.empty()) throw UsageError("rocebench compare: NEW is missing\n\n" + p.usage());
+  const auto comparisons = compare(evidence_of(base, machine), evidence_of(now, machine), {min_effect, alpha});
+  std::size_t regressions = 0, shown = 0;
+  std::cout << fmt::format("{:<16} {:>12} {:>12} {:>8}  {:<20} {}\n", "change", "base", "new", "effect", "significance", "metric");
+  for (const auto& c : comparisons) {
+    regressions += c.change == Change::regression || c.change == Change::missing;
+    if (c.change == Change::unchanged && !all) continue;
+    ++shown;
+    std::cout << fmt::format("{:<16} {:>12} {:>12} {:>7.1f}%  {:<20} {}\n", to_string(c.change), number(c.base), number(c.now),
+                             c.effect * 100, c.significance, c.key.label());
+  }
+  std::cout << fmt::format("{} metrics compared, {} changed, {} regressions or missing\n", comparisons.size(), shown, regressions);
+  if (!junit.empty()) write_text(junit, render_junit("rocebench compare", verdicts(comparisons, "compare")));
+  return regressions ? kExitCheckFailed : kExitOk;
+}
+
+int import_main(const Args& args) {
+  std::string tool, file, output;
+  ImportOptions o;
+  ArgParser p("rocebench import", "Turn perftest, nccl-tests or OSU output into result records.");
+  p.option("-o", &output, "append the records to this results.jsonl (default: stdout)", "FILE")
+      .option("--run", &o.run, "run id of the records", "ID")
+      .option("--host", &o.host, "host that ran the tool (default: from the output, else 'imported')", "HOST")
+      .option("--peer", &o.peer, "the other endpoint of a perftest / OSU point-to-point test", "HOST")
+      .option("--transport", &o.transport, "probe transport (perftest: verbs; OSU: mpi)", "NAME")
+      .option("--bw-units", &o.bw_units, "unit of a perftest --out_json bandwidth: MiB/s (default) or Gb/s", "UNIT")
+      .option("--op", &o.op, "nccl-tests collective when the output does not name it (allreduce, ...)", "OP")
+      .option("--world", &o.world, "ranks, when the output does not say (OSU collectives)")
+      .positional("TOOL", &tool, "perftest | nccl-tests | osu")
+      .positional("FILE", &file, "the tool's output (text, or JSON from perftest --out_json / nccl-tests -J)");
+  if (!p.parse(args)) return kExitOk;
+  const auto records = import_file(tool, file, o);
+  if (output.empty()) {
+    for (const auto& r : records) std::cout << r.dump() << "\n";
+  } else {
+    RecordWriter writer(output);
+    for (const auto& r : records) writer.append(r);
+    writer.sync();
+    std::cerr << fmt::format("rocebench import: {} records appended to {}\n", records.size(), output);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::vector<Verdict> verdicts_of_compare(const EvidenceMap& base, const EvidenceMap& now, double min_effect) {
+  return verdicts(compare(base, now, {min_effect, 0.05}), "baseline");
+}
+
 std::vector<Subcommand> subcommands() {
-  return {not_built_yet("report", "render a report from result records", "reports", "issue #6"),
-          not_built_yet("compare", "compare two runs and flag regressions", "reports", "issue #6"),
-          not_built_yet("import", "turn perftest / nccl-tests / OSU output into records", "reports", "issue #6")};
+  auto guarded = [](const char* name, int (*body)(const Args&)) {
+    return [name, body](const Args& args) { return run_guarded(std::string("rocebench ") + name, [&] { return body(args); }); };
+  };
+  return {{"report", "render a report from result records", guarded("report", report_main)},
+          {"compare", "compare two runs and flag regressions", guarded("compare", compare_main)},
+          {"import", "turn perftest / nccl-tests / OSU output into records", guarded("import", import_main)}};
 }
 
 std::vector<StepKind> steps() { return {}; }

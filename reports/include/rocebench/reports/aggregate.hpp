@@ -1,0 +1,124 @@
+#pragma once
+// The aggregated view of a Dataset that every renderer draws from: training scaling, collective
+// bandwidth curves, probes side by side, the all-pairs matrix, netcheck by host and trends across
+// runs. An expected point without a record stays in the view as missing, with the reason.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rocebench/reports/dataset.hpp"
+
+namespace rocebench::reports {
+
+// Values recorded for one point of a series; the point's value is their median.
+struct Cell {
+  std::vector<double> values;
+  std::size_t records = 0;  // every record at the point, good or not
+  std::string why_missing;  // the first reason of a record that had no value
+  void add(std::optional<double> value, const std::string& reason);
+  std::optional<double> median() const;
+  // "no record" or the recorded reason, for a point without a value.
+  std::string missing_text() const;
+};
+
+struct ScalingPoint {
+  int gpus = 0;
+  std::optional<double> images_per_s, speedup, efficiency;
+  double ideal = 0;         // the ideal speedup, gpus / base_gpus
+  std::string missing;      // why there is no value (empty when there is one)
+};
+
+// Throughput against GPUs for one model and mode. Speedup S(N) = X(N) / X(base) and efficiency
+// S(N) / (N / base), where base is 1 GPU or, when the series has no 1-GPU value, its smallest N.
+struct ScalingSeries {
+  json key;  // model, mode, engine, precision, batch
+  int base_gpus = 0;  // 0 when the series has no value at all
+  std::vector<ScalingPoint> points;
+  std::string label() const;
+  const ScalingPoint* at(int gpus) const;
+};
+
+struct CurvePoint {
+  double x = 0;
+  std::optional<double> time_us, algbw, busbw, wrong;
+  std::string missing;
+};
+
+// One collective's bandwidth against message size (x = bytes, fixed world) or against ranks
+// (x = world, fixed bytes).
+struct Curve {
+  std::string op;
+  json key;  // algorithm, transport, dtype, inplace, tool, and world or bytes
+  std::string x_name;  // "bytes" or "ranks"
+  std::vector<CurvePoint> points;
+  std::string label() const;
+};
+
+struct ProbeRow {
+  std::string test, host, peer;
+  double bytes = 0;
+  std::map<std::string, std::map<std::string, double>> by_source;  // "verbs" / "tcp" / "verbs (perftest)" -> metrics
+};
+
+struct ProbeTable {
+  std::vector<std::string> sources;  // columns, verbs before tcp
+  std::vector<ProbeRow> rows;
+};
+
+struct PairCell {
+  std::optional<double> value;
+  bool flagged = false;
+  std::string reason;
+};
+
+struct PairMatrix {
+  std::string test, metric;
+  std::vector<std::string> hosts;
+  std::map<std::string, std::map<std::string, PairCell>> cells;  // src -> dst -> cell
+  bool summary_failed = false;
+  std::string summary;  // the summary record's reason: which hosts stay bad
+};
+
+struct CheckCell {
+  std::string status, observed, expected, hint, reason;
+};
+
+struct CheckRow {
+  std::string check, subject;
+  std::map<std::string, CheckCell> by_host;
+  bool differs = false;  // hosts observed different values
+};
+
+struct NetcheckTable {
+  std::vector<std::string> hosts;
+  std::vector<CheckRow> rows;
+};
+
+// A headline metric across runs, in the order the runs were given.
+struct Trend {
+  std::string label, metric;
+  std::vector<std::optional<double>> values;  // one per run; missing runs stay empty
+};
+
+struct Aggregate {
+  std::vector<std::string> runs;  // run ids, in the order first seen
+  std::size_t records = 0;
+  std::vector<ScalingSeries> scaling;
+  std::vector<Curve> size_curves, world_curves;
+  ProbeTable probes;
+  std::vector<PairMatrix> pairs;
+  NetcheckTable netcheck;
+  std::vector<Trend> trends;
+};
+
+Aggregate aggregate(const Dataset& data);
+
+// The data plot.py draws, as JSON.
+json plot_input(const Aggregate& a);
+
+// Whether every key of `where` is in `key` with an equal value.
+bool matches(const json& where, const json& key);
+
+}  // namespace rocebench::reports

@@ -1,0 +1,72 @@
+#pragma once
+// Comparing two sets of measurements without calling noise a regression: a change is flagged only
+// when it is larger than a minimum effect AND statistically significant (Mann-Whitney U on the
+// recorded samples, or, when only summaries were recorded, 95% confidence intervals of the medians
+// that do not overlap). Everything is ordered by key, so the same data gives the same verdicts.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rocebench/reports/dataset.hpp"
+#include "rocebench/reports/verdict.hpp"
+
+namespace rocebench::reports {
+
+// What identifies one measured quantity across runs.
+struct MetricKey {
+  std::string step;
+  json params;
+  int world = 1;
+  std::string metric;
+  std::string id() const;     // canonical, for ordering and lookups
+  std::string label() const;  // for people
+};
+
+// All the evidence about one quantity's distribution.
+struct Evidence {
+  std::vector<double> values;   // the metric as recorded, one value per record
+  std::vector<double> samples;  // raw samples of the metric, when records kept them
+  std::optional<std::pair<double, double>> ci;  // 95% interval of the median, from a record's summary
+  double median() const;        // of `values`
+};
+
+using EvidenceMap = std::map<std::string, std::pair<MetricKey, Evidence>>;
+
+// Evidence for every metric of every good result record.
+EvidenceMap collect_evidence(const Dataset& data);
+
+enum class Change { unchanged, improvement, regression, noise, unverified, missing, added };
+const char* to_string(Change c);
+
+struct Comparison {
+  MetricKey key;
+  std::optional<double> base, now;
+  double effect = 0;        // (now - base) / base
+  std::string significance; // "p=0.0012", "CIs disjoint", "CIs overlap", "no spread recorded"
+  Change change = Change::unchanged;
+};
+
+struct CompareOptions {
+  double min_effect = 0.05;
+  double alpha = 0.05;
+};
+
+// One Comparison per key in either map, in key order.
+std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options);
+
+// Bandwidths, rates and throughputs grow when things get better; times and latencies shrink.
+bool higher_is_better(const std::string& metric);
+
+// Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity
+// correction).
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// A verdict per comparison: regressions and missing metrics fail.
+std::vector<Verdict> verdicts(const std::vector<Comparison>& comparisons, const std::string& suite);
+
+// Verdicts of a run's evidence against a baseline's (suite "baseline").
+std::vector<Verdict> verdicts_of_compare(const EvidenceMap& base, const EvidenceMap& now, double min_effect);
+
+}  // namespace rocebench::reports

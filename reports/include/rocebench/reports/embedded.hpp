@@ -1,0 +1,11 @@
+#pragma once
+// Files compiled into the library (see reports/CMakeLists.txt).
+#include "rocebench/common/schema.hpp"
+
+namespace rocebench::reports {
+
+const char* plot_py_source();         // reports/plot.py
+const JsonSchema& thresholds_schema();  // reports/schema/thresholds.schema.json
+const JsonSchema& baseline_schema();    // reports/schema/baseline.schema.json
+
+}  // namespace rocebench::reports

@@ -1,0 +1,13 @@
+#pragma once
+// A fast proof that a record satisfies common/schema/result.schema.json, for the record shapes
+// that make up almost all of a results file. The general validator costs ~0.2 ms a record, which
+// would make a million records take minutes; this check costs well under a microsecond. It is
+// conservative: false means "not proven", and the caller then asks the general validator, which
+// also gives the located message.
+#include <nlohmann/json.hpp>
+
+namespace rocebench::reports {
+
+bool surely_valid(const nlohmann::json& record);
+
+}  // namespace rocebench::reports

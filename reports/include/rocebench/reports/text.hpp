@@ -1,0 +1,22 @@
+#pragma once
+// Small text helpers shared by the renderers and importers.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocebench::reports {
+
+std::string number(double v);                       // 4 significant digits, no exponent for usual values
+std::string number(const std::optional<double>& v);  // "—" when absent
+std::string bytes_text(double bytes);               // 65536 -> "64 KiB"
+std::string escape_xml(std::string_view s);         // also right for HTML text and attributes
+std::string escape_markdown_cell(std::string_view s);
+std::string escape_csv(std::string_view s);
+std::string base64(std::string_view data);
+std::vector<std::string> split_ws(std::string_view line);  // split on blanks and tabs
+std::string trim(std::string_view s);
+// Strict number parse of a whole token; nullopt for "N/A" and the like.
+std::optional<double> to_number(std::string_view token);
+
+}  // namespace rocebench::reports

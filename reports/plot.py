@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Draws the PNG plots of a rocebench report.
+
+usage: plot.py INPUT.json OUTDIR
+
+INPUT.json is what reports::plot_input() writes. A missing point is drawn as a gap in its line and
+a red cross on the axis, never interpolated. Run with MPLBACKEND=Agg (the C++ side sets it).
+"""
+import json
+import math
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MAX_LINES = 12  # more lines than this in one plot cannot be told apart
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "plot"
+
+
+def values(points, key):
+    return [math.nan if p.get(key) is None else p[key] for p in points]
+
+
+def mark_missing(ax, xs, ys, color):
+    gaps = [x for x, y in zip(xs, ys) if math.isnan(y)]
+    if gaps:
+        ax.plot(gaps, [0] * len(gaps), "x", color=color, markersize=9, mew=2, clip_on=False, label="_missing")
+
+
+def save(fig, outdir, name):
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/{name}.png", dpi=110)
+    plt.close(fig)
+
+
+def speedup(data, outdir):
+    by_model = {}
+    for s in data.get("scaling", []):
+        by_model.setdefault(s["model"] or "model", []).append(s)
+    for model, series in sorted(by_model.items()):
+        fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
+        top = 1
+        for s in series[:MAX_LINES]:
+            xs = [p["gpus"] for p in s["points"]]
+            sp = values(s["points"], "speedup")
+            eff = values(s["points"], "efficiency")
+            base = s["base_gpus"]
+            label = s["label"] + ("" if base in (0, 1) else f" (relative to {base} GPUs)")
+            line, = ax_s.plot(xs, sp, "o-", label=label)
+            ax_e.plot(xs, eff, "o-", color=line.get_color(), label=label)
+            mark_missing(ax_s, xs, sp, "red")
+            mark_missing(ax_e, xs, eff, "red")
+            top = max(top, max(xs))
+            ideal = [p["ideal"] for p in s["points"]]
+            ax_s.plot(xs, ideal, "--", color=line.get_color(), alpha=0.35)
+        ax_s.plot([], [], "k--", alpha=0.35, label="ideal")
+        for ax in (ax_s, ax_e):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("GPUs")
+            ax.grid(True, alpha=0.3)
+        ax_s.set_yscale("log", base=2)
+        ax_s.set_ylabel("speedup S(N) = X(N) / X(base)")
+        ax_s.set_title(f"{model}: speedup")
+        ax_e.set_ylabel("efficiency S(N) / (N / base)")
+        ax_e.set_ylim(0, 1.1)
+        ax_e.set_title(f"{model}: efficiency")
+        ax_s.legend(fontsize=7)
+        save(fig, outdir, f"speedup_{slug(model)}")
+
+
+def curves(data, key, outdir, prefix, xlabel):
+    by_op = {}
+    for c in data.get(key, []):
+        by_op.setdefault(c["op"], []).append(c)
+    for op, cs in sorted(by_op.items()):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for c in cs[:MAX_LINES]:
+            xs = [p["x"] for p in c["points"]]
+            ys = values(c["points"], "busbw")
+            line, = ax.plot(xs, ys, "o-", markersize=3, label=c["label"])
+            mark_missing(ax, xs, ys, "red")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("busbw (GB/s)")
+        ax.set_title(f"{op}: bus bandwidth")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, outdir, f"{prefix}_{slug(op)}")
+
+
+def latency_cdf(data, outdir):
+    entries = data.get("latency", [])
+    if not entries:
+        return
+    # The smallest message size of each probe: the latency people quote.
+    smallest = {}
+    for e in entries:
+        key = re.sub(r" \S+ B ", " ", e["label"])
+        if key not in smallest or e["bytes"] < smallest[key]["bytes"]:
+            smallest[key] = e
+    levels = [("lat_us_min", 0.0), ("lat_us_p50", 0.5), ("lat_us_p99", 0.99), ("lat_us_p99_9", 0.999), ("lat_us_max", 1.0)]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for e in list(smallest.values())[:MAX_LINES]:
+        pts = [(e["quantiles"][k], q) for k, q in levels if k in e["quantiles"]]
+        if len(pts) < 2:
+            continue
+        ax.step([x for x, _ in pts], [q for _, q in pts], where="post", marker="o", markersize=3, label=e["label"])
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel("fraction of messages")
+    ax.set_title("latency distribution (from the recorded quantiles)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, outdir, "latency_cdf")
+
+
+def pairs(data, outdir):
+    for m in data.get("pairs", []):
+        hosts = m["hosts"]
+        grid = [[math.nan if c is None or c["value"] is None else c["value"] for c in row] for row in m["matrix"]]
+        fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(hosts), 1.0 + 0.5 * len(hosts)))
+        img = ax.imshow(grid, cmap="viridis_r" if "lat" in m["metric"] else "viridis")
+        fig.colorbar(img, ax=ax, label=m["metric"])
+        for i, row in enumerate(m["matrix"]):
+            for j, c in enumerate(row):
+                if i == j:
+                    continue
+                if c is None or c["value"] is None:
+                    ax.text(j, i, "missing", ha="center", va="center", color="red", fontsize=6)
+                elif c["flagged"]:
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
+        ax.set_xticks(range(len(hosts)), hosts, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(hosts)), hosts, fontsize=7)
+        ax.set_xlabel("destination")
+        ax.set_ylabel("source")
+        ax.set_title(f"all pairs: {m['test']} (red: flagged)")
+        save(fig, outdir, f"pairs_{slug(m['test'])}")
+
+
+def trends(data, outdir):
+    ts = data.get("trends", [])
+    runs = data.get("runs", [])
+    if not ts or len(runs) < 2:
+        return
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for t in ts[:MAX_LINES]:
+        first = next((v for v in t["values"] if v), None)
+        if not first:
+            continue
+        ys = [math.nan if v is None else v / first for v in t["values"]]
+        ax.plot(range(len(runs)), ys, "o-", markersize=3, label=f"{t['label']} ({t['metric']})")
+    ax.axhline(1.0, color="k", alpha=0.3)
+    ax.set_xticks(range(len(runs)), runs, rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("relative to the first run")
+    ax.set_title("headline metrics across runs")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+    save(fig, outdir, "trends")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    with open(sys.argv[1], encoding="utf-8") as f:
+        data = json.load(f)
+    outdir = sys.argv[2]
+    speedup(data, outdir)
+    curves(data, "busbw_by_size", outdir, "busbw_size", "message size (bytes)")
+    curves(data, "busbw_by_ranks", outdir, "busbw_ranks", "ranks")
+    latency_cdf(data, outdir)
+    pairs(data, outdir)
+    trends(data, outdir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,478 @@
+#include "rocebench/reports/aggregate.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "rocebench/common/stats.hpp"
+
+namespace rocebench::reports {
+
+void Cell::add(std::optional<double> value, const std::string& reason) {
+  ++records;
+  if (value) values.push_back(*value);
+  else if (why_missing.empty()) why_missing = reason.empty() ? "no value recorded" : reason;
+}
+
+std::optional<double> Cell::median() const {
+  if (values.empty()) return std::nullopt;
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  return median_of_sorted(sorted);
+}
+
+std::string Cell::missing_text() const { return records == 0 ? "no record" : why_missing; }
+
+bool matches(const json& where, const json& key) {
+  for (const auto& [name, value] : where.items()) {
+    const auto it = key.find(name);
+    if (it == key.end() || *it != value) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string key_label(const json& key, const std::vector<std::string>& order) {
+  std::string out;
+  for (const auto& name : order) {
+    const std::string v = param_text(key, name);
+    if (v.empty()) continue;
+    if (!out.empty()) out += " ";
+    out += name == "batch" ? "batch " + v : name == "world" ? v + " ranks" : name == "bytes" ? v + " B" : v;
+  }
+  return out;
+}
+
+// A key made of the params that identify a series (absent params are left out).
+json pick(const json& params, std::initializer_list<const char*> names) {
+  json key = json::object();
+  for (const char* n : names) {
+    if (auto it = params.find(n); it != params.end()) key[n] = *it;
+  }
+  return key;
+}
+
+// Series of points (x -> metric -> Cell), grouped under families that share their expected x.
+struct Group {
+  json key;
+  std::string family;
+  std::map<double, std::map<std::string, Cell>> at;
+  std::map<double, std::map<std::size_t, Cell>> headline_by_run;
+};
+
+class Grid {
+ public:
+  Group& group(const std::string& family, const json& key) {
+    Group& g = groups_[family + "\n" + key.dump()];
+    g.key = key;
+    g.family = family;
+    return g;
+  }
+  // Makes every group of a family hold every x seen in that family: a missing x stays empty.
+  void expect_family_xs() {
+    std::map<std::string, std::set<double>> xs;
+    for (const auto& [id, g] : groups_) {
+      for (const auto& [x, cells] : g.at) xs[g.family].insert(x);
+    }
+    for (auto& [id, g] : groups_) {
+      for (double x : xs[g.family]) g.at[x];
+    }
+  }
+  const std::map<std::string, Group>& groups() const { return groups_; }
+
+ private:
+  std::map<std::string, Group> groups_;
+};
+
+struct Names {
+  std::uint32_t images = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
+                lat_p50 = kNoName;
+};
+
+class Builder {
+ public:
+  explicit Builder(const Dataset& d) : d_(d) {
+    n_.images = d.name_id("images_per_s");
+    n_.time = d.name_id("time_us");
+    n_.algbw = d.name_id("algbw_GBps");
+    n_.busbw = d.name_id("busbw_GBps");
+    n_.wrong = d.name_id("wrong");
+    n_.bw_avg = d.name_id("bw_avg_Gbps");
+    n_.lat_p50 = d.name_id("lat_us_p50");
+  }
+
+  Aggregate build() {
+    Aggregate a;
+    a.records = d_.results.size() + d_.checks.size();
+    for (const auto& o : d_.results) {
+      const auto [it, inserted] = run_index_.try_emplace(o.run, a.runs.size());
+      if (inserted) a.runs.push_back(d_.names.str(o.run));
+      route(o, it->second);
+    }
+    training_.expect_family_xs();
+    sizes_.expect_family_xs();
+    probes_.expect_family_xs();
+    a.scaling = scaling();
+    a.size_curves = curves(sizes_, "bytes");
+    a.world_curves = world_curves();
+    a.probes = probe_table();
+    a.pairs = pair_matrices();
+    a.netcheck = netcheck();
+    if (a.runs.size() > 1) a.trends = trends(a.runs.size());
+    return a;
+  }
+
+ private:
+  std::string reason(const Observation& o) const {
+    return o.reason == kNoName ? "status " + std::string(to_string(o.status)) : d_.names.str(o.reason);
+  }
+  std::optional<double> ok_metric(const Observation& o, std::uint32_t name) const {
+    if (o.status != Status::ok && o.status != Status::warn) return std::nullopt;
+    return name == kNoName ? std::nullopt : o.metric(name);
+  }
+  void add(Group& g, double x, const Observation& o, std::size_t run, std::initializer_list<std::pair<const char*, std::uint32_t>> metrics,
+           std::uint32_t headline) {
+    auto& cells = g.at[x];
+    for (const auto& [label, id] : metrics) cells[label].add(ok_metric(o, id), reason(o));
+    g.headline_by_run[x][run].add(ok_metric(o, headline), reason(o));
+  }
+
+  void route(const Observation& o, std::size_t run) {
+    const std::string& step = d_.names.str(o.step);
+    const json& p = d_.params_of(o);
+    if (step == "models.train") {
+      // Every rank records its step times; the job's throughput is on rank 0's record.
+      const bool carries = o.metric(n_.images).has_value() || (o.status != Status::ok && o.status != Status::warn);
+      if (!carries) return;
+      const json key = pick(p, {"model", "mode", "engine", "precision", "batch"});
+      add(training_.group(param_text(p, "model"), key), o.world, o, run, {{"images_per_s", n_.images}}, n_.images);
+    } else if (step.starts_with("collectives.")) {
+      const std::string op = step.substr(std::string("collectives.").size());
+      json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool"});
+      key["world"] = o.world;
+      const double bytes = p.value("bytes", 0.0);
+      add(sizes_.group(op + "\n" + std::to_string(o.world), key), bytes, o, run,
+          {{"time_us", n_.time}, {"algbw_GBps", n_.algbw}, {"busbw_GBps", n_.busbw}, {"wrong", n_.wrong}}, n_.busbw);
+      key.erase("world");
+      key["op"] = op;
+      by_world_[key.dump()].push_back(&o);
+    } else if (step == "microbench.probe") {
+      const std::string tool = param_text(p, "tool");
+      const std::string source = param_text(p, "transport") + (tool.empty() ? "" : " (" + tool + ")");
+      const json key = {{"test", param_text(p, "test")}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")},
+                        {"source", source}};
+      const bool latency = param_text(p, "test").find("lat") != std::string::npos;
+      Group& g = probes_.group(param_text(p, "test"), key);
+      auto& cells = g.at[p.value("bytes", 0.0)];
+      for (const auto& [id, value] : o.metrics) cells[d_.names.str(id)].add(ok_metric(o, id), reason(o));
+      if (o.metrics.empty()) cells[latency ? "lat_us_p50" : "bw_avg_Gbps"].add(std::nullopt, reason(o));
+      g.headline_by_run[p.value("bytes", 0.0)][run].add(ok_metric(o, latency ? n_.lat_p50 : n_.bw_avg), reason(o));
+    } else if (step == "microbench.allpairs") {
+      pairs_.push_back(&o);
+    }
+  }
+
+  static std::optional<double> value_of(const std::map<std::string, Cell>& cells, const char* metric) {
+    const auto it = cells.find(metric);
+    return it == cells.end() ? std::nullopt : it->second.median();
+  }
+  static std::string missing_of(const std::map<std::string, Cell>& cells, const char* metric) {
+    const auto it = cells.find(metric);
+    return it == cells.end() ? "no record" : it->second.missing_text();
+  }
+
+  std::vector<ScalingSeries> scaling() const {
+    std::vector<ScalingSeries> out;
+    for (const auto& [id, g] : training_.groups()) {
+      ScalingSeries s;
+      s.key = g.key;
+      std::optional<double> base;
+      // Points run from the fewest GPUs up: the first with a value is 1 GPU when there is one.
+      for (const auto& [gpus, cells] : g.at) {
+        if (auto v = value_of(cells, "images_per_s")) {
+          base = *v;
+          s.base_gpus = static_cast<int>(gpus);
+          break;
+        }
+      }
+      for (const auto& [gpus, cells] : g.at) {
+        ScalingPoint p;
+        p.gpus = static_cast<int>(gpus);
+        p.images_per_s = value_of(cells, "images_per_s");
+        if (s.base_gpus > 0) p.ideal = gpus / s.base_gpus;
+        if (p.images_per_s && base) {
+          p.speedup = *p.images_per_s / *base;
+          p.efficiency = *p.speedup / p.ideal;
+        }
+        if (!p.images_per_s) p.missing = missing_of(cells, "images_per_s");
+        s.points.push_back(p);
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  static std::vector<Curve> curves(const Grid& grid, const std::string& x_name) {
+    std::vector<Curve> out;
+    for (const auto& [id, g] : grid.groups()) {
+      Curve c;
+      c.op = g.family.substr(0, g.family.find('\n'));
+      c.key = g.key;
+      c.x_name = x_name;
+      for (const auto& [x, cells] : g.at) {
+        CurvePoint p;
+        p.x = x;
+        p.time_us = value_of(cells, "time_us");
+        p.algbw = value_of(cells, "algbw_GBps");
+        p.busbw = value_of(cells, "busbw_GBps");
+        p.wrong = value_of(cells, "wrong");
+        if (!p.time_us && !p.busbw) p.missing = missing_of(cells, "busbw_GBps");
+        c.points.push_back(p);
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // Bandwidth against ranks, at the largest message size each family measured.
+  std::vector<Curve> world_curves() {
+    Grid grid;
+    for (const auto& [family_key, observations] : by_world_) {
+      double largest = 0;
+      for (const Observation* o : observations) largest = std::max(largest, d_.params_of(*o).value("bytes", 0.0));
+      json key = json::parse(family_key);
+      const std::string op = key["op"];
+      key.erase("op");
+      key["bytes"] = largest;
+      for (const Observation* o : observations) {
+        if (d_.params_of(*o).value("bytes", 0.0) != largest) continue;
+        add(grid.group(op, key), o->world, *o, 0,
+            {{"time_us", n_.time}, {"algbw_GBps", n_.algbw}, {"busbw_GBps", n_.busbw}, {"wrong", n_.wrong}}, n_.busbw);
+      }
+    }
+    grid.expect_family_xs();
+    std::vector<Curve> out = curves(grid, "ranks");
+    std::erase_if(out, [](const Curve& c) { return c.points.size() < 2; });
+    return out;
+  }
+
+  ProbeTable probe_table() const {
+    ProbeTable t;
+    std::map<std::tuple<std::string, double, std::string, std::string>, ProbeRow> rows;
+    std::set<std::string> sources;
+    for (const auto& [id, g] : probes_.groups()) {
+      const std::string source = g.key["source"];
+      sources.insert(source);
+      for (const auto& [bytes, cells] : g.at) {
+        ProbeRow& row = rows[{g.key["test"], bytes, g.key["host"], g.key["peer"]}];
+        row.test = g.key["test"];
+        row.host = g.key["host"];
+        row.peer = g.key["peer"];
+        row.bytes = bytes;
+        auto& metrics = row.by_source[source];
+        for (const auto& [metric, cell] : cells) {
+          if (auto v = cell.median()) metrics[metric] = *v;
+        }
+      }
+    }
+    for (auto& [id, row] : rows) t.rows.push_back(std::move(row));
+    t.sources.assign(sources.begin(), sources.end());
+    // RoCE first, then TCP, so that the two sit side by side.
+    std::stable_sort(t.sources.begin(), t.sources.end(), [](const std::string& a, const std::string& b) {
+      return (a.rfind("verbs", 0) == 0) > (b.rfind("verbs", 0) == 0);
+    });
+    return t;
+  }
+
+  std::vector<PairMatrix> pair_matrices() const {
+    std::map<std::string, PairMatrix> by_test;
+    std::vector<const Observation*> summaries;
+    for (const Observation* o : pairs_) {
+      const json& p = d_.params_of(*o);
+      if (p.value("summary", false)) {
+        summaries.push_back(o);
+        continue;
+      }
+      PairMatrix& m = by_test[param_text(p, "test")];
+      m.test = param_text(p, "test");
+      PairCell& cell = m.cells[param_text(p, "src")][param_text(p, "dst")];
+      for (const char* metric : {"bw_avg_Gbps", "lat_us_p50"}) {
+        if (auto v = o->metric(d_.name_id(metric))) {
+          cell.value = *v;
+          m.metric = metric;
+        }
+      }
+      cell.flagged = o->status != Status::ok;
+      if (cell.flagged) cell.reason = reason(*o);
+    }
+    std::vector<PairMatrix> out;
+    for (auto& [test, m] : by_test) {
+      std::set<std::string> hosts;
+      for (const auto& [src, row] : m.cells) {
+        hosts.insert(src);
+        for (const auto& [dst, cell] : row) hosts.insert(dst);
+      }
+      m.hosts.assign(hosts.begin(), hosts.end());
+      for (const Observation* s : summaries) {
+        const std::string t = param_text(d_.params_of(*s), "test");
+        if (!t.empty() && t != test) continue;
+        m.summary_failed = m.summary_failed || s->status != Status::ok;
+        if (s->reason != kNoName) m.summary = d_.names.str(s->reason);
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+  NetcheckTable netcheck() const {
+    NetcheckTable t;
+    std::set<std::string> hosts;
+    std::map<std::pair<std::string, std::string>, CheckRow> rows;
+    auto text = [](const json& r, const char* key) {
+      const auto it = r.find(key);
+      return it == r.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+    };
+    for (const auto& c : d_.checks) {
+      const json& r = c.record;
+      const std::string host = r["host"];
+      hosts.insert(host);
+      CheckRow& row = rows[{r["check"], r["subject"]}];
+      row.check = r["check"];
+      row.subject = r["subject"];
+      row.by_host[host] = {text(r, "status"), text(r, "observed"), text(r, "expected"), text(r, "hint"), text(r, "reason")};
+    }
+    for (auto& [id, row] : rows) {
+      std::set<std::string> observed;
+      for (const auto& [host, cell] : row.by_host) observed.insert(cell.observed);
+      row.differs = observed.size() > 1;
+      t.rows.push_back(std::move(row));
+    }
+    t.hosts.assign(hosts.begin(), hosts.end());
+    return t;
+  }
+
+  // Headline metric per run: images/s at the most GPUs, busbw at the largest size, probe latency at
+  // the smallest size and probe bandwidth at the largest.
+  std::vector<Trend> trends(std::size_t runs) const {
+    std::vector<Trend> out;
+    auto collect = [&](const Grid& grid, const std::string& metric, const auto& label_of, bool largest_x) {
+      for (const auto& [id, g] : grid.groups()) {
+        if (g.headline_by_run.empty()) continue;
+        const auto& [x, by_run] = largest_x ? *g.headline_by_run.rbegin() : *g.headline_by_run.begin();
+        Trend t;
+        t.label = label_of(g, x);
+        t.metric = metric;
+        t.values.resize(runs);
+        std::size_t seen = 0;
+        for (const auto& [run, cell] : by_run) {
+          t.values[run] = cell.median();
+          seen += cell.median().has_value();
+        }
+        if (seen > 1) out.push_back(std::move(t));
+      }
+    };
+    collect(training_, "images_per_s", [](const Group& g, double x) {
+      return "train " + key_label(g.key, {"model", "mode", "engine", "precision", "batch"}) + " @ " + json(x).dump() + " GPUs";
+    }, true);
+    collect(sizes_, "busbw_GBps", [](const Group& g, double x) {
+      return g.family.substr(0, g.family.find('\n')) + " " +
+             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "world"}) + " @ " + json(x).dump() + " B";
+    }, true);
+    for (bool latency : {true, false}) {
+      Grid subset;
+      for (const auto& [id, g] : probes_.groups()) {
+        if ((g.key["test"].get<std::string>().find("lat") != std::string::npos) == latency) subset.group(g.family, g.key) = g;
+      }
+      collect(subset, latency ? "lat_us_p50" : "bw_avg_Gbps", [](const Group& g, double x) {
+        return "probe " + key_label(g.key, {"test", "source", "host", "peer"}) + " @ " + json(x).dump() + " B";
+      }, !latency);
+    }
+    return out;
+  }
+
+  const Dataset& d_;
+  Names n_;
+  std::map<std::uint32_t, std::size_t> run_index_;
+  Grid training_, sizes_, probes_;
+  std::map<std::string, std::vector<const Observation*>> by_world_;
+  std::vector<const Observation*> pairs_;
+};
+
+json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+std::string ScalingSeries::label() const { return key_label(key, {"model", "mode", "engine", "precision", "batch"}); }
+
+const ScalingPoint* ScalingSeries::at(int gpus) const {
+  for (const auto& p : points) {
+    if (p.gpus == gpus) return &p;
+  }
+  return nullptr;
+}
+
+std::string Curve::label() const {
+  return op + " " + key_label(key, {"algorithm", "transport", "dtype", "inplace", "tool", "world", "bytes"});
+}
+
+Aggregate aggregate(const Dataset& data) { return Builder(data).build(); }
+
+json plot_input(const Aggregate& a) {
+  json out = {{"runs", a.runs}};
+  for (const auto& s : a.scaling) {
+    json points = json::array();
+    for (const auto& p : s.points) {
+      points.push_back({{"gpus", p.gpus}, {"images_per_s", optional_json(p.images_per_s)},
+                        {"speedup", optional_json(p.speedup)}, {"efficiency", optional_json(p.efficiency)},
+                        {"ideal", p.ideal}});
+    }
+    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"base_gpus", s.base_gpus},
+                              {"points", points}});
+  }
+  for (const auto* curves : {&a.size_curves, &a.world_curves}) {
+    for (const auto& c : *curves) {
+      json points = json::array();
+      for (const auto& p : c.points) points.push_back({{"x", p.x}, {"busbw", optional_json(p.busbw)}, {"algbw", optional_json(p.algbw)}});
+      out[c.x_name == "bytes" ? "busbw_by_size" : "busbw_by_ranks"].push_back(
+          {{"label", c.label()}, {"op", c.op}, {"points", points}});
+    }
+  }
+  for (const auto& row : a.probes.rows) {
+    if (row.test.find("lat") == std::string::npos) continue;
+    for (const auto& [source, m] : row.by_source) {
+      json q = json::object();
+      for (const char* k : {"lat_us_min", "lat_us_p50", "lat_us_p99", "lat_us_p99_9", "lat_us_max"}) {
+        if (auto it = m.find(k); it != m.end()) q[k] = it->second;
+      }
+      if (!q.empty()) {
+        out["latency"].push_back({{"label", row.test + " " + source + " " + json(row.bytes).dump() + " B " + row.host + "→" + row.peer},
+                                  {"bytes", row.bytes}, {"quantiles", q}});
+      }
+    }
+  }
+  for (const auto& m : a.pairs) {
+    json matrix = json::array();
+    for (const auto& src : m.hosts) {
+      json row = json::array();
+      for (const auto& dst : m.hosts) {
+        const auto r = m.cells.find(src);
+        const PairCell* cell = nullptr;
+        if (r != m.cells.end()) {
+          if (auto c = r->second.find(dst); c != r->second.end()) cell = &c->second;
+        }
+        row.push_back(cell ? json{{"value", optional_json(cell->value)}, {"flagged", cell->flagged}} : json(nullptr));
+      }
+      matrix.push_back(row);
+    }
+    out["pairs"].push_back({{"test", m.test}, {"metric", m.metric}, {"hosts", m.hosts}, {"matrix", matrix}});
+  }
+  for (const auto& t : a.trends) {
+    json values = json::array();
+    for (const auto& v : t.values) values.push_back(optional_json(v));
+    out["trends"].push_back({{"label", t.label}, {"metric", t.metric}, {"values", values}});
+  }
+  return out;
+}
+
+}  // namespace rocebench::reports

@@ -1,0 +1,206 @@
+#include "rocebench/reports/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/stats.hpp"
+
+namespace rocebench::reports {
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::pass: return "pass";
+    case Outcome::fail: return "fail";
+    case Outcome::missing: return "missing";
+  }
+  return "fail";
+}
+
+bool all_passed(const std::vector<Verdict>& verdicts) {
+  return std::all_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.outcome == Outcome::pass; });
+}
+
+const char* to_string(Change c) {
+  switch (c) {
+    case Change::unchanged: return "unchanged";
+    case Change::improvement: return "improvement";
+    case Change::regression: return "regression";
+    case Change::noise: return "not significant";
+    case Change::unverified: return "unverified";
+    case Change::missing: return "missing";
+    case Change::added: return "new";
+  }
+  return "unchanged";
+}
+
+std::string MetricKey::id() const { return step + "\n" + params.dump() + "\n" + std::to_string(world) + "\n" + metric; }
+
+std::string MetricKey::label() const {
+  std::string p;
+  for (const auto& [k, v] : params.items()) p += (p.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return fmt::format("{} {} [{}] world={}", step, metric, p, world);
+}
+
+double Evidence::median() const {
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  return median_of_sorted(sorted);
+}
+
+bool higher_is_better(const std::string& m) {
+  for (const char* up : {"bw", "per_s", "rate", "Mpps", "speedup", "efficiency", "images"}) {
+    if (m.find(up) != std::string::npos) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Metrics that are a constant divided by the sampled one (bandwidth = bytes / time), whose
+// intervals and samples therefore follow from the sampled metric's.
+bool inverse_of(const std::string& metric, const std::string& sampled) {
+  if (sampled == "time_us") return metric == "algbw_GBps" || metric == "busbw_GBps";
+  if (sampled == "step_time_ms_p50") return metric == "images_per_s";
+  return false;
+}
+
+}  // namespace
+
+EvidenceMap collect_evidence(const Dataset& data) {
+  EvidenceMap out;
+  for (const auto& o : data.results) {
+    if (o.status != Status::ok && o.status != Status::warn) continue;
+    const std::string sampled = o.samples.of == kNoName ? "" : data.names.str(o.samples.of);
+    for (const auto& [id, value] : o.metrics) {
+      MetricKey key{data.names.str(o.step), data.params_of(o), o.world, data.names.str(id)};
+      auto& [k, e] = out[key.id()];
+      if (e.values.empty()) k = std::move(key);
+      e.values.push_back(value);
+      const bool same = k.metric == sampled;
+      if (!same && !inverse_of(k.metric, sampled)) continue;
+      // For an inverse metric, a sample x of the sampled one is value * median / x.
+      const double m = o.samples.median;
+      auto map = [&](double x) { return same ? x : (x > 0 && m > 0 ? value * m / x : 0.0); };
+      for (double x : o.samples.values) e.samples.push_back(map(x));
+      if (o.samples.has_ci) {
+        const double a = map(o.samples.ci_low), b = map(o.samples.ci_high);
+        e.ci = std::make_pair(std::min(a, b), std::max(a, b));
+      }
+    }
+  }
+  // One record's interval says nothing about several records together: their values are the samples.
+  for (auto& [id, entry] : out) {
+    if (entry.second.values.size() > 1) entry.second.ci.reset();
+  }
+  return out;
+}
+
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size());
+  if (a.empty() || b.empty()) return 1.0;
+  std::vector<std::pair<double, int>> all;
+  for (double x : a) all.emplace_back(x, 0);
+  for (double x : b) all.emplace_back(x, 1);
+  std::sort(all.begin(), all.end());
+  double rank_sum_a = 0, tie_term = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
+    const double t = static_cast<double>(j - i);
+    const double mid_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (std::size_t k = i; k < j; ++k) {
+      if (all[k].second == 0) rank_sum_a += mid_rank;
+    }
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  const double u = rank_sum_a - n1 * (n1 + 1) / 2.0;
+  const double n = n1 + n2;
+  const double var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1)));
+  if (var <= 0) return 1.0;
+  const double z = (std::abs(u - n1 * n2 / 2.0) - 0.5) / std::sqrt(var);
+  return std::erfc(std::max(z, 0.0) / std::sqrt(2.0));
+}
+
+namespace {
+
+constexpr std::size_t kMinSamples = 5;  // below this a rank test cannot reach significance
+
+// Whether base and now differ beyond noise, and how that was decided.
+std::pair<std::optional<bool>, std::string> significance(const Evidence& base, const Evidence& now, double alpha) {
+  auto rank_test = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    const double p = mann_whitney_p(a, b);
+    return std::make_pair(std::optional<bool>(p < alpha), fmt::format("p={:.3g}", p));
+  };
+  if (base.samples.size() >= kMinSamples && now.samples.size() >= kMinSamples) return rank_test(base.samples, now.samples);
+  if (base.values.size() >= kMinSamples && now.values.size() >= kMinSamples) return rank_test(base.values, now.values);
+  if (base.ci && now.ci) {
+    const bool disjoint = base.ci->second < now.ci->first || now.ci->second < base.ci->first;
+    return {disjoint, disjoint ? "CIs disjoint" : "CIs overlap"};
+  }
+  return {std::nullopt, "no spread recorded"};
+}
+
+}  // namespace
+
+std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options) {
+  std::vector<Comparison> out;
+  auto b = base.begin();
+  auto n = now.begin();
+  while (b != base.end() || n != now.end()) {
+    Comparison c;
+    if (n == now.end() || (b != base.end() && b->first < n->first)) {
+      c.key = b->second.first;
+      c.base = b->second.second.median();
+      c.change = Change::missing;
+      ++b;
+    } else if (b == base.end() || n->first < b->first) {
+      c.key = n->second.first;
+      c.now = n->second.second.median();
+      c.change = Change::added;
+      ++n;
+    } else {
+      const Evidence& eb = b->second.second;
+      const Evidence& en = n->second.second;
+      c.key = n->second.first;
+      c.base = eb.median();
+      c.now = en.median();
+      c.effect = *c.base != 0 ? (*c.now - *c.base) / std::abs(*c.base) : (*c.now == 0 ? 0.0 : INFINITY);
+      const auto [significant, how] = significance(eb, en, options.alpha);
+      c.significance = how;
+      const bool better = (c.effect > 0) == higher_is_better(c.key.metric);
+      if (std::abs(c.effect) < options.min_effect) c.change = Change::unchanged;
+      else if (!significant) c.change = Change::unverified;
+      else if (!*significant) c.change = Change::noise;
+      else c.change = better ? Change::improvement : Change::regression;
+      ++b;
+      ++n;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Verdict> verdicts(const std::vector<Comparison>& comparisons, const std::string& suite) {
+  std::vector<Verdict> out;
+  for (const auto& c : comparisons) {
+    Verdict v;
+    v.suite = suite;
+    v.name = c.key.label();
+    v.outcome = c.change == Change::regression ? Outcome::fail : c.change == Change::missing ? Outcome::missing : Outcome::pass;
+    if (c.change == Change::missing) {
+      v.message = fmt::format("expected {:.6g} (baseline), no record in this run", *c.base);
+    } else if (c.change == Change::added) {
+      v.message = fmt::format("{:.6g}, not in the baseline", *c.now);
+    } else {
+      v.message = fmt::format("{}: {:.6g} -> {:.6g} ({:+.1f}%, {})", to_string(c.change), *c.base, *c.now, c.effect * 100,
+                              c.significance);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace rocebench::reports

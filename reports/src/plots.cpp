@@ -1,0 +1,100 @@
+#include "rocebench/reports/plots.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "rocebench/common/clock.hpp"
+#include "rocebench/reports/embedded.hpp"
+
+extern char** environ;
+
+namespace rocebench::reports {
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                          std::chrono::milliseconds deadline, const std::filesystem::path& log) {
+  std::vector<std::string> env_strings(extra_env);
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> env, args;
+  for (auto& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+  std::vector<std::string> argv_copy(argv);
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::string out = log.empty() ? "/dev/null" : log.string();
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+
+  ProcessResult result;
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return result;  // not found or not executable: exit_code stays -1
+
+  const Deadline until(deadline);
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return result;
+    if (until.expired()) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      result.timed_out = true;
+      return result;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string find_python(std::string& why_not) {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("ROCEBENCH_PYTHON"); env && *env) candidates.emplace_back(env);
+  candidates.emplace_back("/usr/bin/python3");
+  candidates.emplace_back("python3");
+  for (const auto& py : candidates) {
+    const auto r = run_process({py, "-c", "import matplotlib"}, {"MPLBACKEND=Agg"}, std::chrono::seconds(30));
+    if (r.exit_code == 0) return py;
+  }
+  why_not = "no Python interpreter could import matplotlib (tried $ROCEBENCH_PYTHON, /usr/bin/python3, python3 on "
+            "PATH); install python3-matplotlib or point ROCEBENCH_PYTHON at an interpreter that has it";
+  return "";
+}
+
+Plots draw_plots(const Aggregate& agg, const std::filesystem::path& dir, std::chrono::milliseconds deadline) {
+  Plots plots;
+  const std::string python = find_python(plots.missing);
+  if (python.empty()) return plots;
+  std::filesystem::create_directories(dir);
+  const auto script = dir / "plot.py";
+  const auto input = dir / "plot-input.json";
+  const auto log = dir / "plot.log";
+  std::ofstream(script) << plot_py_source();
+  std::ofstream(input) << plot_input(agg).dump();
+  const auto r = run_process({python, script.string(), input.string(), dir.string()}, {"MPLBACKEND=Agg"}, deadline, log);
+  if (r.timed_out) plots.missing = "plot.py did not finish within its deadline; see " + log.string();
+  else if (r.exit_code != 0) plots.missing = "plot.py failed (exit " + std::to_string(r.exit_code) + "); see " + log.string();
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".png" && entry.file_size() > 0) plots.files.push_back(entry.path());
+  }
+  std::sort(plots.files.begin(), plots.files.end());
+  std::filesystem::remove(script);
+  return plots;
+}
+
+}  // namespace rocebench::reports

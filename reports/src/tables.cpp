@@ -1,0 +1,201 @@
+#include "rocebench/reports/tables.hpp"
+
+#include <fmt/format.h>
+
+#include "rocebench/reports/text.hpp"
+
+namespace rocebench::reports {
+
+namespace {
+
+TableCell value_cell(const std::optional<double>& v, const std::string& missing) {
+  if (v) return {number(*v), Mark::none};
+  return {"missing" + (missing.empty() ? "" : " (" + missing + ")"), Mark::missing};
+}
+
+Mark outcome_mark(Outcome o) { return o == Outcome::pass ? Mark::good : o == Outcome::fail ? Mark::bad : Mark::missing; }
+
+std::vector<std::filesystem::path> plots_named(const Plots* plots, const std::string& prefix) {
+  std::vector<std::filesystem::path> out;
+  if (!plots) return out;
+  for (const auto& f : plots->files) {
+    if (f.filename().string().rfind(prefix, 0) == 0) out.push_back(f);
+  }
+  return out;
+}
+
+Section verdict_section(const ReportInput& in) {
+  Section s{"Verdicts", {}, {}, {}};
+  std::size_t failed = 0;
+  Table t{"", "", {"suite", "verdict", "outcome", "detail"}, {}};
+  for (const auto& v : *in.verdicts) {
+    failed += v.outcome != Outcome::pass;
+    t.rows.push_back({{v.suite}, {v.name}, {to_string(v.outcome), outcome_mark(v.outcome)}, {v.message}});
+  }
+  if (in.verdicts->empty()) s.notes.push_back("No thresholds or baseline were given: nothing was judged.");
+  else s.notes.push_back(fmt::format("{} of {} verdicts pass.", in.verdicts->size() - failed, in.verdicts->size()));
+  if (!t.rows.empty()) s.tables.push_back(std::move(t));
+  return s;
+}
+
+Section input_section(const ReportInput& in) {
+  Section s{"Inputs", {}, {}, {}};
+  s.notes.push_back(fmt::format("{} records from {} file(s), {} run(s): {}.", in.agg->records, in.files->size(),
+                                in.agg->runs.size(), fmt::join(in.agg->runs, ", ")));
+  for (const auto& f : *in.files) s.notes.push_back("file: " + f);
+  if (in.plots && !in.plots->missing.empty()) s.notes.push_back("Plots are missing: " + in.plots->missing + ".");
+  if (!in.issues->empty()) {
+    Table t{"Records skipped", "Each was reported and left out; the rest was used.", {"where", "problem"}, {}};
+    for (const auto& i : *in.issues) t.rows.push_back({{i.file + ":" + std::to_string(i.line)}, {i.message, Mark::bad}});
+    s.tables.push_back(std::move(t));
+  }
+  return s;
+}
+
+Section training_section(const ReportInput& in) {
+  Section s{"Training throughput and scaling", {}, {}, plots_named(in.plots, "speedup_")};
+  for (const auto& series : in.agg->scaling) {
+    Table t{series.label(), "", {"GPUs", "images/s", "speedup", "efficiency", "ideal speedup"}, {}};
+    if (series.base_gpus > 1) {
+      t.note = fmt::format("No 1-GPU value: speedup and efficiency are relative to {} GPUs.", series.base_gpus);
+    }
+    for (const auto& p : series.points) {
+      t.rows.push_back({{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing), value_cell(p.speedup, p.missing),
+                        value_cell(p.efficiency, p.missing), {p.ideal > 0 ? number(p.ideal) : "—"}});
+    }
+    s.tables.push_back(std::move(t));
+  }
+  return s;
+}
+
+Section curves_section(const std::string& title, const std::vector<Curve>& curves, const std::vector<std::filesystem::path>& plots) {
+  Section s{title, {}, {}, plots};
+  for (const auto& c : curves) {
+    Table t{c.label(), "", {c.x_name, "time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"}, {}};
+    for (const auto& p : c.points) {
+      const bool wrong = p.wrong && *p.wrong != 0;
+      t.rows.push_back({{c.x_name == "bytes" ? bytes_text(p.x) : number(p.x)}, value_cell(p.time_us, p.missing),
+                        value_cell(p.algbw, p.missing), value_cell(p.busbw, p.missing),
+                        {number(p.wrong), wrong ? Mark::bad : Mark::none}});
+    }
+    s.tables.push_back(std::move(t));
+  }
+  return s;
+}
+
+Section probe_section(const ReportInput& in) {
+  Section s{"Probes: RoCE (verbs) and TCP side by side", {}, {}, plots_named(in.plots, "latency_")};
+  const auto& probes = in.agg->probes;
+  for (bool latency : {true, false}) {
+    const std::vector<std::pair<std::string, std::string>> metrics =
+        latency ? std::vector<std::pair<std::string, std::string>>{{"lat_us_p50", "p50 µs"}, {"lat_us_p99", "p99 µs"}, {"lat_us_p99_9", "p99.9 µs"}}
+                : std::vector<std::pair<std::string, std::string>>{{"bw_avg_Gbps", "avg Gb/s"}, {"bw_peak_Gbps", "peak Gb/s"}, {"msg_rate_Mpps", "Mpps"}};
+    Table t{latency ? "Latency" : "Bandwidth", "", {"test", "size", "host → peer"}, {}};
+    for (const auto& src : probes.sources) {
+      for (const auto& [m, label] : metrics) t.columns.push_back(src + " " + label);
+    }
+    for (const auto& row : probes.rows) {
+      if ((row.test.find("lat") != std::string::npos) != latency) continue;
+      std::vector<TableCell> cells{{row.test}, {bytes_text(row.bytes)}, {row.host + " → " + row.peer}};
+      for (const auto& src : probes.sources) {
+        const auto it = row.by_source.find(src);
+        for (const auto& [m, label] : metrics) {
+          std::optional<double> v;
+          if (it != row.by_source.end()) {
+            if (auto mv = it->second.find(m); mv != it->second.end()) v = mv->second;
+          }
+          cells.push_back(value_cell(v, it == row.by_source.end() ? "not measured" : ""));
+        }
+      }
+      t.rows.push_back(std::move(cells));
+    }
+    if (!t.rows.empty()) s.tables.push_back(std::move(t));
+  }
+  return s;
+}
+
+Section pairs_section(const ReportInput& in) {
+  Section s{"All pairs", {}, {}, plots_named(in.plots, "pairs_")};
+  for (const auto& m : in.agg->pairs) {
+    Table t{m.test + " (" + m.metric + ", source row → destination column)", "", {"src \\ dst"}, {}};
+    for (const auto& h : m.hosts) t.columns.push_back(h);
+    for (const auto& src : m.hosts) {
+      std::vector<TableCell> row{{src}};
+      for (const auto& dst : m.hosts) {
+        const PairCell* cell = nullptr;
+        if (auto r = m.cells.find(src); r != m.cells.end()) {
+          if (auto c = r->second.find(dst); c != r->second.end()) cell = &c->second;
+        }
+        if (src == dst) row.push_back({"·"});
+        else if (!cell) row.push_back({"missing", Mark::missing});
+        else if (cell->flagged) row.push_back({number(cell->value) + " ✗ " + cell->reason, Mark::bad});
+        else row.push_back({number(cell->value)});
+      }
+      t.rows.push_back(std::move(row));
+    }
+    if (!m.summary.empty()) t.note = (m.summary_failed ? "Hosts that stay bad: " : "Summary: ") + m.summary;
+    s.tables.push_back(std::move(t));
+  }
+  return s;
+}
+
+Section netcheck_section(const ReportInput& in) {
+  const auto& nc = in.agg->netcheck;
+  Section s{"Host configuration (netcheck)", {}, {}, {}};
+  Table t{"Checks by host", "Cells show status: observed value. Rows marked 'differs' saw different values on different hosts.",
+          {"check", "subject", "hosts differ"}, {}};
+  for (const auto& h : nc.hosts) t.columns.push_back(h);
+  Table fixes{"What to fix", "", {"host", "check", "subject", "expected", "observed", "hint"}, {}};
+  for (const auto& row : nc.rows) {
+    std::vector<TableCell> cells{{row.check}, {row.subject}, {row.differs ? "differs" : "", row.differs ? Mark::bad : Mark::none}};
+    for (const auto& h : nc.hosts) {
+      const auto it = row.by_host.find(h);
+      if (it == row.by_host.end()) {
+        cells.push_back({"missing", Mark::missing});
+        continue;
+      }
+      const CheckCell& c = it->second;
+      cells.push_back({c.status + ": " + c.observed, c.status == "fail" ? Mark::bad : c.status == "ok" ? Mark::good : Mark::missing});
+      if (c.status == "fail" || c.status == "warn") fixes.rows.push_back({{h}, {row.check}, {row.subject}, {c.expected}, {c.observed}, {c.hint}});
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  s.tables.push_back(std::move(t));
+  if (!fixes.rows.empty()) s.tables.push_back(std::move(fixes));
+  return s;
+}
+
+Section trends_section(const ReportInput& in) {
+  Section s{"Trends across runs", {}, {}, plots_named(in.plots, "trends")};
+  Table t{"", "", {"series", "metric"}, {}};
+  for (const auto& r : in.agg->runs) t.columns.push_back(r);
+  for (const auto& tr : in.agg->trends) {
+    std::vector<TableCell> row{{tr.label}, {tr.metric}};
+    for (const auto& v : tr.values) row.push_back(value_cell(v, "no record"));
+    t.rows.push_back(std::move(row));
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+}  // namespace
+
+std::vector<Section> build_sections(const ReportInput& in) {
+  const Aggregate& a = *in.agg;
+  std::vector<Section> out{verdict_section(in), input_section(in)};
+  if (!a.scaling.empty()) out.push_back(training_section(in));
+  if (!a.size_curves.empty()) {
+    out.push_back(curves_section("Collectives: bus bandwidth against message size", a.size_curves, plots_named(in.plots, "busbw_size_")));
+  }
+  if (!a.world_curves.empty()) {
+    out.push_back(curves_section("Collectives: bus bandwidth against ranks (largest size)", a.world_curves,
+                                 plots_named(in.plots, "busbw_ranks_")));
+  }
+  if (!a.probes.rows.empty()) out.push_back(probe_section(in));
+  if (!a.pairs.empty()) out.push_back(pairs_section(in));
+  if (!a.netcheck.rows.empty()) out.push_back(netcheck_section(in));
+  if (!a.trends.empty()) out.push_back(trends_section(in));
+  return out;
+}
+
+}  // namespace rocebench::reports

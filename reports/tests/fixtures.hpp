@@ -1,0 +1,31 @@
+#pragma once
+// Record fixtures in the shape the measuring modules emit (DESIGN.md, record contract).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/record.hpp"
+
+namespace rocebench::reports::testing {
+
+std::filesystem::path temp_dir();
+std::string read_file(const std::filesystem::path& file);
+void write_file(const std::filesystem::path& file, const std::string& text);
+// Writes records as results.jsonl lines.
+std::filesystem::path write_records(const std::filesystem::path& file, const std::vector<json>& records);
+
+json train(const std::string& run, const std::string& model, const std::string& mode, int gpus, double images_per_s);
+json collective(const std::string& run, const std::string& op, int world, double bytes, double time_us, double busbw,
+                const std::string& transport = "verbs");
+json probe(const std::string& run, const std::string& transport, const std::string& test, double bytes, double value,
+           const std::string& host = "node01", const std::string& peer = "node02");
+json pair(const std::string& run, const std::string& src, const std::string& dst, double gbps, bool flagged);
+json check(const std::string& run, const std::string& host, const std::string& id, const json& observed, bool ok);
+
+// A run with every kind of record: 1..8 GPU training, an allreduce sweep at 2 and 4 ranks,
+// probes on verbs and TCP, a 3-host all-pairs matrix with a bad host, netcheck on two hosts.
+std::vector<json> full_run(const std::string& run);
+
+std::filesystem::path source_dir();  // reports/tests/data
+
+}  // namespace rocebench::reports::testing

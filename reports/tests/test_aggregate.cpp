@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "rocebench/reports/aggregate.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports;
+using namespace rocebench::reports::testing;
+
+namespace {
+
+Aggregate aggregate_of(const std::vector<json>& records) {
+  Dataset d;
+  d.load(write_records(temp_dir() / "results.jsonl", records));
+  return aggregate(d);
+}
+
+const ScalingSeries& series(const Aggregate& a, const std::string& mode) {
+  for (const auto& s : a.scaling) {
+    if (s.key["mode"] == mode) return s;
+  }
+  throw std::runtime_error("no series " + mode);
+}
+
+}  // namespace
+
+// Throughputs chosen so that speedup and efficiency are easy to work out by hand.
+TEST(Scaling, HandComputedSpeedupAndEfficiencyFrom1To128Gpus) {
+  const std::vector<std::pair<int, double>> x = {{1, 100},   {2, 190},   {4, 360},    {8, 720},
+                                                 {16, 1440}, {32, 2560}, {64, 4800}, {128, 9600}};
+  // S(N) = X(N) / 100; E(N) = S(N) / N
+  const std::vector<std::pair<double, double>> expected = {{1.0, 1.0},   {1.9, 0.95},   {3.6, 0.9},   {7.2, 0.9},
+                                                           {14.4, 0.9},  {25.6, 0.8},   {48.0, 0.75}, {96.0, 0.75}};
+  std::vector<json> records;
+  for (const auto& [gpus, ips] : x) records.push_back(train("r", "resnet50", "nccl", gpus, ips));
+  const Aggregate a = aggregate_of(records);
+  ASSERT_EQ(a.scaling.size(), 1u);
+  const auto& s = a.scaling[0];
+  EXPECT_EQ(s.base_gpus, 1);
+  ASSERT_EQ(s.points.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    SCOPED_TRACE(x[i].first);
+    EXPECT_EQ(s.points[i].gpus, x[i].first);
+    EXPECT_DOUBLE_EQ(*s.points[i].images_per_s, x[i].second);
+    EXPECT_NEAR(*s.points[i].speedup, expected[i].first, 1e-12);
+    EXPECT_NEAR(*s.points[i].efficiency, expected[i].second, 1e-12);
+    EXPECT_DOUBLE_EQ(s.points[i].ideal, x[i].first);
+  }
+}
+
+TEST(Scaling, WithoutAOneGpuPointSpeedupIsRelativeToTheSmallest) {
+  std::vector<json> records;
+  for (const auto& [gpus, ips] : std::vector<std::pair<int, double>>{{8, 800}, {16, 1520}, {32, 2880}}) {
+    records.push_back(train("r", "vgg16", "allreduce-tcp", gpus, ips));
+  }
+  const auto& s = aggregate_of(records).scaling.at(0);
+  EXPECT_EQ(s.base_gpus, 8);
+  EXPECT_DOUBLE_EQ(s.points[0].ideal, 1);
+  EXPECT_NEAR(*s.points[1].speedup, 1.9, 1e-12);      // 1520 / 800
+  EXPECT_NEAR(*s.points[1].efficiency, 0.95, 1e-12);  // 1.9 / (16 / 8)
+  EXPECT_NEAR(*s.points[2].efficiency, 0.9, 1e-12);   // 3.6 / 4
+}
+
+TEST(Scaling, MissingPointStaysMissingWithItsReason) {
+  const Aggregate a = aggregate_of(full_run("r"));
+  const auto& tcp = series(a, "allreduce-tcp");
+  const ScalingPoint* four = tcp.at(4);  // measured for rdma, not for tcp
+  ASSERT_NE(four, nullptr);
+  EXPECT_FALSE(four->images_per_s);
+  EXPECT_FALSE(four->speedup);
+  EXPECT_EQ(four->missing, "no record");
+
+  auto records = full_run("r");
+  ResultRecord failed;
+  failed.step = "models.train";
+  failed.host = "node01";
+  failed.world = 2;
+  failed.params = {{"model", "resnet50"}, {"engine", "cudnn"}, {"precision", "fp16"}, {"batch", 64}, {"mode", "ps-tcp"}};
+  failed.status = Status::error;
+  failed.reason = "rank 1 lost (node02)";
+  records.push_back(to_json(failed, "r"));
+  records.push_back(train("r", "resnet50", "ps-tcp", 1, 900));
+  const auto& ps = series(aggregate_of(records), "ps-tcp");
+  EXPECT_EQ(ps.at(2)->missing, "rank 1 lost (node02)");
+  EXPECT_FALSE(ps.at(8)->images_per_s);
+}
+
+TEST(Collectives, BusBandwidthAgainstSizeAndRanks) {
+  const Aggregate a = aggregate_of(full_run("r"));
+  ASSERT_EQ(a.size_curves.size(), 2u);  // world 2 and world 4
+  const Curve& c = a.size_curves[0];
+  EXPECT_EQ(c.op, "allreduce");
+  EXPECT_EQ(c.key["world"], 2);
+  ASSERT_EQ(c.points.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.points[2].x, 67108864);
+  EXPECT_DOUBLE_EQ(*c.points[2].busbw, 11.1);
+  ASSERT_EQ(a.world_curves.size(), 1u);
+  EXPECT_EQ(a.world_curves[0].key["bytes"], 67108864.0);
+  EXPECT_DOUBLE_EQ(*a.world_curves[0].points[1].busbw, 10.7);
+}
+
+TEST(Probes, RoceAndTcpSideBySide) {
+  const Aggregate a = aggregate_of(full_run("r"));
+  ASSERT_EQ(a.probes.sources, (std::vector<std::string>{"verbs", "tcp"}));
+  const ProbeRow& small = a.probes.rows.at(0);
+  EXPECT_EQ(small.test, "write_bw");
+  const auto& lat = a.probes.rows.at(1);
+  EXPECT_EQ(lat.test, "write_lat");
+  EXPECT_DOUBLE_EQ(lat.bytes, 2);
+  EXPECT_DOUBLE_EQ(lat.by_source.at("verbs").at("lat_us_p50"), 1.6);
+  EXPECT_DOUBLE_EQ(lat.by_source.at("tcp").at("lat_us_p50"), 12.8);
+}
+
+TEST(AllPairs, MatrixWithFlaggedPairsAndBadHosts) {
+  const Aggregate a = aggregate_of(full_run("r"));
+  ASSERT_EQ(a.pairs.size(), 1u);
+  const PairMatrix& m = a.pairs[0];
+  EXPECT_EQ(m.hosts, (std::vector<std::string>{"node01", "node02", "node03"}));
+  EXPECT_TRUE(m.cells.at("node01").at("node03").flagged);
+  EXPECT_FALSE(m.cells.at("node03").at("node01").flagged);
+  EXPECT_TRUE(m.summary_failed);
+  EXPECT_EQ(m.summary, "node03 stays bad after retest");
+}
+
+TEST(Netcheck, CrossHostDifferences) {
+  const Aggregate a = aggregate_of(full_run("r"));
+  ASSERT_EQ(a.netcheck.rows.size(), 1u);
+  EXPECT_TRUE(a.netcheck.rows[0].differs);
+  EXPECT_EQ(a.netcheck.rows[0].by_host.at("node02").status, "fail");
+}
+
+TEST(Trends, OneValuePerRunInOrder) {
+  auto records = full_run("night-1");
+  for (auto r : full_run("night-2")) {
+    if (r.contains("metrics") && r["metrics"].contains("busbw_GBps")) r["metrics"]["busbw_GBps"] = r["metrics"]["busbw_GBps"].get<double>() * 0.5;
+    records.push_back(r);
+  }
+  const Aggregate a = aggregate_of(records);
+  EXPECT_EQ(a.runs, (std::vector<std::string>{"night-1", "night-2"}));
+  bool found = false;
+  for (const auto& t : a.trends) {
+    if (t.metric != "busbw_GBps" || t.label.find("2 ranks") == std::string::npos) continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(*t.values[0], 11.1);
+    EXPECT_DOUBLE_EQ(*t.values[1], 5.55);
+  }
+  EXPECT_TRUE(found);
+}

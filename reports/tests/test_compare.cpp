@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fixtures.hpp"
+#include "rocebench/reports/compare.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports;
+using namespace rocebench::reports::testing;
+
+namespace {
+
+// A run of `n` repetitions of one allreduce whose time is noisy around `mean_us` (3% spread),
+// each record keeping its raw samples.
+Dataset noisy_run(const std::string& run, double mean_us, unsigned seed, bool raw_samples) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(mean_us, mean_us * 0.03);
+  std::vector<json> records;
+  for (int rep = 0; rep < (raw_samples ? 1 : 12); ++rep) {
+    std::vector<double> times;
+    for (int i = 0; i < 30; ++i) times.push_back(noise(rng));
+    json r = collective(run, "allreduce", 8, 67108864, times[0], 67108864 / times[0] / 1e3 * 1.75);
+    if (raw_samples) {
+      std::vector<double> sorted = times;
+      std::sort(sorted.begin(), sorted.end());
+      r["metrics"]["time_us"] = (sorted[14] + sorted[15]) / 2;
+      r["samples"] = {{"n", 30}, {"median", r["metrics"]["time_us"]}, {"values", times}};
+    }
+    records.push_back(r);
+  }
+  Dataset d;
+  d.load(write_records(temp_dir() / "results.jsonl", records));
+  return d;
+}
+
+std::vector<Comparison> compare_runs(double base_us, double new_us, unsigned seed, bool raw) {
+  return compare(collect_evidence(noisy_run("base", base_us, seed, raw)), collect_evidence(noisy_run("new", new_us, seed + 1000, raw)), {});
+}
+
+const Comparison& find(const std::vector<Comparison>& cs, const std::string& metric) {
+  for (const auto& c : cs) {
+    if (c.key.metric == metric) return c;
+  }
+  throw std::runtime_error("no " + metric);
+}
+
+bool flagged(const std::vector<Comparison>& cs) {
+  return std::any_of(cs.begin(), cs.end(), [](const Comparison& c) {
+    return c.change == Change::regression || c.change == Change::improvement || c.change == Change::missing;
+  });
+}
+
+}  // namespace
+
+TEST(Compare, SameDistributionRaisesNothing) {
+  for (bool raw : {true, false}) {
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " raw " << raw);
+      EXPECT_FALSE(flagged(compare_runs(100, 100, seed, raw)));
+    }
+  }
+}
+
+TEST(Compare, TenPercentSlowerIsARegressionInTimeAndBandwidth) {
+  for (bool raw : {true, false}) {
+    SCOPED_TRACE(raw);
+    const auto cs = compare_runs(100, 110, 7, raw);
+    const auto& time = find(cs, "time_us");
+    EXPECT_EQ(time.change, Change::regression) << time.significance;
+    EXPECT_NEAR(time.effect, 0.10, 0.03);
+    EXPECT_EQ(find(cs, "busbw_GBps").change, Change::regression);  // bandwidth falls as time grows
+    const auto better = compare_runs(110, 100, 7, raw);
+    EXPECT_EQ(find(better, "time_us").change, Change::improvement);
+  }
+}
+
+TEST(Compare, SameDataGivesTheSameVerdicts) {
+  const auto a = verdicts(compare_runs(100, 108, 3, true), "compare");
+  const auto b = verdicts(compare_runs(100, 108, 3, true), "compare");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    EXPECT_EQ(a[i].message, b[i].message);
+    EXPECT_EQ(a[i].outcome, b[i].outcome);
+  }
+}
+
+TEST(Compare, SummaryIntervalsDecideWhenNoSamplesWereKept) {
+  Dataset base, slow, close;
+  base.load(write_records(temp_dir() / "a.jsonl", {collective("a", "allreduce", 8, 1024, 100, 8)}));
+  slow.load(write_records(temp_dir() / "b.jsonl", {collective("b", "allreduce", 8, 1024, 110, 8)}));
+  close.load(write_records(temp_dir() / "c.jsonl", {collective("c", "allreduce", 8, 1024, 101.5, 8)}));
+  // Fixture intervals span median * [0.98, 1.02]: 100 -> [98, 102], 110 -> [107.8, 112.2].
+  const auto cs = compare(collect_evidence(base), collect_evidence(slow), {});
+  EXPECT_EQ(find(cs, "time_us").change, Change::regression);
+  EXPECT_EQ(find(cs, "time_us").significance, "CIs disjoint");
+  const auto near = compare(collect_evidence(base), collect_evidence(close), {.min_effect = 0.01, .alpha = 0.05});
+  EXPECT_EQ(find(near, "time_us").change, Change::noise);
+}
+
+TEST(Compare, MissingMetricFailsAndNewMetricIsListed) {
+  Dataset a, b;
+  a.load(write_records(temp_dir() / "a.jsonl", {collective("a", "allreduce", 8, 1024, 100, 8)}));
+  b.load(write_records(temp_dir() / "b.jsonl", {collective("b", "allreduce", 8, 2048, 100, 8)}));
+  const auto vs = verdicts(compare(collect_evidence(a), collect_evidence(b), {}), "compare");
+  const auto missing = std::count_if(vs.begin(), vs.end(), [](const Verdict& v) { return v.outcome == Outcome::missing; });
+  EXPECT_EQ(missing, 4);  // time, algbw, busbw, wrong at 1024 bytes
+  EXPECT_FALSE(all_passed(vs));
+}
+
+TEST(MannWhitney, KnownValues) {
+  const std::vector<double> low{1, 2, 3, 4, 5}, high{6, 7, 8, 9, 10};
+  // U = 0; normal approximation with continuity correction: z = (12.5 - 0.5) / sqrt(22.917) = 2.5067
+  EXPECT_NEAR(mann_whitney_p(low, high), 0.01219, 1e-4);
+  EXPECT_DOUBLE_EQ(mann_whitney_p(low, high), mann_whitney_p(high, low));
+  EXPECT_NEAR(mann_whitney_p(low, low), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(mann_whitney_p({}, high), 1.0);
+}
+
+TEST(Direction, BandwidthUpTimeDown) {
+  EXPECT_TRUE(higher_is_better("busbw_GBps"));
+  EXPECT_TRUE(higher_is_better("images_per_s"));
+  EXPECT_TRUE(higher_is_better("msg_rate_Mpps"));
+  EXPECT_FALSE(higher_is_better("lat_us_p50"));
+  EXPECT_FALSE(higher_is_better("time_us"));
+}

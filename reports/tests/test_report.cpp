@@ -1,0 +1,121 @@
+// The subcommands end to end: report, compare, import.
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "rocebench/reports/module.hpp"
+#include "rocebench/reports/plots.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports;
+using namespace rocebench::reports::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+int run(const std::string& command, const Args& args) {
+  for (const auto& s : subcommands()) {
+    if (s.name == command) return s.main(args);
+  }
+  throw std::runtime_error("no subcommand " + command);
+}
+
+void expect_nonempty(const fs::path& file) {
+  ASSERT_TRUE(fs::exists(file)) << file;
+  EXPECT_GT(fs::file_size(file), 0u) << file;
+}
+
+}  // namespace
+
+TEST(Report, FullReportIsRendered) {
+  const auto dir = temp_dir();
+  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  write_file(dir / "thresholds.json", R"({"thresholds": [
+    {"name": "efficiency at 8 GPUs", "metric": "efficiency", "where": {"mode": "allreduce-rdma"}, "gpus": 8, "op": ">=", "value": 0.75},
+    {"name": "busbw at 64MiB", "step": "collectives.allreduce", "where": {"bytes": 67108864}, "metric": "busbw_GBps", "op": ">=", "value": 11.0}]})");
+  const fs::path out = dir / "report";
+  EXPECT_EQ(run("report", {"-o", out.string(), "--thresholds", (dir / "thresholds.json").string(), results.string()}), 1);
+
+  for (const char* f : {"report.md", "report.html", "junit.xml", "aggregate.csv"}) expect_nonempty(out / f);
+  const std::string md = read_file(out / "report.md");
+  for (const char* text : {"## Verdicts", "Training throughput", "missing (no record)", "node03 stays bad", "differs",
+                           "busbw at 64MiB", "RoCE (verbs) and TCP"}) {
+    EXPECT_NE(md.find(text), std::string::npos) << text;
+  }
+  const std::string html = read_file(out / "report.html");
+  EXPECT_EQ(html.find("<img src=\"plots"), std::string::npos);  // self-contained: nothing linked
+
+  std::string why_not;
+  const std::string python = find_python(why_not);
+  if (python.empty()) {
+    EXPECT_NE(md.find("Plots are missing"), std::string::npos);
+  } else {
+    for (const char* png : {"speedup_resnet50.png", "busbw_size_allreduce.png", "busbw_ranks_allreduce.png", "latency_cdf.png",
+                            "pairs_write_bw.png"}) {
+      expect_nonempty(out / "plots" / png);
+    }
+    EXPECT_NE(html.find("src=\"data:image/png;base64,iVBORw0KGgo"), std::string::npos);
+    // The JUnit file must parse with a real XML parser and hold one test case per verdict.
+    const auto r = run_process({python, "-c",
+                                "import sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot();"
+                                "c = t.findall('.//testcase'); f = t.findall('.//failure');"
+                                "sys.exit(0 if (len(c), len(f)) == (2, 1) else 1)",
+                                (out / "junit.xml").string()},
+                               {}, std::chrono::seconds(30));
+    EXPECT_EQ(r.exit_code, 0);
+  }
+}
+
+TEST(Report, BadInputExitsTwo) {
+  const auto dir = temp_dir();
+  write_file(dir / "empty.jsonl", "");
+  EXPECT_EQ(run("report", {"-o", (dir / "r").string(), (dir / "empty.jsonl").string()}), 2);
+  EXPECT_EQ(run("report", {"-o", (dir / "r").string(), (dir / "absent.jsonl").string()}), 2);
+  EXPECT_EQ(run("report", {"-o", (dir / "r").string()}), 2);
+  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  write_file(dir / "bad.json", R"({"thresholds": [{"name": "x"}]})");
+  EXPECT_EQ(run("report", {"--thresholds", (dir / "bad.json").string(), "-o", (dir / "r").string(), results.string()}), 2);
+}
+
+TEST(Report, CleanRunWithoutThresholdsPasses) {
+  const auto dir = temp_dir();
+  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
+  EXPECT_NE(read_file(dir / "r" / "report.md").find("--no-plots was given"), std::string::npos);
+}
+
+TEST(CompareCommand, RegressionExitsOneAndBaselinesRoundTrip) {
+  const auto dir = temp_dir();
+  const auto base = write_records(dir / "base.jsonl", full_run("base"));
+  auto slower = full_run("new");
+  for (auto& r : slower) {
+    if (r.value("step", "") == "collectives.allreduce") {
+      r["metrics"]["time_us"] = r["metrics"]["time_us"].get<double>() * 1.2;
+      for (auto& x : r["samples"]["median_ci95"]) x = x.get<double>() * 1.2;
+    }
+  }
+  const auto now = write_records(dir / "new.jsonl", slower);
+  EXPECT_EQ(run("compare", {base.string(), base.string()}), 0);
+  EXPECT_EQ(run("compare", {"--junit", (dir / "c.xml").string(), base.string(), now.string()}), 1);
+  EXPECT_NE(read_file(dir / "c.xml").find("<failure"), std::string::npos);
+
+  const auto baseline = dir / "baseline.json";
+  EXPECT_EQ(run("compare", {"--write-baseline", baseline.string(), "--machine", "dgx-h100-roce", base.string()}), 0);
+  EXPECT_EQ(run("compare", {"--write-baseline", baseline.string(), "--machine", "cpu-node", base.string()}), 0);
+  EXPECT_EQ(run("compare", {"--machine", "dgx-h100-roce", baseline.string(), base.string()}), 0);
+  EXPECT_EQ(run("compare", {"--machine", "dgx-h100-roce", baseline.string(), now.string()}), 1);
+  EXPECT_EQ(run("compare", {baseline.string(), now.string()}), 2);  // two machine types: which?
+  EXPECT_EQ(run("report", {"--no-plots", "--baseline", baseline.string(), "--machine", "cpu-node", "-o",
+                           (dir / "r").string(), now.string()}), 1);
+}
+
+TEST(ImportCommand, ImportedRecordsFeedTheReport) {
+  const auto dir = temp_dir();
+  const auto out = dir / "imported.jsonl";
+  EXPECT_EQ(run("import", {"perftest", (source_dir() / "perftest_write_lat.txt").string(), "-o", out.string()}), 0);
+  EXPECT_EQ(run("import", {"nccl-tests", (source_dir() / "all_reduce_perf.txt").string(), "-o", out.string()}), 0);
+  EXPECT_EQ(run("import", {"osu", (source_dir() / "osu_allreduce.txt").string(), "-o", out.string()}), 2);
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), out.string()}), 0);
+  const std::string md = read_file(dir / "r" / "report.md");
+  EXPECT_NE(md.find("verbs (perftest)"), std::string::npos);
+  EXPECT_NE(md.find("allreduce nccl nccl float"), std::string::npos);
+}
