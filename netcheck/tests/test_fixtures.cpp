@@ -2,6 +2,7 @@
 // same PCIe switch) and variants, each misconfigured in one way and failing exactly its checks.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <sstream>
 
 #include "fixture_host.hpp"
@@ -71,98 +72,111 @@ TEST(GoodHost, EveryCheckPasses) {
   EXPECT_EQ(ids, std::set<std::string>(kCheckIds.begin(), kCheckIds.end()));  // every check ran
 }
 
-TEST(Variant, PfcOnTheWrongPriority) {
-  FixtureHost host;
-  host.write_capture("dcb-pfc-ens1f0np0.txt", "pfc-cap 8 macsec-bypass off delay 7\nprio-pfc 0:off 1:off 2:off 3:off 4:on 5:off 6:off 7:off\n");
-  EXPECT_EQ(failing(host), Set{"roce.pfc.enabled_priorities mlx5_0/1"});
-  const CheckRecord r = fixture::find_record(host.check(), "roce.pfc.enabled_priorities", "mlx5_0/1");
-  EXPECT_EQ(r.observed, json::array({4}));
-  EXPECT_EQ(r.hint, "mlnx_qos -i ens1f0np0 --pfc 0,0,0,1,0,0,0,0");
-}
+namespace {
 
-TEST(Variant, EcnOff) {
-  FixtureHost host;
-  host.write(kIf0 + "/ecn/roce_np/enable/3", "0");
-  host.write(kIf0 + "/ecn/roce_rp/enable/3", "0");
-  EXPECT_EQ(failing(host), (Set{"roce.ecn.np_enabled mlx5_0/1", "roce.ecn.rp_enabled mlx5_0/1"}));
-  EXPECT_EQ(fixture::find_record(host.check(), "roce.ecn.np_enabled", "mlx5_0/1").hint,
-            "echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3");
-}
+// One misconfiguration: what a test does to the good host, the exact checks that must then fail,
+// and the fix one of them must offer.
+struct Misconfiguration {
+  std::string name;
+  std::function<void(const FixtureHost&)> apply;
+  Set failing;
+  std::string hint_of;  // "check subject"
+  std::string hint;
+  std::function<void(const std::vector<CheckRecord>&)> also = [](const auto&) {};
+};
 
-TEST(Variant, TrustPcp) {
-  FixtureHost host;
-  host.write(kIf0 + "/qos/trust", "pcp");
-  EXPECT_EQ(failing(host), Set{"roce.trust.dscp mlx5_0/1"});
-  const auto records = host.check();
-  EXPECT_EQ(fixture::find_record(records, "roce.trust.dscp", "mlx5_0/1").hint, "mlnx_qos -i ens1f0np0 --trust dscp");
-  EXPECT_EQ(fixture::find_record(records, "roce.dscp.priority_map", "mlx5_0/1").status, Status::skip);
-}
+// Test names show the case, not its bytes.
+void PrintTo(const Misconfiguration& m, std::ostream* os) { *os << m.name; }
 
-TEST(Variant, RoceV1DefaultMode) {
-  FixtureHost host;
-  host.write("/sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_mode", "IB/RoCE v1");
-  EXPECT_EQ(failing(host), Set{"roce.mode.default mlx5_1/1"});
-  EXPECT_EQ(fixture::find_record(host.check(), "roce.mode.default", "mlx5_1/1").hint,
-            "mkdir -p /sys/kernel/config/rdma_cm/mlx5_1 && echo 'RoCE v2' > "
-            "/sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_mode");
-}
-
-TEST(Variant, Mtu1500) {
-  FixtureHost host;
-  host.write(kIf0 + "/mtu", "1500");
-  EXPECT_EQ(failing(host), (Set{"link.mtu mlx5_0/1", "link.active_mtu mlx5_0/1"}));
-  const auto records = host.check();
-  EXPECT_EQ(fixture::find_record(records, "link.active_mtu", "mlx5_0/1").observed, 1024);
-  EXPECT_EQ(fixture::find_record(records, "link.mtu", "mlx5_0/1").hint, "ip link set dev ens1f0np0 mtu 4200");
-}
-
-TEST(Variant, AcsOnTheSwitchPort) {
-  FixtureHost host;
+std::string acs_enabled_on_switch_port(const FixtureHost& host) {
   std::string lspci = fixture::read_file(host.capture() / "lspci-vvv.txt");
-  const std::string port = "0000:17:00.0 PCI bridge";
-  const auto at = lspci.find("ACSCtl:\tSrcValid-", lspci.find(port));
-  lspci.replace(at, std::string("ACSCtl:\tSrcValid-").size(), "ACSCtl:\tSrcValid+");
-  host.write_capture("lspci-vvv.txt", lspci);
-  EXPECT_EQ(failing(host), (Set{"gpudirect.acs_disabled mlx5_0", "gpudirect.acs_disabled mlx5_1"}));
-  const CheckRecord r = fixture::find_record(host.check(), "gpudirect.acs_disabled", "mlx5_0");
-  EXPECT_EQ(r.observed, json({{"acs_enabled_on", {"0000:17:00.0"}}}));
-  EXPECT_EQ(r.hint, "setpci -s 0000:17:00.0 ECAP_ACS+0x6.w=0000");
+  const std::string off = "ACSCtl:\tSrcValid-";
+  lspci.replace(lspci.find(off, lspci.find("0000:17:00.0 PCI bridge")), off.size(), "ACSCtl:\tSrcValid+");
+  return lspci;
 }
 
-TEST(Variant, PortDown) {
+const std::vector<Misconfiguration> kMisconfigurations{
+    {"PfcOnTheWrongPriority",
+     [](const FixtureHost& h) {
+       h.write_capture("dcb-pfc-ens1f0np0.txt", "pfc-cap 8 macsec-bypass off delay 7\nprio-pfc 0:off 1:off 2:off 3:off 4:on 5:off 6:off 7:off\n");
+     },
+     {"roce.pfc.enabled_priorities mlx5_0/1"}, "roce.pfc.enabled_priorities mlx5_0/1",
+     "mlnx_qos -i ens1f0np0 --pfc 0,0,0,1,0,0,0,0",
+     [](const auto& records) {
+       EXPECT_EQ(fixture::find_record(records, "roce.pfc.enabled_priorities", "mlx5_0/1").observed, json::array({4}));
+     }},
+    {"EcnOff",
+     [](const FixtureHost& h) {
+       h.write(kIf0 + "/ecn/roce_np/enable/3", "0");
+       h.write(kIf0 + "/ecn/roce_rp/enable/3", "0");
+     },
+     {"roce.ecn.np_enabled mlx5_0/1", "roce.ecn.rp_enabled mlx5_0/1"}, "roce.ecn.np_enabled mlx5_0/1",
+     "echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"},
+    {"TrustPcp", [](const FixtureHost& h) { h.write(kIf0 + "/qos/trust", "pcp"); }, {"roce.trust.dscp mlx5_0/1"},
+     "roce.trust.dscp mlx5_0/1", "mlnx_qos -i ens1f0np0 --trust dscp",
+     [](const auto& records) {
+       EXPECT_EQ(fixture::find_record(records, "roce.dscp.priority_map", "mlx5_0/1").status, Status::skip);
+     }},
+    {"RoceV1DefaultMode",
+     [](const FixtureHost& h) { h.write("/sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_mode", "IB/RoCE v1"); },
+     {"roce.mode.default mlx5_1/1"}, "roce.mode.default mlx5_1/1",
+     "mkdir -p /sys/kernel/config/rdma_cm/mlx5_1 && echo 'RoCE v2' > /sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_mode"},
+    {"Mtu1500", [](const FixtureHost& h) { h.write(kIf0 + "/mtu", "1500"); },
+     {"link.mtu mlx5_0/1", "link.active_mtu mlx5_0/1"}, "link.mtu mlx5_0/1", "ip link set dev ens1f0np0 mtu 4200",
+     [](const auto& records) { EXPECT_EQ(fixture::find_record(records, "link.active_mtu", "mlx5_0/1").observed, 1024); }},
+    {"AcsOnTheSwitchPort",
+     [](const FixtureHost& h) { h.write_capture("lspci-vvv.txt", acs_enabled_on_switch_port(h)); },
+     {"gpudirect.acs_disabled mlx5_0", "gpudirect.acs_disabled mlx5_1"}, "gpudirect.acs_disabled mlx5_0",
+     "setpci -s 0000:17:00.0 ECAP_ACS+0x6.w=0000",
+     [](const auto& records) {
+       EXPECT_EQ(fixture::find_record(records, "gpudirect.acs_disabled", "mlx5_0").observed,
+                 json({{"acs_enabled_on", {"0000:17:00.0"}}}));
+     }},
+    {"PortDown",
+     [](const FixtureHost& h) {
+       h.write("/sys/class/infiniband/mlx5_1/ports/1/state", "1: DOWN");
+       h.write("/sys/class/infiniband/mlx5_1/ports/1/phys_state", "3: Disabled");
+       h.write("/sys/class/net/ens1f1np1/operstate", "down");
+     },
+     {"link.state mlx5_1/1"}, "link.state mlx5_1/1", "ip link set dev ens1f1np1 up",
+     [](const auto& records) { EXPECT_EQ(fixture::find_record(records, "link.rate", "mlx5_1/1").status, Status::skip); }},
+    {"DegradedRate", [](const FixtureHost& h) { h.write("/sys/class/infiniband/mlx5_1/ports/1/rate", "100 Gb/sec (2X HDR)"); },
+     {"link.rate mlx5_1/1"}, "link.rate mlx5_1/1",
+     "ethtool ens1f1np1  # compare Speed with Supported link modes; reseat or replace the cable",
+     [](const auto& records) { EXPECT_EQ(fixture::find_record(records, "link.rate", "mlx5_1/1").expected, 200.0); }},
+    {"CnpOnTheWrongDscpAndPriority",
+     [](const FixtureHost& h) {
+       h.write(kIf0 + "/ecn/roce_np/cnp_dscp", "46");
+       h.write(kIf0 + "/ecn/roce_np/cnp_802p_prio", "7");
+     },
+     {"roce.cnp.dscp mlx5_0/1", "roce.cnp.prio mlx5_0/1"}, "roce.cnp.prio mlx5_0/1",
+     "echo 6 > /sys/class/net/ens1f0np0/ecn/roce_np/cnp_802p_prio"},
+    {"PeerMemoryModuleMissingAndIommuTranslated",
+     [](const FixtureHost& h) {
+       h.remove("/sys/module/nvidia_peermem");
+       h.write("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro intel_iommu=on");
+     },
+     {"gpudirect.peermem_loaded host", "host.iommu host"}, "gpudirect.peermem_loaded host", "modprobe nvidia_peermem"},
+};
+
+}  // namespace
+
+class Misconfigured : public ::testing::TestWithParam<Misconfiguration> {};
+
+TEST_P(Misconfigured, FailsExactlyItsChecks) {
+  const Misconfiguration& m = GetParam();
   FixtureHost host;
-  const std::string port = "/sys/class/infiniband/mlx5_1/ports/1";
-  host.write(port + "/state", "1: DOWN");
-  host.write(port + "/phys_state", "3: Disabled");
-  host.write("/sys/class/net/ens1f1np1/operstate", "down");
-  EXPECT_EQ(failing(host), Set{"link.state mlx5_1/1"});
+  m.apply(host);
   const auto records = host.check();
-  EXPECT_EQ(fixture::find_record(records, "link.state", "mlx5_1/1").hint, "ip link set dev ens1f1np1 up");
-  EXPECT_EQ(fixture::find_record(records, "link.rate", "mlx5_1/1").status, Status::skip);
+  expect_valid_records(records);
+  EXPECT_EQ(fixture::with_status(records, Status::fail), m.failing);
+  const auto space = m.hint_of.find(' ');
+  EXPECT_EQ(fixture::find_record(records, m.hint_of.substr(0, space), m.hint_of.substr(space + 1)).hint, m.hint);
+  m.also(records);
 }
 
-TEST(Variant, DegradedRate) {
-  FixtureHost host;
-  host.write("/sys/class/infiniband/mlx5_1/ports/1/rate", "100 Gb/sec (2X HDR)");
-  EXPECT_EQ(failing(host), Set{"link.rate mlx5_1/1"});
-  EXPECT_EQ(fixture::find_record(host.check(), "link.rate", "mlx5_1/1").expected, 200.0);
-}
-
-TEST(Variant, CnpOnTheWrongDscpAndPriority) {
-  FixtureHost host;
-  host.write(kIf0 + "/ecn/roce_np/cnp_dscp", "46");
-  host.write(kIf0 + "/ecn/roce_np/cnp_802p_prio", "7");
-  EXPECT_EQ(failing(host), (Set{"roce.cnp.dscp mlx5_0/1", "roce.cnp.prio mlx5_0/1"}));
-  EXPECT_EQ(fixture::find_record(host.check(), "roce.cnp.dscp", "mlx5_0/1").hint,
-            "echo 48 > /sys/class/net/ens1f0np0/ecn/roce_np/cnp_dscp");
-}
-
-TEST(Variant, PeerMemoryModuleMissingAndIommuTranslated) {
-  FixtureHost host;
-  host.remove("/sys/module/nvidia_peermem");
-  host.write("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro intel_iommu=on");
-  EXPECT_EQ(failing(host), (Set{"gpudirect.peermem_loaded host", "host.iommu host"}));
-}
+INSTANTIATE_TEST_SUITE_P(Variant, Misconfigured, ::testing::ValuesIn(kMisconfigurations),
+                         [](const auto& variant) { return variant.param.name; });
 
 TEST(Variant, NoGpuSkipsGpuDirect) {
   FixtureHost host;
