@@ -1,0 +1,88 @@
+#pragma once
+// Engines execute a layer graph for one rank: forward, then backward in reverse order, announcing
+// each parameter's gradient as soon as it is final, so a data-parallel trainer can start reducing
+// it while backward continues. Chosen at run time by name ("cpu", "gpu").
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rocebench/models/graph.hpp"
+#include "rocebench/models/optimizer.hpp"
+
+namespace rocebench::models {
+
+enum class Precision { fp32, tf32, bf16, fp16 };
+const char* to_string(Precision p);
+// Throws InputError listing the precisions that exist.
+Precision parse_precision(const std::string& name);
+
+struct EngineOptions {
+  int batch = 32;
+  Precision precision = Precision::fp32;
+  std::uint64_t seed = 1;       // initial parameters and dropout masks
+  bool input_gradient = false;  // also compute the gradient of the input images (gradient checks)
+};
+
+// A parameter's gradient, final for this step. `data` is device memory when on_device.
+struct GradientReady {
+  int param = 0;
+  float* data = nullptr;
+  std::int64_t count = 0;
+  bool on_device = false;
+};
+using GradientCallback = std::function<void(const GradientReady&)>;
+
+// The engine cannot run here (no GPU, not built with cuDNN): the step records `skip` with why.
+class EngineUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const Graph& graph() const = 0;
+  virtual const EngineOptions& options() const = 0;
+
+  // A batch of images (batch × C × H × W, NCHW) and their labels, copied in.
+  virtual void set_batch(std::span<const float> images, std::span<const int> labels) = 0;
+  virtual void forward() = 0;
+  virtual void backward(const GradientCallback& ready) = 0;
+  virtual void update(const SgdOptions& sgd, double lr) = 0;
+  // Waits for queued work (a no-op on the CPU). Steps themselves never wait.
+  virtual void synchronize() = 0;
+  // The last forward's loss: Σ loss_weight · mean cross-entropy over the loss nodes.
+  virtual double loss() = 0;
+
+  // Host copies, for tests and checkpoints.
+  virtual std::vector<float> parameter(int index) const = 0;
+  virtual void set_parameter(int index, std::span<const float> values) = 0;
+  virtual std::vector<float> gradient(int index) const = 0;
+  virtual std::vector<float> input_gradient() const = 0;
+  // Running mean and variance of a batch_norm node (momentum 0.1, unbiased variance, as torch).
+  virtual std::pair<std::vector<float>, std::vector<float>> running_stats(int node) const = 0;
+
+  // Bytes this engine allocated for activations, gradients, parameters and optimizer state.
+  virtual std::int64_t bytes_allocated() const = 0;
+};
+
+// The engines this build knows, in the order --help lists them.
+std::vector<std::string> engine_names();
+// Bytes an engine will allocate for `graph` at `batch` (parameters ×3 for weights, gradients and
+// momentum; every activation and its gradient; one scratch activation).
+std::int64_t bytes_needed(const Graph& graph, int batch);
+// Throws InputError for an unknown engine or precision, EngineUnavailable when it cannot run here.
+std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph, const EngineOptions& options);
+
+std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions& options);
+std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options);
+
+// Whether inverted dropout keeps element `index` of node `node` in forward pass number `pass`:
+// a pure function of its arguments, so a reference implementation can draw the same mask.
+bool dropout_keeps(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p);
+
+}  // namespace rocebench::models

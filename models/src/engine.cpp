@@ -1,0 +1,49 @@
+#include "rocebench/models/engine.hpp"
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench::models {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& name) {
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+    if (name == to_string(p)) return p;
+  throw InputError(fmt::format("unknown precision '{}'; precisions: fp32, tf32, bf16, fp16", name));
+}
+
+std::vector<std::string> engine_names() { return {"cpu", "gpu"}; }
+
+std::int64_t bytes_needed(const Graph& graph, int batch) {
+  std::int64_t largest = 0;
+  for (const auto& n : graph.nodes()) largest = std::max(largest, n.out.size());
+  return 4 * (3 * graph.parameter_count() + (graph.activation_floats_per_image() + largest) * batch);
+}
+
+std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph, const EngineOptions& options) {
+  if (name == "cpu") return make_cpu_engine(graph, options);
+  if (name == "gpu") return make_gpu_engine(graph, options);
+  throw InputError(fmt::format("unknown engine '{}'; engines: {}", name, fmt::join(engine_names(), ", ")));
+}
+
+bool dropout_keeps(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p) {
+  // splitmix64 of the coordinates: independent of thread count and evaluation order.
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (pass << 40) ^ (static_cast<std::uint64_t>(node) << 24) ^
+                    static_cast<std::uint64_t>(index) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53 >= p;
+}
+
+}  // namespace rocebench::models
