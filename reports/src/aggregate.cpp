@@ -138,38 +138,73 @@ class Builder {
     g.headline_by_run[x][run].add(ok_metric(o, headline), reason(o));
   }
 
-  void route(const Observation& o, std::size_t run) {
+  // Where an observation goes. Computed once per distinct (step, params, world, host): building
+  // keys is the costly part, and millions of records share a few thousand of them.
+  enum class Kind { none, training, collective, probe, pairs };
+  struct Target {
+    Kind kind = Kind::none;
+    Group* group = nullptr;
+    double x = 0;
+    bool latency = false;
+    std::vector<const Observation*>* by_world = nullptr;
+  };
+
+  const Target& target(const Observation& o) {
+    const auto [it, inserted] = targets_.try_emplace({o.step, o.params, o.world, o.host});
+    if (!inserted) return it->second;
+    Target& t = it->second;
     const std::string& step = d_.names.str(o.step);
     const json& p = d_.params_of(o);
     if (step == "models.train") {
-      // Every rank records its step times; the job's throughput is on rank 0's record.
-      const bool carries = o.metric(n_.images).has_value() || (o.status != Status::ok && o.status != Status::warn);
-      if (!carries) return;
-      const json key = pick(p, {"model", "mode", "engine", "precision", "batch"});
-      add(training_.group(param_text(p, "model"), key), o.world, o, run, {{"images_per_s", n_.images}}, n_.images);
+      t = {Kind::training, &training_.group(param_text(p, "model"), pick(p, {"model", "mode", "engine", "precision", "batch"})),
+           static_cast<double>(o.world)};
     } else if (step.starts_with("collectives.")) {
       const std::string op = step.substr(std::string("collectives.").size());
       json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool"});
       key["world"] = o.world;
-      const double bytes = p.value("bytes", 0.0);
-      add(sizes_.group(op + "\n" + std::to_string(o.world), key), bytes, o, run,
-          {{"time_us", n_.time}, {"algbw_GBps", n_.algbw}, {"busbw_GBps", n_.busbw}, {"wrong", n_.wrong}}, n_.busbw);
+      t = {Kind::collective, &sizes_.group(op + "\n" + std::to_string(o.world), key), p.value("bytes", 0.0)};
       key.erase("world");
       key["op"] = op;
-      by_world_[key.dump()].push_back(&o);
+      t.by_world = &by_world_[key.dump()];
     } else if (step == "microbench.probe") {
       const std::string tool = param_text(p, "tool");
       const std::string source = param_text(p, "transport") + (tool.empty() ? "" : " (" + tool + ")");
       const json key = {{"test", param_text(p, "test")}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")},
                         {"source", source}};
-      const bool latency = param_text(p, "test").find("lat") != std::string::npos;
-      Group& g = probes_.group(param_text(p, "test"), key);
-      auto& cells = g.at[p.value("bytes", 0.0)];
-      for (const auto& [id, value] : o.metrics) cells[d_.names.str(id)].add(ok_metric(o, id), reason(o));
-      if (o.metrics.empty()) cells[latency ? "lat_us_p50" : "bw_avg_Gbps"].add(std::nullopt, reason(o));
-      g.headline_by_run[p.value("bytes", 0.0)][run].add(ok_metric(o, latency ? n_.lat_p50 : n_.bw_avg), reason(o));
+      t = {Kind::probe, &probes_.group(param_text(p, "test"), key), p.value("bytes", 0.0)};
+      t.latency = param_text(p, "test").find("lat") != std::string::npos;
     } else if (step == "microbench.allpairs") {
-      pairs_.push_back(&o);
+      t.kind = Kind::pairs;
+    }
+    return t;
+  }
+
+  void route(const Observation& o, std::size_t run) {
+    const Target& t = target(o);
+    switch (t.kind) {
+      case Kind::training:
+        // Every rank records its step times; the job's throughput is on rank 0's record.
+        if (o.metric(n_.images) || (o.status != Status::ok && o.status != Status::warn)) {
+          add(*t.group, t.x, o, run, {{"images_per_s", n_.images}}, n_.images);
+        }
+        break;
+      case Kind::collective:
+        add(*t.group, t.x, o, run,
+            {{"time_us", n_.time}, {"algbw_GBps", n_.algbw}, {"busbw_GBps", n_.busbw}, {"wrong", n_.wrong}}, n_.busbw);
+        t.by_world->push_back(&o);
+        break;
+      case Kind::probe: {
+        auto& cells = t.group->at[t.x];
+        for (const auto& [id, value] : o.metrics) cells[d_.names.str(id)].add(ok_metric(o, id), reason(o));
+        if (o.metrics.empty()) cells[t.latency ? "lat_us_p50" : "bw_avg_Gbps"].add(std::nullopt, reason(o));
+        t.group->headline_by_run[t.x][run].add(ok_metric(o, t.latency ? n_.lat_p50 : n_.bw_avg), reason(o));
+        break;
+      }
+      case Kind::pairs:
+        pairs_.push_back(&o);
+        break;
+      case Kind::none:
+        break;
     }
   }
 
@@ -394,6 +429,7 @@ class Builder {
   const Dataset& d_;
   Names n_;
   std::map<std::uint32_t, std::size_t> run_index_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, int, std::uint32_t>, Target> targets_;
   Grid training_, sizes_, probes_;
   std::map<std::string, std::vector<const Observation*>> by_world_;
   std::vector<const Observation*> pairs_;

@@ -13,14 +13,15 @@
 namespace rocebench::reports {
 
 std::uint32_t Interner::id(std::string_view text) {
-  const std::string key(text);
-  const auto [it, inserted] = ids_.try_emplace(key, static_cast<std::uint32_t>(strings_.size()));
-  if (inserted) strings_.push_back(key);
-  return it->second;
+  if (const auto it = ids_.find(text); it != ids_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(strings_.size());
+  strings_.emplace_back(text);
+  ids_.emplace(strings_.back(), id);
+  return id;
 }
 
 std::uint32_t Interner::find(std::string_view text) const {
-  const auto it = ids_.find(std::string(text));
+  const auto it = ids_.find(text);
   return it == ids_.end() ? kNoName : it->second;
 }
 
@@ -54,28 +55,78 @@ struct Line {
   bool complete;
 };
 
-// A parsed line: the record, or why it was skipped.
+Spread read_spread(const json& samples) {
+  Spread s;
+  if (auto it = samples.find("n"); it != samples.end() && it->is_number()) s.n = it->get<std::size_t>();
+  if (auto it = samples.find("median"); it != samples.end() && it->is_number()) s.median = it->get<double>();
+  if (auto it = samples.find("median_ci95"); it != samples.end() && it->is_array() && it->size() == 2 &&
+                                             (*it)[0].is_number() && (*it)[1].is_number()) {
+    s.ci_low = (*it)[0].get<double>();
+    s.ci_high = (*it)[1].get<double>();
+    s.has_ci = true;
+  }
+  if (auto it = samples.find("values"); it != samples.end() && it->is_array()) {
+    for (const auto& v : *it) {
+      if (v.is_number()) s.values.push_back(v.get<double>());
+    }
+    if (s.n == 0) s.n = s.values.size();
+  }
+  return s;
+}
+
+FlatResult flatten(const json& r) {
+  FlatResult f;
+  f.run = r["run"].get<std::string>();
+  f.step = r["step"].get<std::string>();
+  f.host = r["host"].get<std::string>();
+  f.rank = r["rank"].get<int>();
+  f.world = r["world"].get<int>();
+  const json& params = r["params"];
+  f.params = params.dump();
+  const std::string& status = r["status"].get_ref<const std::string&>();
+  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn}) {
+    if (status == to_string(s)) f.status = s;
+  }
+  if (auto it = r.find("reason"); it != r.end()) {
+    f.reason = it->get<std::string>();
+    f.has_reason = true;
+  }
+  for (const auto& [name, value] : r["metrics"].items()) f.metrics.emplace_back(name, value.get<double>());
+  const json& samples = r["samples"];
+  const auto declared = samples.find("metric");
+  f.sampled = declared != samples.end() && declared->is_string() ? declared->get<std::string>() : sampled_metric(f.step, params);
+  f.samples = read_spread(samples);
+  return f;
+}
+
+// A parsed line: a result taken apart, another record whole, or why it was skipped. Result
+// records are taken apart on the parsing thread, so that their JSON never crosses threads.
 struct Parsed {
-  json record;
+  std::optional<FlatResult> result;
+  json other;
   std::string problem;
 };
 
 Parsed parse_line(const Line& line) {
   Parsed out;
+  json record;
   try {
-    out.record = json::parse(line.text);
+    record = json::parse(line.text);
   } catch (const json::parse_error& e) {
     out.problem = line.complete ? std::string("not a JSON record: ") + e.what()
                                 : "last line is cut short (the writer stopped mid-record); ignored";
     return out;
   }
-  if (surely_valid(out.record)) return out;
-  const auto errors = result_schema().validate(out.record);
-  if (!errors.empty()) {
-    const auto& first = errors.front();
-    out.problem = "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message + " (record skipped)";
-    out.record = json();
+  if (!surely_valid(record)) {
+    const auto errors = result_schema().validate(record);
+    if (!errors.empty()) {
+      const auto& first = errors.front();
+      out.problem = "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message + " (record skipped)";
+      return out;
+    }
   }
+  if (record["kind"] == "result") out.result = flatten(record);
+  else out.other = std::move(record);
   return out;
 }
 
@@ -94,76 +145,40 @@ std::vector<Parsed> parse_batch(const std::vector<Line>& lines) {
   return out;
 }
 
-Spread read_spread(const json& samples, std::uint32_t of) {
-  Spread s;
-  s.of = of;
-  if (auto it = samples.find("n"); it != samples.end() && it->is_number()) s.n = it->get<std::size_t>();
-  if (auto it = samples.find("median"); it != samples.end() && it->is_number()) s.median = it->get<double>();
-  if (auto it = samples.find("median_ci95"); it != samples.end() && it->is_array() && it->size() == 2 &&
-                                             (*it)[0].is_number() && (*it)[1].is_number()) {
-    s.ci_low = (*it)[0].get<double>();
-    s.ci_high = (*it)[1].get<double>();
-    s.has_ci = true;
-  }
-  if (auto it = samples.find("values"); it != samples.end() && it->is_array()) {
-    for (const auto& v : *it) {
-      if (v.is_number()) s.values.push_back(v.get<double>());
-    }
-    if (s.n == 0) s.n = s.values.size();
-  }
-  return s;
-}
-
 }  // namespace
 
-std::uint32_t Dataset::intern_params(const json& p) {
-  const auto [it, inserted] = params_ids_.try_emplace(p.dump(), static_cast<std::uint32_t>(params.size()));
-  if (inserted) params.push_back(p);
+std::uint32_t Dataset::intern_params(const std::string& text) {
+  const auto [it, inserted] = params_ids_.try_emplace(text, static_cast<std::uint32_t>(params.size()));
+  if (inserted) params.push_back(json::parse(text));
   return it->second;
 }
 
-void Dataset::add(json&& record, std::uint32_t file, int line) {
-  const std::string& kind = record["kind"].get_ref<const std::string&>();
-  if (kind == "run") {
-    runs.push_back(std::move(record));
-    return;
-  }
-  if (kind == "check") {
-    checks.push_back({file, line, std::move(record)});
-    return;
-  }
-  if (kind != "result") return;  // events describe what happened; nothing to aggregate
-
+void Dataset::add(FlatResult&& f, std::uint32_t file, int line) {
   Observation o;
   o.file = file;
   o.line = line;
-  o.run = names.id(record["run"].get_ref<const std::string&>());
-  const std::string& step = record["step"].get_ref<const std::string&>();
-  o.step = names.id(step);
-  o.host = names.id(record["host"].get_ref<const std::string&>());
-  o.rank = record["rank"].get<int>();
-  o.world = record["world"].get<int>();
-  const json& p = record["params"];
-  o.params = intern_params(p);
-  o.status = Status::ok;
-  const std::string& status = record["status"].get_ref<const std::string&>();
-  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn}) {
-    if (status == to_string(s)) o.status = s;
-  }
-  if (auto it = record.find("reason"); it != record.end()) o.reason = names.id(it->get_ref<const std::string&>());
-  for (const auto& [name, value] : record["metrics"].items()) o.metrics.emplace_back(names.id(name), value.get<double>());
-  const json& samples = record["samples"];
-  const auto declared = samples.find("metric");
-  const std::string of = declared != samples.end() && declared->is_string() ? declared->get<std::string>()
-                                                                           : sampled_metric(step, p);
-  o.samples = read_spread(samples, of.empty() ? kNoName : names.id(of));
+  o.run = names.id(f.run);
+  o.step = names.id(f.step);
+  o.host = names.id(f.host);
+  o.rank = f.rank;
+  o.world = f.world;
+  o.params = intern_params(f.params);
+  o.status = f.status;
+  if (f.has_reason) o.reason = names.id(f.reason);
+  o.metrics.reserve(f.metrics.size());
+  for (const auto& [name, value] : f.metrics) o.metrics.emplace_back(names.id(name), value);
+  o.samples = std::move(f.samples);
+  o.samples.of = f.sampled.empty() ? kNoName : names.id(f.sampled);
   results.push_back(std::move(o));
 }
 
 void Dataset::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InputError(path.string(), 0, "", std::string("cannot open results file: ") + std::strerror(errno));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  results.reserve(results.size() + static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   const auto file = static_cast<std::uint32_t>(files.size());
   files.push_back(path.string());
 
@@ -173,12 +188,16 @@ void Dataset::load(const std::filesystem::path& path) {
   auto flush = [&] {
     auto parsed = parse_batch(batch);
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!parsed[i].problem.empty()) {
-        issues.push_back({path.string(), batch[i].number, parsed[i].problem});
-      } else {
-        add(std::move(parsed[i].record), file, batch[i].number);
-        ++kept;
+      Parsed& p = parsed[i];
+      if (!p.problem.empty()) {
+        issues.push_back({path.string(), batch[i].number, p.problem});
+        continue;
       }
+      ++kept;
+      if (p.result) add(std::move(*p.result), file, batch[i].number);
+      else if (p.other["kind"] == "run") runs.push_back(std::move(p.other));
+      else if (p.other["kind"] == "check") checks.push_back({file, batch[i].number, std::move(p.other)});
+      // events describe what happened; there is nothing in them to aggregate
     }
     batch.clear();
   };

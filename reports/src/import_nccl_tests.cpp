@@ -74,12 +74,16 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
       op = op_from_program(trim(line.substr(at + 25)));
     } else if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) {
       const auto t = split_ws(line);  // # Rank N Group G Pid P on HOST device D ...
-      if (t.size() > 7 && t[1] == "Rank") {
+      if (t.size() > 8 && t[1] == "Rank") {
         ranks.insert(std::stoi(t[2]));
-        if (first_host.empty()) first_host = t[7];
+        if (first_host.empty()) first_host = t[8];
       }
-    } else if (const auto iters_at = line.find(" iters: "); line.rfind("# nThread", 0) == 0 && iters_at != std::string::npos) {
-      iters = static_cast<long long>(to_number(split_ws(line.substr(iters_at + 8))[0]).value_or(0));
+    } else if (line.rfind("# nThread", 0) == 0) {
+      // "... warmup iters: 5 iters: 20 agg iters: 1 ...": the timed iterations are the bare "iters:".
+      const auto t = split_ws(line);
+      for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+        if (t[i] == "iters:" && t[i - 1] != "warmup" && t[i - 1] != "agg") iters = static_cast<long long>(to_number(t[i + 1]).value_or(0));
+      }
     } else if (line.rfind("#", 0) == 0 && line.find("size") != std::string::npos && line.find("count") != std::string::npos) {
       columns = split_ws(line.substr(1));
     } else if (line.find("Avg bus bandwidth") != std::string::npos) {

@@ -80,7 +80,8 @@ TEST(Scaling, MissingPointStaysMissingWithItsReason) {
   failed.reason = "rank 1 lost (node02)";
   records.push_back(to_json(failed, "r"));
   records.push_back(train("r", "resnet50", "ps-tcp", 1, 900));
-  const auto& ps = series(aggregate_of(records), "ps-tcp");
+  const Aggregate with_ps = aggregate_of(records);
+  const auto& ps = series(with_ps, "ps-tcp");
   EXPECT_EQ(ps.at(2)->missing, "rank 1 lost (node02)");
   EXPECT_FALSE(ps.at(8)->images_per_s);
 }

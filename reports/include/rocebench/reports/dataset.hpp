@@ -18,6 +18,11 @@ namespace rocebench::reports {
 inline constexpr std::uint32_t kNoName = std::numeric_limits<std::uint32_t>::max();
 
 class Interner {
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
  public:
   std::uint32_t id(std::string_view text);
   // kNoName when the text was never interned.
@@ -25,7 +30,7 @@ class Interner {
   const std::string& str(std::uint32_t id) const { return strings_[id]; }
 
  private:
-  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> ids_;
   std::vector<std::string> strings_;
 };
 
@@ -56,6 +61,17 @@ struct CheckObservation {
   json record;
 };
 
+// A result record taken apart on a parsing thread, before its strings are interned.
+struct FlatResult {
+  std::string run, step, host, params, reason;  // params as compact JSON text
+  int rank = 0, world = 1;
+  Status status = Status::ok;
+  bool has_reason = false;
+  std::vector<std::pair<std::string, double>> metrics;
+  std::string sampled;  // the metric the samples describe
+  Spread samples;
+};
+
 struct LoadIssue {
   std::string file;
   int line = 0;
@@ -82,8 +98,8 @@ class Dataset {
   std::uint32_t name_id(std::string_view name) const { return names.find(name); }
 
  private:
-  void add(json&& record, std::uint32_t file, int line);
-  std::uint32_t intern_params(const json& params);
+  void add(FlatResult&& result, std::uint32_t file, int line);
+  std::uint32_t intern_params(const std::string& text);
   std::unordered_map<std::string, std::uint32_t> params_ids_;
 };
 
