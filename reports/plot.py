@@ -27,10 +27,11 @@ def values(points, key):
     return [math.nan if p.get(key) is None else p[key] for p in points]
 
 
-def mark_missing(ax, xs, ys, color):
+def mark_missing(ax, xs, ys, color, at=0):
+    """A red cross on the axis (at y=`at`) where a point has no value."""
     gaps = [x for x, y in zip(xs, ys) if math.isnan(y)]
     if gaps:
-        ax.plot(gaps, [0] * len(gaps), "x", color=color, markersize=9, mew=2, clip_on=False, label="_missing")
+        ax.plot(gaps, [at] * len(gaps), "x", color=color, markersize=9, mew=2, clip_on=False, label="_missing")
 
 
 def save(fig, outdir, name):
@@ -54,7 +55,7 @@ def speedup(data, outdir):
             label = s["label"] + ("" if base in (0, 1) else f" (relative to {base} GPUs)")
             line, = ax_s.plot(xs, sp, "o-", label=label)
             ax_e.plot(xs, eff, "o-", color=line.get_color(), label=label)
-            mark_missing(ax_s, xs, sp, "red")
+            mark_missing(ax_s, xs, sp, "red", at=1)  # log axis: 1 is its bottom
             mark_missing(ax_e, xs, eff, "red")
             top = max(top, max(xs))
             ideal = [p["ideal"] for p in s["points"]]

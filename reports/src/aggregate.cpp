@@ -39,7 +39,11 @@ std::string key_label(const json& key, const std::vector<std::string>& order) {
     const std::string v = param_text(key, name);
     if (v.empty()) continue;
     if (!out.empty()) out += " ";
-    out += name == "batch" ? "batch " + v : name == "world" ? v + " ranks" : name == "bytes" ? v + " B" : v;
+    if (name == "batch") out += "batch " + v;
+    else if (name == "world") out += v + " ranks";
+    else if (name == "bytes") out += v + " B";
+    else if (name == "inplace") out += v == "true" ? "in-place" : "out-of-place";
+    else out += v;
   }
   return out;
 }

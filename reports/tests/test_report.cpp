@@ -117,5 +117,5 @@ TEST(ImportCommand, ImportedRecordsFeedTheReport) {
   EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), out.string()}), 0);
   const std::string md = read_file(dir / "r" / "report.md");
   EXPECT_NE(md.find("verbs (perftest)"), std::string::npos);
-  EXPECT_NE(md.find("allreduce nccl nccl float"), std::string::npos);
+  EXPECT_NE(md.find("allreduce nccl nccl float out-of-place"), std::string::npos);
 }
