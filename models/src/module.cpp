@@ -1,11 +1,111 @@
 #include "rocebench/models/module.hpp"
 
-namespace rocebench::models {
+#include <unistd.h>
 
-std::vector<Subcommand> subcommands() {
-  return {not_built_yet("train", "training throughput (images/sec) of real models", "models", "issue #7")};
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/models/train.hpp"
+
+namespace rocebench::models {
+namespace {
+
+constexpr const char* kProgram = "rocebench train";
+
+std::string hostname() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
 }
 
-std::vector<StepKind> steps() { return {}; }
+void print_summary(std::ostream& out, const ResultRecord& r) {
+  const auto& p = r.params;
+  const std::string what = fmt::format("{} {} {} batch {}", p["model"].get<std::string>(), p["engine"].get<std::string>(),
+                                       p["precision"].get<std::string>(), p["batch"].get<int>());
+  if (r.status != Status::ok) {
+    out << fmt::format("{}: {}: {}\n", what, to_string(r.status), r.reason);
+    return;
+  }
+  const auto& m = r.metrics;
+  const auto& s = r.samples;
+  out << fmt::format("{}: {:.1f} images/s, step {:.2f} ms median (min {:.2f}, max {:.2f}, stdev {:.2f}, n {}), "
+                     "{:.3f} TFLOP/s, peak memory {:.0f} MiB, loss {:.3f}\n",
+                     what, m["images_per_s"].get<double>(), s["median"].get<double>(), s["min"].get<double>(),
+                     s["max"].get<double>(), s["stdev"].get<double>(), s["n"].get<int>(), m["tflops"].get<double>(),
+                     m["peak_memory_MiB"].get<double>(), m["loss"].get<double>());
+}
+
+int train_main(const Args& args) {
+  TrainConfig c;
+  bool list = false;
+  std::string out, run_id, host;
+  ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch.");
+  parser.flag("--list", &list, "print the models with parameters, gradient tensors and FLOPs per image, and exit")
+      .option("--model", &c.model, "model from --list (default resnet50)", "NAME")
+      .option("--engine", &c.engine, "cpu (oneDNN) or gpu (cuDNN) (default cpu)", "NAME")
+      .option("--precision", &c.precision, "fp32, tf32, bf16 or fp16 (default fp32)", "NAME")
+      .option("--batch", &c.batch, "images per step on this rank (default 32)")
+      .option("--steps", &c.steps, "timed steps (default 20)")
+      .option("--warmup", &c.warmup, "untimed steps first (default 5)")
+      .option("--host", &host, "host name in records (default: this host's name)", "NAME")
+      .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
+      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
+  if (!parser.parse(args)) return kExitOk;
+  if (list) {
+    std::cout << zoo_table();
+    return kExitOk;
+  }
+  ResultRecord r = measure_training(c, 1);
+  r.host = host.empty() ? hostname() : host;
+  if (!out.empty()) {
+    RecordWriter writer(out);
+    writer.append(to_json(r, run_id.empty() ? "train-" + utc_now_rfc3339() : run_id));
+    writer.sync();
+  }
+  print_summary(std::cout, r);
+  return kExitOk;
+}
+
+json params_schema() {
+  return json::parse(R"({
+    "type": "object",
+    "required": ["model"],
+    "additionalProperties": false,
+    "properties": {
+      "model": {"type": "string", "minLength": 1},
+      "engine": {"enum": ["cpu", "gpu"]},
+      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
+      "batch": {"type": "integer", "minimum": 1},
+      "steps": {"type": "integer", "minimum": 1},
+      "warmup": {"type": "integer", "minimum": 0}
+    }
+  })");
+}
+
+void run_step(StepContext& ctx) {
+  TrainConfig c;
+  const json& p = ctx.params;
+  c.model = p.at("model").get<std::string>();
+  c.engine = p.value("engine", c.engine);
+  c.precision = p.value("precision", c.precision);
+  c.batch = p.value("batch", c.batch);
+  c.steps = p.value("steps", c.steps);
+  c.warmup = p.value("warmup", c.warmup);
+  ctx.record(measure_training(c, ctx.world));
+}
+
+}  // namespace
+
+std::vector<Subcommand> subcommands() {
+  return {{"train", "training throughput (images/sec) of real models",
+           [](const Args& args) { return run_guarded(kProgram, [&] { return train_main(args); }); }}};
+}
+
+std::vector<StepKind> steps() {
+  return {{"models.train", "images/sec of one model on each rank (forward, backward, SGD) on a fixed random batch",
+           params_schema(), run_step}};
+}
 
 }  // namespace rocebench::models

@@ -1,0 +1,120 @@
+#include "rocebench/models/train.hpp"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/stats.hpp"
+#include "rocebench/models/engine.hpp"
+#include "rocebench/models/zoo.hpp"
+
+namespace rocebench::models {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// A "Key:   123 kB" field of a /proc file, in bytes; -1 when absent.
+std::int64_t proc_kib_field(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+  return -1;
+}
+
+json identity(const TrainConfig& c) {
+  return {{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"batch", c.batch}, {"mode", "single"}};
+}
+
+}  // namespace
+
+void validate(const TrainConfig& c) {
+  const Graph graph = build_model(c.model);
+  parse_precision(c.precision);
+  const auto engines = engine_names();
+  if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
+    throw InputError(fmt::format("unknown engine '{}'; engines: {}", c.engine, fmt::join(engines, ", ")));
+  if (c.batch < 1 || c.steps < 1 || c.warmup < 0)
+    throw InputError(fmt::format("batch ({}) and steps ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.steps, c.warmup));
+  if (c.engine == "cpu") {
+    const std::int64_t needed = bytes_needed(graph, c.batch);
+    const std::int64_t available = proc_kib_field("/proc/meminfo", "MemAvailable");
+    if (available >= 0 && needed > available)
+      throw InputError(fmt::format("batch {} of {} does not fit: it needs {:.1f} GiB (activations, their gradients, "
+                                   "weights, gradients, momentum); {:.1f} GiB of memory is available",
+                                   c.batch, c.model, needed / (1024 * kMiB), available / (1024 * kMiB)));
+  }
+}
+
+ResultRecord measure_training(const TrainConfig& c, int world) {
+  validate(c);
+  const Graph graph = build_model(c.model);
+  ResultRecord r;
+  r.step = "models.train";
+  r.world = world;
+  r.params = identity(c);
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed});
+  } catch (const EngineUnavailable& e) {
+    r.status = Status::skip;
+    r.reason = e.what();
+    return r;
+  }
+
+  // A fixed random batch, as tf_cnn_benchmarks' synthetic data: the input pipeline costs nothing.
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(c.seed));
+  std::normal_distribution<float> normal;
+  std::vector<float> images(static_cast<std::size_t>(graph.input_shape().size() * c.batch));
+  for (auto& v : images) v = normal(rng);
+  std::vector<int> labels(static_cast<std::size_t>(c.batch));
+  for (auto& l : labels) l = std::uniform_int_distribution<int>(0, graph.classes() - 1)(rng);
+  engine->set_batch(images, labels);
+
+  const SgdOptions sgd;
+  std::vector<double> step_ms;
+  std::int64_t timed_ns = 0;
+  for (int i = 0; i < c.warmup + c.steps; ++i) {
+    const std::int64_t t0 = now_ns();
+    engine->forward();
+    engine->backward({});
+    engine->update(sgd, 0.01);
+    engine->synchronize();
+    const std::int64_t dt = now_ns() - t0;
+    if (i < c.warmup) continue;
+    timed_ns += dt;
+    step_ms.push_back(static_cast<double>(dt) / 1e6);
+  }
+  const Summary s = summarize(step_ms);
+  const double images_per_s = static_cast<double>(c.batch) * c.steps / (static_cast<double>(timed_ns) / 1e9);
+  const std::int64_t peak = proc_kib_field("/proc/self/status", "VmHWM");
+  r.metrics = {{"images_per_s", images_per_s},
+               {"step_time_ms_p50", s.median},
+               {"tflops", 3 * graph.forward_flops_per_image() * images_per_s / 1e12},
+               {"peak_memory_MiB", static_cast<double>(peak >= 0 ? peak : engine->bytes_allocated()) / kMiB},
+               {"loss", engine->loss()}};
+  r.samples = to_json(s);
+  return r;
+}
+
+std::string zoo_table() {
+  std::ostringstream out;
+  out << fmt::format("{:<16} {:>13} {:>9} {:>13} {:>9}  {}\n", "model", "parameters", "grad", "GFLOPs/image",
+                     "input", "description");
+  for (const auto& m : zoo()) {
+    const Graph g = m.build();
+    const Shape in = g.input_shape();
+    out << fmt::format("{:<16} {:>13} {:>9} {:>13.3f} {:>9}  {}\n", m.name, g.parameter_count(), g.params().size(),
+                       g.forward_flops_per_image() / 1e9, fmt::format("{}x{}x{}", in.c, in.h, in.w), m.description);
+  }
+  out << "grad: gradient tensors (one per weight, bias, batch-norm scale and shift).\n"
+         "GFLOPs/image: forward pass, 2 x multiply-accumulates of conv and linear layers (batch norm, ReLU,\n"
+         "pooling and adds not counted); a training step is counted as 3 x forward for TFLOP/s.\n";
+  return out.str();
+}
+
+}  // namespace rocebench::models

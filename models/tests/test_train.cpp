@@ -1,0 +1,119 @@
+// The models.train measurement, its records, the step kind and the command line's bad input.
+#include <gtest/gtest.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/models/module.hpp"
+#include "rocebench/models/train.hpp"
+
+namespace rocebench::models {
+namespace {
+
+void expect_valid(const ResultRecord& r) {
+  const json j = to_json(r, "test-run");
+  const auto errors = result_schema().validate(j);
+  for (const auto& e : errors) ADD_FAILURE() << e.pointer << ": " << e.message << "\n" << j.dump();
+}
+
+TrainConfig tiny() { return {.model = "resnet20_cifar", .batch = 2, .steps = 3, .warmup = 1}; }
+
+TEST(Train, RecordKeepsTheReportsContract) {
+  ResultRecord r = measure_training(tiny(), 4);
+  r.host = "h";
+  EXPECT_EQ(r.step, "models.train");
+  EXPECT_EQ(r.world, 4);
+  EXPECT_EQ(r.status, Status::ok);
+  EXPECT_EQ(r.params, (json{{"model", "resnet20_cifar"}, {"engine", "cpu"}, {"precision", "fp32"}, {"batch", 2}, {"mode", "single"}}));
+  EXPECT_GT(r.metrics.at("images_per_s").get<double>(), 0);
+  EXPECT_GT(r.metrics.at("step_time_ms_p50").get<double>(), 0);
+  EXPECT_GT(r.metrics.at("tflops").get<double>(), 0);
+  EXPECT_EQ(r.samples.at("n").get<int>(), 3);
+  // images/sec and the step times describe the same timed steps.
+  EXPECT_NEAR(r.metrics["images_per_s"].get<double>(), 2 * 1000 / r.samples["avg"].get<double>(),
+              1e-6 * r.metrics["images_per_s"].get<double>());
+  expect_valid(r);
+}
+
+void expect_input_error(const TrainConfig& c, const std::string& expected) {
+  try {
+    validate(c);
+    ADD_FAILURE() << "no error, expected " << expected;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+TEST(Train, BadInputNamesWhatExists) {
+  auto c = tiny();
+  c.model = "resnet51";
+  expect_input_error(c, "models: resnet50, resnet152");
+  c = tiny();
+  c.engine = "tpu";
+  expect_input_error(c, "engines: cpu, gpu");
+  c = tiny();
+  c.precision = "fp8";
+  expect_input_error(c, "precisions: fp32, tf32, bf16, fp16");
+  c = tiny();
+  c.batch = 0;
+  expect_input_error(c, "batch (0)");
+}
+
+TEST(Train, BatchThatDoesNotFitNamesBatchAndMemory) {
+  TrainConfig c{.model = "resnet50", .batch = 1'000'000};
+  expect_input_error(c, "batch 1000000 of resnet50 does not fit: it needs");
+}
+
+TEST(Train, CpuEngineRejectsReducedPrecision) {
+  auto c = tiny();
+  c.precision = "fp16";
+  EXPECT_THROW(measure_training(c, 1), InputError);
+}
+
+TEST(Train, GpuEngineWithoutGpuSkipsWithReason) {
+  auto c = tiny();
+  c.engine = "gpu";
+  ResultRecord r = measure_training(c, 1);
+  r.host = "h";
+  ASSERT_EQ(r.status, Status::skip) << "this test runs on machines without a GPU";
+  EXPECT_FALSE(r.reason.empty());
+  expect_valid(r);
+}
+
+struct Collect : Recorder {
+  std::vector<json> records;
+  void emit(const json& r) override { records.push_back(r); }
+  void end_step() override {}
+};
+
+TEST(Train, StepKindRecordsOneResultPerRank) {
+  const auto kinds = steps();
+  ASSERT_EQ(kinds.size(), 1u);
+  EXPECT_EQ(kinds[0].name, "models.train");
+  JsonSchema params(kinds[0].params_schema);
+  EXPECT_TRUE(params.validate({{"model", "resnet20_cifar"}, {"batch", 2}, {"steps", 1}, {"warmup", 0}}).empty());
+  EXPECT_FALSE(params.validate({{"model", "resnet20_cifar"}, {"engine", "tpu"}}).empty());
+  Collect rec;
+  StepContext ctx;
+  ctx.run_id = "r";
+  ctx.step = "models.train";
+  ctx.host = "h";
+  ctx.rank = 1;
+  ctx.world = 2;
+  ctx.params = {{"model", "resnet20_cifar"}, {"batch", 2}, {"steps", 1}, {"warmup", 0}};
+  ctx.recorder = &rec;
+  kinds[0].run(ctx);
+  ASSERT_EQ(rec.records.size(), 1u);
+  EXPECT_TRUE(result_schema().validate(rec.records[0]).empty()) << rec.records[0].dump();
+  EXPECT_EQ(rec.records[0]["world"], 2);
+  EXPECT_EQ(rec.records[0]["rank"], 1);
+}
+
+TEST(Train, CommandLineExitsTwoOnUnknownModel) {
+  const auto commands = subcommands();
+  ASSERT_EQ(commands.at(0).name, "train");
+  EXPECT_EQ(commands[0].main({"--model", "nope"}), 2);
+  EXPECT_EQ(commands[0].main({"--list"}), 0);
+}
+
+}  // namespace
+}  // namespace rocebench::models
