@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <iostream>
 
@@ -124,6 +125,23 @@ std::string ArgParser::usage() const {
   }
   out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help and exit");
   return out;
+}
+
+std::size_t parse_bytes(const std::string& option, const std::string& text) {
+  const auto bad = [&] { return UsageError(fmt::format("{}: '{}' is not a size (e.g. 8, 64K, 1M, 2G)", option, text)); };
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  if (!unit.empty() && std::toupper(static_cast<unsigned char>(unit.back())) == 'B' && unit.size() == 2) unit.pop_back();
+  if (unit.empty()) return value;
+  const auto k = std::string("KMGT").find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+  if (unit.size() != 1 || k == std::string::npos) throw bad();
+  return value << (10 * (k + 1));
 }
 
 int run_guarded(const std::string& program, const std::function<int()>& body) {

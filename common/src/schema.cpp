@@ -44,7 +44,27 @@ std::string short_dump(const json& v) {
 
 }  // namespace
 
-JsonSchema::JsonSchema(json schema) : root_(std::move(schema)) {}
+namespace {
+
+void collect_patterns(const json& node, std::map<std::string, std::regex>& out) {
+  if (node.is_object()) {
+    for (const auto& [key, child] : node.items()) {
+      if (key == "pattern" && child.is_string()) out.emplace(child.get<std::string>(), std::regex(child.get<std::string>()));
+      if (key == "patternProperties" && child.is_object()) {
+        for (const auto& [pattern, sub] : child.items()) out.emplace(pattern, std::regex(pattern));
+      }
+      collect_patterns(child, out);
+    }
+  } else if (node.is_array()) {
+    for (const auto& child : node) collect_patterns(child, out);
+  }
+}
+
+}  // namespace
+
+JsonSchema::JsonSchema(json schema) : root_(std::move(schema)) { collect_patterns(root_, regexes_); }
+
+const std::regex& JsonSchema::regex(const std::string& pattern) const { return regexes_.at(pattern); }
 
 JsonSchema JsonSchema::from_file(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -111,7 +131,7 @@ void JsonSchema::check(const json& schema, const json& value, const std::string&
     const auto& s = value.get_ref<const std::string&>();
     if (auto it = schema.find("minLength"); it != schema.end() && s.size() < it->get<std::size_t>())
       fail("must have at least " + it->dump() + " characters");
-    if (auto it = schema.find("pattern"); it != schema.end() && !std::regex_search(s, std::regex(it->get<std::string>())))
+    if (auto it = schema.find("pattern"); it != schema.end() && !std::regex_search(s, regex(it->get<std::string>())))
       fail("must match " + it->dump() + ", got " + short_dump(value));
   }
   if (value.is_array()) {
@@ -143,7 +163,7 @@ void JsonSchema::check(const json& schema, const json& value, const std::string&
       }
       if (patterns) {
         for (const auto& [pattern, sub] : patterns->items()) {
-          if (std::regex_search(key, std::regex(pattern))) {
+          if (std::regex_search(key, regex(pattern))) {
             matched = true;
             check(sub, child, child_pointer, errors);
           }

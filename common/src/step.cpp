@@ -1,5 +1,7 @@
 #include "rocebench/common/step.hpp"
 
+#include <stdexcept>
+
 namespace rocebench {
 
 void StepContext::record(ResultRecord r) const {
@@ -8,6 +10,20 @@ void StepContext::record(ResultRecord r) const {
   r.rank = rank;
   r.world = world;
   recorder->emit(to_json(r, run_id));
+}
+
+namespace {
+StepRunner& step_runner() {
+  static StepRunner runner;
+  return runner;
+}
+}  // namespace
+
+void set_step_runner(StepRunner runner) { step_runner() = std::move(runner); }
+
+int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args) {
+  if (!step_runner()) throw std::logic_error("no step runner: only the rocebench executable can launch ranks");
+  return step_runner()(step, params, launcher_args);
 }
 
 }  // namespace rocebench

@@ -37,6 +37,16 @@ TEST(ArgParser, BadUsageThrowsWithUsageText) {
   }
 }
 
+TEST(ArgParser, ByteSizes) {
+  EXPECT_EQ(parse_bytes("-b", "8"), 8u);
+  EXPECT_EQ(parse_bytes("-b", "64K"), 65536u);
+  EXPECT_EQ(parse_bytes("-e", "128M"), 128u << 20);
+  EXPECT_EQ(parse_bytes("-e", "2GB"), 2ull << 30);
+  EXPECT_THROW(parse_bytes("-b", "lots"), UsageError);
+  EXPECT_THROW(parse_bytes("-b", "8Q"), UsageError);
+  EXPECT_THROW(parse_bytes("-b", "8MM"), UsageError);
+}
+
 TEST(ArgParser, RunGuardedMapsErrorsToExitCodes) {
   EXPECT_EQ(run_guarded("t", [] { return 0; }), kExitOk);
   EXPECT_EQ(run_guarded("t", []() -> int { throw UsageError("u"); }), kExitBadInput);

@@ -21,6 +21,7 @@ void print_overview(std::ostream& out, const std::vector<rocebench::Subcommand>&
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  rocebench::install_step_runner();
   const auto commands = rocebench::all_subcommands();
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_overview(std::cout, commands);

@@ -176,6 +176,13 @@ void StoreServer::handle(Connection& c, const json& message) {
   } else if (op == "end_step") {
     sink_.end_step();
     reply(c, {{"ok", true}});
+  } else if (op == "lost") {
+    json lost = json::array();
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& [rank, why] : lost_) lost.push_back(why);
+    }
+    reply(c, {{"ok", true}, {"lost", lost}});
   } else if (op == "bye") {
     finished_.insert(c.rank);
     reply(c, {{"ok", true}});
@@ -328,6 +335,10 @@ void StoreClient::barrier(const std::string& name, std::chrono::milliseconds tim
 void StoreClient::emit(const json& record) { request({{"op", "record"}, {"record", record}}, std::chrono::seconds(30)); }
 
 void StoreClient::end_step() { request({{"op", "end_step"}}, std::chrono::seconds(30)); }
+
+std::vector<std::string> StoreClient::lost_ranks() {
+  return request({{"op", "lost"}}, std::chrono::seconds(10)).at("lost").get<std::vector<std::string>>();
+}
 
 std::string StoreClient::local_address() const { return net::local_address(fd_); }
 

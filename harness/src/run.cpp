@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -75,16 +76,28 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
     try {
       step.kind->run(ctx);
     } catch (const std::exception& e) {
+      // A broken peer connection may only be the echo of a rank that died elsewhere: the
+      // rendezvous knows which ranks really died, so the reason names them.
+      std::string reason = e.what();
+      if (!dynamic_cast<const InputError*>(&e)) {
+        try {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the server see the death first
+          const auto lost = client.lost_ranks();
+          if (!lost.empty()) reason += fmt::format(" (lost ranks: {})", fmt::join(lost, "; "));
+        } catch (const std::exception&) {
+        }
+      }
       // Recorded before anything else, so the results say which step failed on which rank.
       ResultRecord r;
       r.params = step.params;
       r.status = Status::error;
-      r.reason = e.what();
+      r.reason = reason;
       try {
         ctx.record(r);
       } catch (const std::exception&) {
       }
-      throw;
+      if (dynamic_cast<const InputError*>(&e)) throw;
+      throw InfraError(reason);
     }
     client.barrier(fmt::format("step/{}", i), ctx.deadline);
     if (env.rank == 0) client.end_step();
@@ -293,6 +306,24 @@ int launch_main(RunOptions options) {
 }
 
 }  // namespace
+
+void install_step_runner() {
+  set_step_runner([](const std::string& step, const json& params, const std::vector<std::string>& launcher_args) {
+    // The plan is a file, like any other, so that the run's plan.json and hash describe it.
+    const json plan = {{"name", "cli-" + step}, {"launcher", {{"type", "local"}, {"ranks", 2}}},
+                       {"steps", json::array({{{"step", step}, {"params", params}}})}};
+    char name[] = "/tmp/rocebench-plan-XXXXXX";
+    const int fd = ::mkstemp(name);
+    if (fd < 0) throw InfraError("cannot create a temporary plan file");
+    ::close(fd);
+    std::ofstream(name) << plan.dump(2) << "\n";
+    Args args{name};
+    args.insert(args.end(), launcher_args.begin(), launcher_args.end());
+    const int rc = run_main(args);
+    fs::remove(name);
+    return rc;
+  });
+}
 
 int run_main(const Args& args) {
   return run_guarded("rocebench run", [&]() -> int {

@@ -64,6 +64,9 @@ class ArgParser {
   bool has_rest_ = false;
 };
 
+// "8", "64K", "1M", "2G" (binary multiples, as nccl-tests' -b/-e) -> bytes. Throws UsageError.
+std::size_t parse_bytes(const std::string& option, const std::string& text);
+
 // Runs a subcommand's body, turning the project's exceptions into messages and exit codes.
 int run_guarded(const std::string& program, const std::function<int()>& body);
 

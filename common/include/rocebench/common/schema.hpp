@@ -4,6 +4,8 @@
 // minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, pattern, allOf, anyOf, oneOf,
 // not, if/then/else, $ref to "#/$defs/…". Unknown keywords are ignored, as the standard says.
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -25,10 +27,13 @@ class JsonSchema {
   const nlohmann::json& document() const { return root_; }
 
  private:
+  const std::regex& regex(const std::string& pattern) const;
   void check(const nlohmann::json& schema, const nlohmann::json& value, const std::string& pointer,
              std::vector<SchemaError>& errors) const;
   const nlohmann::json& resolve(const std::string& ref) const;
   nlohmann::json root_;
+  // Every pattern of the schema, compiled once at construction (read-only after: thread-safe).
+  std::map<std::string, std::regex> regexes_;
 };
 
 // The schema of result records, compiled into the library from common/schema/result.schema.json.

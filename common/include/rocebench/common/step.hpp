@@ -47,6 +47,14 @@ struct StepContext {
   void record(ResultRecord r) const;
 };
 
+// Runs one step as a whole plan: launches the ranks as `rocebench run` would (launcher_args are
+// run's options: --ranks, --netns, --launcher, --hostfile, --results …) and returns the exit code.
+// The harness provides it; a module's subcommand (`rocebench allreduce …`) calls it, so modules
+// can offer a command line for their steps without knowing the harness.
+using StepRunner = std::function<int(const std::string& step, const json& params, const std::vector<std::string>& launcher_args)>;
+void set_step_runner(StepRunner runner);
+int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args);
+
 // A kind of plan step a module offers: its name in plans, the schema of its params and its body.
 struct StepKind {
   std::string name;

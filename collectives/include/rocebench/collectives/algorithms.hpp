@@ -1,0 +1,40 @@
+#pragma once
+// Collective algorithms, each written once against Transport.
+#include <cstddef>
+#include <string>
+
+#include "rocebench/collectives/dtype.hpp"
+#include "rocebench/collectives/transport.hpp"
+
+namespace rocebench::collectives {
+
+enum class Algorithm {
+  ring,  // reduce-scatter then allgather, chunked: 2(n-1)/n of the buffer per rank, whatever n
+  ps,    // parameter server: shards on S server ranks, workers push, servers sum, workers pull
+  rd,    // recursive doubling: log2(n) exchanges of the whole buffer, for small messages
+};
+std::string to_string(Algorithm a);
+Algorithm parse_algorithm(const std::string& name);
+
+struct CollectiveOptions {
+  std::size_t chunk_bytes = 256 << 10;  // ring pipelining unit
+  int servers = 1;                      // parameter server: S
+};
+
+// In place: `data` holds this rank's input and receives the result.
+void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
+               const CollectiveOptions& options, const Deadline& deadline);
+
+// The ring's halves. Segment s of `data` is elements [count*s/n, count*(s+1)/n); rank r owns
+// segment (r + shift) % n: 0 for the standalone collectives, 1 inside allreduce (which saves a step).
+// reduce_scatter: afterwards the owned segment holds the reduction of everyone's.
+void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
+                         std::size_t chunk_bytes, int shift, const Deadline& deadline);
+// allgather: every rank starts with its owned segment and ends with all of them.
+void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
+                    const Deadline& deadline);
+
+// Segment boundaries as the ring uses them (element index where segment s starts; s = n gives count).
+std::size_t segment_begin(std::size_t count, int segments, int s);
+
+}  // namespace rocebench::collectives

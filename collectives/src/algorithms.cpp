@@ -1,0 +1,208 @@
+#include "rocebench/collectives/algorithms.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench::collectives {
+
+std::string to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::ps: return "ps";
+    case Algorithm::rd: return "rd";
+  }
+  return "?";
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  for (auto a : {Algorithm::ring, Algorithm::ps, Algorithm::rd}) {
+    if (to_string(a) == name) return a;
+  }
+  throw InputError("unknown algorithm '" + name + "' (ring, ps, rd)");
+}
+
+std::size_t segment_begin(std::size_t count, int segments, int s) {
+  return count * static_cast<std::size_t>(s) / static_cast<std::size_t>(segments);
+}
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// The chunks of a segment: [begin, end) element ranges of at most `chunk` elements.
+struct Range {
+  std::size_t begin, end;
+};
+std::vector<Range> chunks_of(std::size_t begin, std::size_t end, std::size_t chunk) {
+  std::vector<Range> out;
+  for (std::size_t b = begin; b < end; b += chunk) out.push_back({b, std::min(end, b + chunk)});
+  if (out.empty()) out.push_back({begin, begin});  // an empty segment still exchanges one empty message
+  return out;
+}
+
+std::size_t chunk_elements(std::size_t chunk_bytes, DataType dtype) {
+  return std::max<std::size_t>(1, chunk_bytes / size_of(dtype));
+}
+
+}  // namespace
+
+void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
+                         std::size_t chunk_bytes, int shift, const Deadline& deadline) {
+  const int n = t.world(), r = t.rank();
+  if (n == 1) return;
+  const std::size_t esize = size_of(dtype);
+  char* buf = static_cast<char*>(data);
+  const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
+  std::vector<char> incoming((segment_begin(count, n, 1) + 1) * esize);
+  const int right = mod(r + 1, n), left = mod(r - 1, n);
+
+  for (int step = 0; step < n - 1; ++step) {
+    const int send_seg = mod(r + shift - 1 - step, n), recv_seg = mod(r + shift - 2 - step, n);
+    const auto out = chunks_of(segment_begin(count, n, send_seg), segment_begin(count, n, send_seg + 1), chunk);
+    const auto in = chunks_of(segment_begin(count, n, recv_seg), segment_begin(count, n, recv_seg + 1), chunk);
+    const std::size_t base = in.front().begin;
+    std::vector<Request> receives, sends;
+    for (const auto& c : in) receives.push_back(t.recv(left, incoming.data() + (c.begin - base) * esize, (c.end - c.begin) * esize));
+    for (const auto& c : out) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
+    // Each chunk is summed as soon as it lands, while the rest are still on the wire.
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      t.wait(receives[i], deadline);
+      reduce_into(dtype, op, buf + in[i].begin * esize, incoming.data() + (in[i].begin - base) * esize, in[i].end - in[i].begin);
+    }
+    t.wait(sends, deadline);
+  }
+}
+
+void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
+                    const Deadline& deadline) {
+  const int n = t.world(), r = t.rank();
+  if (n == 1) return;
+  const std::size_t esize = size_of(dtype);
+  char* buf = static_cast<char*>(data);
+  const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
+  const int right = mod(r + 1, n), left = mod(r - 1, n);
+  for (int step = 0; step < n - 1; ++step) {
+    const int send_seg = mod(r + shift - step, n), recv_seg = mod(r + shift - 1 - step, n);
+    std::vector<Request> requests;
+    for (const auto& c : chunks_of(segment_begin(count, n, recv_seg), segment_begin(count, n, recv_seg + 1), chunk)) {
+      requests.push_back(t.recv(left, buf + c.begin * esize, (c.end - c.begin) * esize));
+    }
+    for (const auto& c : chunks_of(segment_begin(count, n, send_seg), segment_begin(count, n, send_seg + 1), chunk)) {
+      requests.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
+    }
+    t.wait(requests, deadline);
+  }
+}
+
+namespace {
+
+void parameter_server(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, int servers,
+                      const Deadline& deadline) {
+  const int n = t.world(), r = t.rank();
+  const int s_count = std::clamp(servers, 1, n);
+  const std::size_t esize = size_of(dtype);
+  // Push: every worker sends shard k to server k. A server sums what arrives into its own copy.
+  std::vector<std::vector<char>> arrivals;
+  std::vector<Request> pushes, incoming;
+  for (int k = 0; k < s_count; ++k) {
+    const std::size_t b = segment_begin(count, s_count, k), e = segment_begin(count, s_count, k + 1);
+    if (k != r) pushes.push_back(t.send(k, buf + b * esize, (e - b) * esize));
+  }
+  if (r < s_count) {
+    const std::size_t b = segment_begin(count, s_count, r), e = segment_begin(count, s_count, r + 1);
+    for (int w = 0; w < n; ++w) {
+      if (w == r) continue;
+      arrivals.emplace_back((e - b) * esize);
+      incoming.push_back(t.recv(w, arrivals.back().data(), arrivals.back().size()));
+    }
+    for (std::size_t i = 0; i < incoming.size(); ++i) {
+      t.wait(incoming[i], deadline);
+      reduce_into(dtype, op, buf + b * esize, arrivals[i].data(), e - b);
+    }
+  }
+  t.wait(pushes, deadline);
+  // Pull: each server sends its summed shard back to every worker.
+  std::vector<Request> pulls;
+  for (int k = 0; k < s_count; ++k) {
+    const std::size_t b = segment_begin(count, s_count, k), e = segment_begin(count, s_count, k + 1);
+    if (k == r) {
+      for (int w = 0; w < n; ++w) {
+        if (w != r) pulls.push_back(t.send(w, buf + b * esize, (e - b) * esize));
+      }
+    } else {
+      pulls.push_back(t.recv(k, buf + b * esize, (e - b) * esize));
+    }
+  }
+  t.wait(pulls, deadline);
+}
+
+// Recursive doubling (MPICH's scheme for any n): the first 2*rem ranks pair up so that a power of
+// two take part, exchange whole buffers log2(p) times, then hand the result back.
+void recursive_doubling(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, const Deadline& deadline) {
+  const int n = t.world(), r = t.rank();
+  const std::size_t bytes = count * size_of(dtype);
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  std::vector<char> incoming(bytes);
+  int vrank;  // rank among the p that exchange, -1 for those folded away
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      t.wait(t.send(r + 1, buf, bytes), deadline);
+      vrank = -1;
+    } else {
+      t.wait(t.recv(r - 1, incoming.data(), bytes), deadline);
+      reduce_into(dtype, op, buf, incoming.data(), count);
+      vrank = r / 2;
+    }
+  } else {
+    vrank = r - rem;
+  }
+  auto real_rank = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
+  if (vrank >= 0) {
+    for (int mask = 1; mask < p; mask <<= 1) {
+      const int partner = real_rank(vrank ^ mask);
+      const Request in = t.recv(partner, incoming.data(), bytes);
+      const Request out = t.send(partner, buf, bytes);
+      t.wait(std::vector<Request>{in, out}, deadline);
+      // Both partners compute a + b in the same order, so every rank ends bit-identical.
+      if ((vrank & mask) == 0) {
+        reduce_into(dtype, op, buf, incoming.data(), count);
+      } else {
+        std::vector<char> mine(buf, buf + bytes);
+        std::memcpy(buf, incoming.data(), bytes);
+        reduce_into(dtype, op, buf, mine.data(), count);
+      }
+    }
+  }
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      t.wait(t.recv(r + 1, buf, bytes), deadline);
+    } else {
+      t.wait(t.send(r - 1, buf, bytes), deadline);
+    }
+  }
+}
+
+}  // namespace
+
+void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
+               const CollectiveOptions& options, const Deadline& deadline) {
+  char* buf = static_cast<char*>(data);
+  if (t.world() > 1) {
+    switch (algorithm) {
+      case Algorithm::ring:
+        ring_reduce_scatter(t, buf, count, dtype, op, options.chunk_bytes, 1, deadline);
+        ring_allgather(t, buf, count, dtype, options.chunk_bytes, 1, deadline);
+        break;
+      case Algorithm::ps: parameter_server(t, buf, count, dtype, op, options.servers, deadline); break;
+      case Algorithm::rd: recursive_doubling(t, buf, count, dtype, op, deadline); break;
+    }
+  }
+  if (op == ReduceOp::avg) finish_average(dtype, buf, count, t.world());
+}
+
+}  // namespace rocebench::collectives

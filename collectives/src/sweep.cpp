@@ -1,0 +1,224 @@
+#include "rocebench/collectives/sweep.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/stats.hpp"
+
+namespace rocebench::collectives {
+
+namespace {
+
+constexpr double kNotChecked = std::numeric_limits<double>::quiet_NaN();
+
+// Small integers, exact in every type when summed over up to 128 ranks.
+double check_value(int rank, std::size_t i) { return 1.0 + static_cast<double>((static_cast<std::size_t>(rank) + i) % 2); }
+
+double reduced(int ranks, std::size_t i, ReduceOp op) {
+  double sum = 0, max = 0;
+  for (int r = 0; r < ranks; ++r) {
+    sum += check_value(r, i);
+    max = std::max(max, check_value(r, i));
+  }
+  return op == ReduceOp::max ? max : op == ReduceOp::avg ? sum / ranks : sum;
+}
+
+int owner_of(std::size_t i, std::size_t count, int ranks) {
+  int s = static_cast<int>(i * static_cast<std::size_t>(ranks) / std::max<std::size_t>(count, 1));
+  while (s + 1 < ranks && segment_begin(count, ranks, s + 1) <= i) ++s;
+  while (s > 0 && segment_begin(count, ranks, s) > i) --s;
+  return s;
+}
+
+}  // namespace
+
+const CollectiveSpec& allreduce_spec() {
+  static const CollectiveSpec spec{
+      "allreduce",
+      [](int n) { return 2.0 * (n - 1) / n; },
+      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+        allreduce(t, c.algorithm, data, count, c.dtype, c.op, c.options, d);
+      },
+      [](int rank, int, std::size_t i, std::size_t) { return check_value(rank, i); },
+      [](int, int ranks, std::size_t i, std::size_t, ReduceOp op) { return reduced(ranks, i, op); }};
+  return spec;
+}
+
+const CollectiveSpec& reduce_scatter_spec() {
+  static const CollectiveSpec spec{
+      "reduce_scatter",
+      [](int n) { return static_cast<double>(n - 1) / n; },
+      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+        ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, 0, d);
+        if (c.op == ReduceOp::avg) {
+          const std::size_t b = segment_begin(count, t.world(), t.rank()), e = segment_begin(count, t.world(), t.rank() + 1);
+          finish_average(c.dtype, static_cast<char*>(data) + b * size_of(c.dtype), e - b, t.world());
+        }
+      },
+      [](int rank, int, std::size_t i, std::size_t) { return check_value(rank, i); },
+      [](int rank, int ranks, std::size_t i, std::size_t count, ReduceOp op) {
+        return owner_of(i, count, ranks) == rank ? reduced(ranks, i, op) : kNotChecked;
+      }};
+  return spec;
+}
+
+const CollectiveSpec& allgather_spec() {
+  static const CollectiveSpec spec{
+      "allgather",
+      [](int n) { return static_cast<double>(n - 1) / n; },
+      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+        ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, 0, d);
+      },
+      [](int rank, int ranks, std::size_t i, std::size_t count) {
+        return owner_of(i, count, ranks) == rank ? check_value(rank, i) : kNotChecked;
+      },
+      [](int, int ranks, std::size_t i, std::size_t count, ReduceOp) { return check_value(owner_of(i, count, ranks), i); }};
+  return spec;
+}
+
+std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks) {
+  const std::size_t unit = size_of(config.dtype) * static_cast<std::size_t>(ranks);
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = config.min_bytes; b <= config.max_bytes;) {
+    const std::size_t rounded = std::max(unit, b / unit * unit);
+    if (sizes.empty() || sizes.back() != rounded) sizes.push_back(rounded);
+    if (config.factor <= 1) break;
+    b *= static_cast<std::size_t>(config.factor);
+  }
+  return sizes;
+}
+
+std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec, const SweepConfig& config) {
+  const int n = t.world(), r = t.rank();
+  const std::size_t esize = size_of(config.dtype);
+  StepContext record_ctx = ctx;
+  record_ctx.world = n;
+  if (r == 0) {
+    std::cout << fmt::format("# {} {} over {}, {} ranks, {} {}\n", spec.name, to_string(config.algorithm), t.name(), n,
+                             to_string(config.dtype), to_string(config.op))
+              << fmt::format("# {:>12} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}\n", "size(B)", "count", "place",
+                             "time(us)", "algbw", "busbw", "#wrong");
+  }
+
+  std::size_t total_wrong = 0;
+  for (const std::size_t bytes : sweep_sizes(config, n)) {
+    const std::size_t count = bytes / esize;
+    std::vector<char> input(bytes), work(bytes);
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = spec.input(r, n, i, count);
+      store(config.dtype, input.data(), i, std::isnan(v) ? 0.0 : v);
+    }
+    for (const bool in_place : {true, false}) {
+      if ((in_place && !config.in_place) || (!in_place && !config.out_of_place)) continue;
+      // Out of place: the result lands in a second buffer, so the copy is part of the operation.
+      std::vector<char> source(input);
+      std::vector<double> times_us;
+      for (int it = -config.warmup; it < config.iters; ++it) {
+        if (in_place) std::memcpy(work.data(), input.data(), bytes);  // restore the input, untimed
+        const Deadline deadline(ctx.deadline);  // each operation must finish within the step's wait limit
+        const std::int64_t t0 = now_ns();
+        if (!in_place) std::memcpy(work.data(), source.data(), bytes);
+        spec.run(t, work.data(), count, config, deadline);
+        const double us = static_cast<double>(now_ns() - t0) / 1e3;
+        if (it >= 0) times_us.push_back(us);
+      }
+      const Deadline deadline(ctx.deadline);
+      // The slowest rank sets each iteration's time, as nccl-tests reduces with max.
+      allreduce(t, Algorithm::rd, times_us.data(), times_us.size(), DataType::float64, ReduceOp::max, {}, deadline);
+
+      double wrong = 0;
+      std::size_t first_wrong = 0;
+      if (config.check) {
+        const double tolerance = config.op == ReduceOp::avg ? (esize == 2 ? 1e-2 : 1e-6) : 0.0;
+        for (std::size_t i = 0; i < count; ++i) {
+          const double want = spec.expected(r, n, i, count, config.op);
+          if (std::isnan(want)) continue;
+          if (std::fabs(load(config.dtype, work.data(), i) - want) > tolerance * std::fabs(want)) {
+            if (wrong == 0) first_wrong = i;
+            ++wrong;
+          }
+        }
+      }
+      ResultRecord rec;
+      rec.params = {{"algorithm", to_string(config.algorithm)}, {"transport", t.name()}, {"bytes", bytes},
+                    {"count", count}, {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)},
+                    {"inplace", in_place}, {"ranks", n}};
+      if (wrong > 0) {
+        ResultRecord bad = rec;
+        bad.status = Status::fail;
+        bad.metrics = {{"wrong", wrong}};
+        bad.samples = {{"n", 0}};
+        bad.reason = fmt::format("rank {} on host {}: {} wrong elements, the first at element {} (byte offset {})", r,
+                                 ctx.host, wrong, first_wrong, first_wrong * esize);
+        record_ctx.record(bad);
+      }
+      double wrong_all = wrong;
+      allreduce(t, Algorithm::rd, &wrong_all, 1, DataType::float64, ReduceOp::sum, {}, deadline);
+      total_wrong += static_cast<std::size_t>(wrong_all);
+      if (r != 0) continue;
+
+      const Summary s = summarize(times_us);
+      const double algbw = static_cast<double>(bytes) / (s.avg * 1e-6) / 1e9;
+      const double busbw = algbw * spec.bus_factor(n);
+      rec.metrics = {{"time_us", s.avg},         {"time_us_p50", s.median}, {"algbw_GBps", algbw},
+                     {"busbw_GBps", busbw},      {"wrong", wrong_all}};
+      rec.samples = to_json(s);
+      if (wrong_all > 0) {
+        rec.status = Status::fail;
+        rec.reason = fmt::format("{} wrong elements over all ranks", wrong_all);
+      }
+      record_ctx.record(rec);
+      std::cout << fmt::format("  {:>12} {:>12} {:>6} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count,
+                               in_place ? "in" : "out", s.avg, algbw, busbw, wrong_all)
+                << std::flush;
+    }
+  }
+  return total_wrong;
+}
+
+json sweep_params_schema() {
+  return json::parse(R"({
+    "type": "object", "additionalProperties": false,
+    "properties": {
+      "algorithm": {"enum": ["ring", "ps", "rd"]},
+      "transport": {"enum": ["tcp"]},
+      "dtype": {"enum": ["float32", "float16", "bfloat16"]},
+      "op": {"enum": ["sum", "avg", "max"]},
+      "min_bytes": {"type": "integer", "minimum": 1},
+      "max_bytes": {"type": "integer", "minimum": 1},
+      "factor": {"type": "integer", "minimum": 1},
+      "warmup": {"type": "integer", "minimum": 0},
+      "iters": {"type": "integer", "minimum": 1},
+      "check": {"type": "boolean"},
+      "placement": {"enum": ["both", "in", "out"]},
+      "chunk_bytes": {"type": "integer", "minimum": 64},
+      "servers": {"type": "integer", "minimum": 1},
+      "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
+      "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+    }})");
+}
+
+SweepConfig sweep_config_from(const json& p) {
+  SweepConfig c;
+  c.algorithm = parse_algorithm(p.value("algorithm", "ring"));
+  c.dtype = parse_dtype(p.value("dtype", "float32"));
+  c.op = parse_op(p.value("op", "sum"));
+  c.min_bytes = p.value("min_bytes", c.min_bytes);
+  c.max_bytes = p.value("max_bytes", c.max_bytes);
+  c.factor = p.value("factor", c.factor);
+  c.warmup = p.value("warmup", c.warmup);
+  c.iters = p.value("iters", c.iters);
+  c.check = p.value("check", c.check);
+  const std::string placement = p.value("placement", "both");
+  c.in_place = placement != "out";
+  c.out_of_place = placement != "in";
+  c.options.chunk_bytes = p.value("chunk_bytes", c.options.chunk_bytes);
+  c.options.servers = p.value("servers", c.options.servers);
+  return c;
+}
+
+}  // namespace rocebench::collectives

@@ -1,0 +1,225 @@
+// TCP transport: a full mesh, each peer reached over `sockets_per_peer` non-blocking sockets.
+// Progress is made by whoever waits: one poll() over every socket that has work queued.
+#include "rocebench/collectives/tcp_transport.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
+
+namespace rocebench::collectives {
+
+namespace {
+
+// One direction of one socket: the byte ranges still to move, in posting order.
+struct Part {
+  Request request;
+  char* data;
+  std::size_t left;
+};
+
+struct Socket {
+  int fd = -1;
+  int peer = -1;
+  std::deque<Part> sends, recvs;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const TcpOptions& options)
+      : rank_(rank), world_(world), hosts_(std::move(hosts)), sockets_(std::move(sockets)), options_(options) {
+    for (std::size_t i = 0; i < sockets_.size(); ++i) by_peer_[sockets_[i].peer].push_back(i);
+  }
+  ~TcpTransport() override {
+    for (auto& s : sockets_) ::close(s.fd);
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string name() const override { return "tcp"; }
+
+  Request send(int peer, const void* data, std::size_t bytes) override {
+    return post(peer, const_cast<char*>(static_cast<const char*>(data)), bytes, true);
+  }
+  Request recv(int peer, void* data, std::size_t bytes) override { return post(peer, static_cast<char*>(data), bytes, false); }
+
+  void wait(std::span<const Request> requests, const Deadline& deadline) override {
+    auto all_done = [&] {
+      for (Request r : requests) {
+        if (parts_left_.count(r)) return false;
+      }
+      return true;
+    };
+    while (!all_done()) progress(deadline);
+  }
+
+ private:
+  Request post(int peer, char* data, std::size_t bytes, bool is_send) {
+    if (peer < 0 || peer >= world_ || peer == rank_) throw std::logic_error(fmt::format("bad peer {}", peer));
+    const Request id = next_request_++;
+    const auto& socks = by_peer_.at(peer);
+    // Large messages are striped over the peer's sockets; both ends split them the same way.
+    const std::size_t stripes = bytes >= options_.stripe_min_bytes ? socks.size() : 1;
+    int parts = 0;
+    for (std::size_t k = 0; k < stripes; ++k) {
+      const std::size_t begin = bytes * k / stripes, end = bytes * (k + 1) / stripes;
+      if (end == begin && !(k == 0 && bytes == 0)) continue;
+      Socket& s = sockets_[socks[k]];
+      (is_send ? s.sends : s.recvs).push_back({id, data + begin, end - begin});
+      ++parts;
+    }
+    parts_left_[id] = parts;
+    // Zero-byte parts complete at once; they still keep their place in the order.
+    for (auto i : socks) drain_empty(sockets_[i]);
+    return id;
+  }
+
+  void finish_part(std::deque<Part>& queue) {
+    const Request id = queue.front().request;
+    queue.pop_front();
+    if (--parts_left_[id] == 0) parts_left_.erase(id);
+  }
+
+  void drain_empty(Socket& s) {
+    while (!s.sends.empty() && s.sends.front().left == 0) finish_part(s.sends);
+    while (!s.recvs.empty() && s.recvs.front().left == 0) finish_part(s.recvs);
+  }
+
+  [[noreturn]] void peer_failed(const Socket& s, const std::string& what) {
+    throw InfraError(fmt::format("rank {}: tcp transport: rank {} on host {} {}", rank_, s.peer, hosts_[s.peer], what));
+  }
+
+  // Moves what can be moved without blocking on every socket with queued work.
+  void progress(const Deadline& deadline) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < sockets_.size(); ++i) {
+      Socket& s = sockets_[i];
+      const short events = static_cast<short>((s.sends.empty() ? 0 : POLLOUT) | (s.recvs.empty() ? 0 : POLLIN));
+      if (!events) continue;
+      fds.push_back({s.fd, events, 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) return;
+    const int n = ::poll(fds.data(), fds.size(), deadline.remaining_ms());
+    if (n < 0 && errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
+    if (n == 0) {
+      std::set<std::string> owed;
+      for (const auto& f : fds) {
+        for (std::size_t i = 0; i < sockets_.size(); ++i) {
+          if (sockets_[i].fd == f.fd) owed.insert(fmt::format("rank {} on host {}", sockets_[i].peer, hosts_[sockets_[i].peer]));
+        }
+      }
+      throw DeadlineExceeded(fmt::format("rank {}: tcp transport: deadline passed with transfers pending to/from {}", rank_,
+                                         fmt::join(owed, ", ")));
+    }
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      Socket& s = sockets_[which[k]];
+      if (fds[k].revents & (POLLERR | POLLNVAL)) peer_failed(s, "broke the connection");
+      if (fds[k].revents & (POLLIN | POLLHUP)) pump_recv(s);
+      if (fds[k].revents & POLLOUT) pump_send(s);
+    }
+  }
+
+  void pump_send(Socket& s) {
+    while (!s.sends.empty()) {
+      Part& p = s.sends.front();
+      const ssize_t n = ::send(s.fd, p.data, p.left, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        peer_failed(s, std::string("is unreachable: ") + std::strerror(errno));
+      }
+      p.data += n;
+      p.left -= static_cast<std::size_t>(n);
+      if (p.left) return;
+      finish_part(s.sends);
+      drain_empty(s);
+    }
+  }
+
+  void pump_recv(Socket& s) {
+    while (!s.recvs.empty()) {
+      Part& p = s.recvs.front();
+      const ssize_t n = ::recv(s.fd, p.data, p.left, MSG_DONTWAIT);
+      if (n == 0) peer_failed(s, "closed the connection (process died?)");
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        peer_failed(s, std::string("broke the connection: ") + std::strerror(errno));
+      }
+      p.data += n;
+      p.left -= static_cast<std::size_t>(n);
+      if (p.left) return;
+      finish_part(s.recvs);
+      drain_empty(s);
+    }
+  }
+
+  int rank_, world_;
+  std::vector<std::string> hosts_;
+  std::vector<Socket> sockets_;
+  TcpOptions options_;
+  std::unordered_map<int, std::vector<std::size_t>> by_peer_;
+  std::unordered_map<Request, int> parts_left_;
+  Request next_request_ = 1;
+};
+
+struct Hello {
+  std::int32_t rank;
+  std::int32_t index;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, int world, const std::string& address,
+                                            const std::string& host, const TcpOptions& options,
+                                            const Deadline& deadline) {
+  const auto timeout = std::chrono::milliseconds(deadline.remaining_ms());
+  const int listener = net::listen_on(address, 0);
+  rendezvous.set(fmt::format("{}/{}", options.key_prefix, rank),
+                 fmt::format("{} {} {}", address, net::local_port(listener), host));
+  std::vector<std::string> hosts(world), addresses(world);
+  std::vector<int> ports(world);
+  for (int r = 0; r < world; ++r) {
+    std::istringstream in(rendezvous.get(fmt::format("{}/{}", options.key_prefix, r), timeout));
+    in >> addresses[r] >> ports[r] >> hosts[r];
+  }
+
+  // Higher ranks connect to lower ones; the listen backlog lets every connect finish before the
+  // lower rank accepts, so there is no ordering to deadlock on.
+  std::vector<Socket> sockets;
+  for (int peer = 0; peer < rank; ++peer) {
+    for (int k = 0; k < options.sockets_per_peer; ++k) {
+      const int fd = net::connect_to(addresses[peer], ports[peer], deadline);
+      const Hello hello{rank, k};
+      net::send_all(fd, &hello, sizeof hello, deadline);
+      sockets.push_back({fd, peer, {}, {}});
+    }
+  }
+  const int expected = (world - 1 - rank) * options.sockets_per_peer;
+  std::map<std::pair<int, int>, int> accepted;
+  for (int i = 0; i < expected; ++i) {
+    const int fd = net::accept_one(listener, deadline);
+    Hello hello{};
+    net::recv_all(fd, &hello, sizeof hello, deadline);
+    if (hello.rank <= rank || hello.rank >= world) throw InfraError(fmt::format("tcp mesh: unexpected hello from rank {}", hello.rank));
+    accepted[{hello.rank, hello.index}] = fd;
+  }
+  ::close(listener);
+  for (const auto& [key, fd] : accepted) sockets.push_back({fd, key.first, {}, {}});  // ordered by (peer, index)
+  // Socket buffers are left to the kernel's autotuning: a fixed SO_RCVBUF would cap the window.
+  return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
+}
+
+}  // namespace rocebench::collectives

@@ -1,0 +1,92 @@
+#pragma once
+// Ranks as threads of one test process: an in-memory Rendezvous and a Recorder that keeps records.
+// Everything else (sockets, transport, algorithms) is the real thing.
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rbtest {
+
+using namespace rocebench;
+
+class LocalRendezvous {
+ public:
+  explicit LocalRendezvous(int world) : world_(world) {}
+
+  class Rank final : public Rendezvous {
+   public:
+    Rank(LocalRendezvous& shared, int rank) : shared_(shared), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int world() const override { return shared_.world_; }
+    void set(const std::string& key, const std::string& value) override {
+      std::lock_guard lock(shared_.mutex_);
+      shared_.values_[key] = value;
+      shared_.changed_.notify_all();
+    }
+    std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
+      std::unique_lock lock(shared_.mutex_);
+      if (!shared_.changed_.wait_for(lock, timeout, [&] { return shared_.values_.count(key) > 0; })) {
+        throw DeadlineExceeded("no value for " + key);
+      }
+      return shared_.values_[key];
+    }
+    void barrier(const std::string& name, std::chrono::milliseconds timeout) override {
+      std::unique_lock lock(shared_.mutex_);
+      const std::string key = name + "#" + std::to_string(generation_[name]++);
+      ++shared_.arrived_[key];
+      shared_.changed_.notify_all();
+      if (!shared_.changed_.wait_for(lock, timeout, [&] { return shared_.arrived_[key] == shared_.world_; })) {
+        throw DeadlineExceeded("barrier " + name);
+      }
+    }
+
+   private:
+    LocalRendezvous& shared_;
+    int rank_;
+    std::map<std::string, int> generation_;
+  };
+
+ private:
+  int world_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+  std::map<std::string, int> arrived_;
+};
+
+class KeptRecords final : public Recorder {
+ public:
+  void emit(const json& record) override {
+    std::lock_guard lock(mutex_);
+    records.push_back(record);
+  }
+  void end_step() override {}
+  std::vector<json> records;
+
+ private:
+  std::mutex mutex_;
+};
+
+// Runs body(rank) on `world` threads; returns each rank's exception message ("" when none).
+template <typename Body>
+std::vector<std::string> on_ranks(int world, Body body) {
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+}  // namespace rbtest

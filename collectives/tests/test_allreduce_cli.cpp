@@ -1,0 +1,102 @@
+// `rocebench allreduce` as a user runs it: real processes, real TCP, records on disk.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "../../harness/tests/process_util.hpp"
+#include "rocebench/common/net.hpp"
+#include "rocebench/common/record.hpp"
+#include "rocebench/common/schema.hpp"
+
+using namespace rocebench;
+
+namespace {
+
+const std::string kBinary = ROCEBENCH_BINARY;
+
+std::vector<json> results_of(const rbtest::fs::path& file, const std::string& step) {
+  const RecordFile f = read_records(file, &result_schema());
+  for (const auto& issue : f.issues) ADD_FAILURE() << file << ":" << issue.line << ": " << issue.message;
+  std::vector<json> out;
+  for (const auto& r : f.records) {
+    if (r.value("step", "") == step) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(AllreduceCommand, FourRanksEveryAlgorithm) {
+  const auto dir = rbtest::temp_dir("allreduce");
+  for (const std::string algorithm : {"ring", "ps", "rd"}) {
+    const auto out = dir / algorithm;
+    const int rc = rbtest::run({kBinary, "allreduce", "--ranks", "4", "--algorithm", algorithm, "-b", "1K", "-e", "256K",
+                                "-f", "16", "-w", "1", "-n", "3", "--results-dir", out.string()},
+                               dir, algorithm);
+    ASSERT_EQ(rc, 0) << rbtest::slurp(dir / (algorithm + ".err"));
+    const auto records = results_of(out / "results.jsonl", "collectives.allreduce");
+    ASSERT_EQ(records.size(), 6u) << algorithm;  // 1K, 16K, 256K x in/out of place
+    for (const auto& r : records) {
+      EXPECT_EQ(r["status"], "ok");
+      EXPECT_EQ(r["params"]["algorithm"], algorithm);
+      EXPECT_EQ(r["world"], 4);
+      EXPECT_EQ(r["metrics"]["wrong"], 0);
+      EXPECT_GT(r["metrics"]["busbw_GBps"].get<double>(), 0);
+    }
+    EXPECT_NE(rbtest::slurp(dir / (algorithm + ".out")).find("busbw"), std::string::npos);
+  }
+}
+
+TEST(AllreduceCommand, WorldSizeSweepRecordsEachSize) {
+  const auto dir = rbtest::temp_dir("worlds");
+  const int rc = rbtest::run({kBinary, "allreduce", "--ranks", "4", "--world-sizes", "1,2,4", "-b", "64K", "-e", "64K",
+                              "-n", "2", "-w", "0", "--placement", "in", "--results-dir", (dir / "out").string()},
+                             dir, "run");
+  ASSERT_EQ(rc, 0) << rbtest::slurp(dir / "run.err");
+  std::vector<int> worlds;
+  for (const auto& r : results_of(dir / "out" / "results.jsonl", "collectives.allreduce")) worlds.push_back(r["world"]);
+  EXPECT_EQ(worlds, (std::vector<int>{1, 2, 4}));
+}
+
+TEST(AllreduceCommand, BadOptionsExitTwo) {
+  const auto dir = rbtest::temp_dir("badopts");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "-b", "lots"}, dir, "a"), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--algorithm", "tree", "--ranks", "2", "--results-dir",
+                         (dir / "b").string()}, dir, "b"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "b.err").find("steps[0].params.algorithm"), std::string::npos) << rbtest::slurp(dir / "b.err");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--world-sizes", "1,8", "--ranks", "2", "-e", "1K", "--results-dir",
+                         (dir / "c").string()}, dir, "c"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "c.err").find("world_sizes asks for 8 ranks but the run has 2"), std::string::npos)
+      << rbtest::slurp(dir / "c.err");
+}
+
+TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {
+  const auto dir = rbtest::temp_dir("killsweep");
+  const auto results = dir / "out";
+  std::ofstream(dir / "plan.json") << R"({"name": "sweep", "steps": [{"step": "collectives.allreduce",
+      "params": {"min_bytes": 1024, "max_bytes": 1024, "factor": 1, "iters": 200000, "warmup": 0, "placement": "in"}}]})";
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  std::vector<rbtest::Process> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "plan.json").string(),
+                                   "--results-dir", results.string(), "--deadline", "10"},
+                                  {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", port}, {"ROCEBENCH_TOKEN", "tok"}},
+                                  dir, "rank" + std::to_string(r)));
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rbtest::slurp(results / "results.jsonl").find("\"kind\":\"run\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the sweep
+  ::kill(ranks[1].pid, SIGKILL);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(ranks[r].wait(20), 3) << ranks[r].stderr_text();
+    EXPECT_NE(ranks[r].stderr_text().find("rank 1 on host"), std::string::npos) << ranks[r].stderr_text();
+  }
+  ranks[1].wait(5);
+  const RecordFile f = read_records(results / "results.jsonl", &result_schema());
+  EXPECT_TRUE(f.issues.empty());
+  ASSERT_FALSE(f.records.empty());
+  EXPECT_EQ(f.records.front()["kind"], "run");
+}

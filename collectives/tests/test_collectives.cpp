@@ -1,0 +1,293 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "local_rendezvous.hpp"
+#include "rocebench/collectives/algorithms.hpp"
+#include "rocebench/collectives/buckets.hpp"
+#include "rocebench/collectives/sweep.hpp"
+#include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/common/schema.hpp"
+
+using namespace rocebench;
+using namespace rocebench::collectives;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1) {
+  rbtest::LocalRendezvous::Rank rdv(shared, rank);
+  TcpOptions options;
+  options.sockets_per_peer = sockets;
+  options.stripe_min_bytes = 1024;  // exercise striping with small test buffers
+  return connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
+}
+
+// Element i of rank r: distinct per rank and element, exact in every type when summed.
+double value(int r, std::size_t i) { return static_cast<double>((r * 7 + i) % 5); }
+
+void expect_all_ok(const std::vector<std::string>& errors) {
+  for (std::size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+}  // namespace
+
+TEST(DataTypes, SixteenBitConversionsRoundToNearestEven) {
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+  EXPECT_FLOAT_EQ(half_to_float(0x3555), 0.333251953125f);
+  EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bfloat16(1.00390625f), 0x3f80);  // halfway between 0x3f80 and 0x3f81: to even
+  EXPECT_EQ(float_to_bfloat16(1.01171875f), 0x3f82);  // halfway between 0x3f81 and 0x3f82: to even
+  EXPECT_FLOAT_EQ(bfloat16_to_float(0x4049), 3.140625f);
+}
+
+TEST(DataTypes, ReductionsAccumulateInFloat32) {
+  for (DataType t : {DataType::float32, DataType::float16, DataType::bfloat16, DataType::float64}) {
+    std::vector<char> a(4 * size_of(t)), b(4 * size_of(t));
+    for (std::size_t i = 0; i < 4; ++i) {
+      store(t, a.data(), i, static_cast<double>(i));
+      store(t, b.data(), i, 10.0 - static_cast<double>(i) * 3);
+    }
+    std::vector<char> sum = a, max = a;
+    reduce_into(t, ReduceOp::sum, sum.data(), b.data(), 4);
+    reduce_into(t, ReduceOp::max, max.data(), b.data(), 4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(load(t, sum.data(), i), 10.0 - 2.0 * static_cast<double>(i)) << to_string(t);
+      EXPECT_EQ(load(t, max.data(), i), std::max<double>(static_cast<double>(i), 10.0 - 3.0 * static_cast<double>(i)));
+    }
+  }
+}
+
+TEST(Sweep, SizesAreWholeSegments) {
+  SweepConfig c;
+  c.min_bytes = 8;
+  c.max_bytes = 1024;
+  c.factor = 4;
+  EXPECT_EQ(sweep_sizes(c, 1), (std::vector<std::size_t>{8, 32, 128, 512}));
+  EXPECT_EQ(sweep_sizes(c, 3), (std::vector<std::size_t>{12, 24, 120, 504}));  // multiples of 3 floats
+  c.factor = 1;
+  EXPECT_EQ(sweep_sizes(c, 2), (std::vector<std::size_t>{8}));
+}
+
+TEST(Allreduce, EveryAlgorithmWorldAndTypeGivesTheExactSum) {
+  for (int world : {1, 2, 3, 4, 5}) {
+    rbtest::LocalRendezvous shared(world);
+    const auto errors = rbtest::on_ranks(world, [&](int r) {
+      auto t = mesh(shared, r, world, world == 4 ? 2 : 1);
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::ps, Algorithm::rd}) {
+        for (DataType dtype : {DataType::float32, DataType::float16, DataType::bfloat16}) {
+          for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{4099}}) {
+            std::vector<char> buf(count * size_of(dtype));
+            for (std::size_t i = 0; i < count; ++i) store(dtype, buf.data(), i, value(r, i));
+            CollectiveOptions options;
+            options.chunk_bytes = 256;  // many chunks per segment
+            options.servers = 2;
+            allreduce(*t, algorithm, buf.data(), count, dtype, ReduceOp::sum, options, Deadline(10s));
+            for (std::size_t i = 0; i < count; ++i) {
+              double want = 0;
+              for (int k = 0; k < world; ++k) want += value(k, i);
+              if (load(dtype, buf.data(), i) != want) {
+                throw std::runtime_error(fmt::format("{} {} count {} world {}: element {} is {}, want {}",
+                                                     to_string(algorithm), to_string(dtype), count, world, i,
+                                                     load(dtype, buf.data(), i), want));
+              }
+            }
+          }
+        }
+      }
+    });
+    expect_all_ok(errors);
+  }
+}
+
+TEST(Allreduce, AverageAndMax) {
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    std::vector<float> avg(100, static_cast<float>(r * 3)), max(100);
+    for (std::size_t i = 0; i < max.size(); ++i) max[i] = static_cast<float>(value(r, i));
+    allreduce(*t, Algorithm::ring, avg.data(), avg.size(), DataType::float32, ReduceOp::avg, {}, Deadline(10s));
+    allreduce(*t, Algorithm::rd, max.data(), max.size(), DataType::float32, ReduceOp::max, {}, Deadline(10s));
+    for (std::size_t i = 0; i < 100; ++i) {
+      if (avg[i] != 3.0f) throw std::runtime_error("avg wrong");
+      if (max[i] != static_cast<float>(std::max({value(0, i), value(1, i), value(2, i)}))) throw std::runtime_error("max wrong");
+    }
+  }));
+}
+
+TEST(RingHalves, ReduceScatterAndAllgatherOwnSegmentRank) {
+  const int world = 4;
+  const std::size_t count = 1001;
+  rbtest::LocalRendezvous shared(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    std::vector<float> rs(count), ag(count, -1.0f);
+    for (std::size_t i = 0; i < count; ++i) rs[i] = static_cast<float>(value(r, i));
+    const std::size_t b = segment_begin(count, world, r), e = segment_begin(count, world, r + 1);
+    for (std::size_t i = b; i < e; ++i) ag[i] = static_cast<float>(r);
+    ring_reduce_scatter(*t, rs.data(), count, DataType::float32, ReduceOp::sum, 128, 0, Deadline(10s));
+    ring_allgather(*t, ag.data(), count, DataType::float32, 128, 0, Deadline(10s));
+    for (std::size_t i = b; i < e; ++i) {
+      double want = 0;
+      for (int k = 0; k < world; ++k) want += value(k, i);
+      if (rs[i] != want) throw std::runtime_error("reduce_scatter wrong");
+    }
+    for (int s = 0; s < world; ++s) {
+      for (std::size_t i = segment_begin(count, world, s); i < segment_begin(count, world, s + 1); ++i) {
+        if (ag[i] != static_cast<float>(s)) throw std::runtime_error("allgather wrong");
+      }
+    }
+  }));
+}
+
+TEST(Transport, ALostPeerIsNamedByRankAndHost) {
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  const auto errors = rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    if (r == 2) return;  // leaves: its sockets close with the transport
+    std::vector<float> buf(1 << 16, 1.0f);
+    allreduce(*t, Algorithm::ring, buf.data(), buf.size(), DataType::float32, ReduceOp::sum, {}, Deadline(10s));
+  });
+  // Rank 0 receives from rank 2 in the ring and names it; rank 1 may first see rank 0 give up.
+  EXPECT_NE(errors[0].find("rank 2 on host host2"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("tcp transport: rank "), std::string::npos) << errors[1];
+}
+
+TEST(Transport, ASilentPeerMeetsTheDeadline) {
+  const int world = 2;
+  rbtest::LocalRendezvous shared(world);
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  const auto errors = rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    if (r == 1) {  // connected but never answers, until rank 0 has given up
+      std::unique_lock lock(done_mutex);
+      done_cv.wait(lock, [&] { return done; });
+      return;
+    }
+    float x = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      t->wait(t->recv(1, &x, sizeof x), Deadline(300ms));
+    } catch (...) {
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+      {
+        std::lock_guard lock(done_mutex);
+        done = true;
+      }
+      done_cv.notify_all();
+      throw;
+    }
+  });
+  EXPECT_NE(errors[0].find("deadline passed with transfers pending to/from rank 1 on host host1"), std::string::npos)
+      << errors[0];
+}
+
+TEST(Buckets, ResNet50GradientList) {
+  const auto sizes = resnet50_gradient_sizes();
+  EXPECT_EQ(sizes.size(), 161u);
+  EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}), 25557032u);
+  EXPECT_EQ(sizes.front(), 1000u);  // fc bias: backward produces it first
+}
+
+TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
+  const int world = 3;
+  for (std::size_t bucket_bytes : {std::size_t{4}, std::size_t{1000}, std::size_t{1} << 30}) {
+    rbtest::LocalRendezvous shared(world);
+    expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+      auto t = mesh(shared, r, world);
+      std::vector<std::vector<float>> grads;
+      for (std::size_t n : {1, 300, 17, 2048, 5}) grads.emplace_back(n, static_cast<float>(3 * r));
+      GradientBuckets buckets(*t, bucket_bytes, Algorithm::ring, 10s);
+      for (auto& g : grads) buckets.add(g);
+      buckets.finish();
+      for (const auto& g : grads) {
+        for (float x : g) {
+          if (x != 3.0f) throw std::runtime_error(fmt::format("bucket {}: got {}", bucket_bytes, x));
+        }
+      }
+      if (bucket_bytes == 4 && buckets.buckets_sent() != grads.size()) throw std::runtime_error("one bucket per tensor expected");
+      if (bucket_bytes == (std::size_t{1} << 30) && buckets.buckets_sent() != 1) throw std::runtime_error("one bucket expected");
+    }));
+  }
+}
+
+TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  rbtest::KeptRecords kept;
+  SweepConfig config;
+  config.min_bytes = 64;
+  config.max_bytes = 4096;
+  config.factor = 8;
+  config.iters = 3;
+  config.warmup = 1;
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    StepContext ctx;
+    ctx.run_id = "t";
+    ctx.step = "collectives.allreduce";
+    ctx.host = "host" + std::to_string(r);
+    ctx.rank = r;
+    ctx.world = world;
+    ctx.rendezvous = &rdv;
+    ctx.recorder = &kept;
+    if (run_sweep(ctx, *t, allreduce_spec(), config) != 0) throw std::runtime_error("wrong elements");
+  }));
+  ASSERT_EQ(kept.records.size(), 6u);  // 3 sizes x in/out of place, from rank 0
+  for (const auto& rec : kept.records) {
+    EXPECT_TRUE(result_schema().validate(rec).empty()) << rec.dump();
+    const double algbw = rec["metrics"]["algbw_GBps"], busbw = rec["metrics"]["busbw_GBps"];
+    EXPECT_NEAR(busbw, algbw * 4.0 / 3.0, 1e-9 * busbw);  // 2(n-1)/n
+    EXPECT_EQ(rec["metrics"]["wrong"], 0);
+    EXPECT_EQ(rec["samples"]["n"], 3);
+  }
+}
+
+TEST(Sweep, AWrongElementFailsTheStepNamingRankAndOffset) {
+  // A collective that corrupts element 5 on rank 1 stands in for a broken transport.
+  static CollectiveSpec broken = allreduce_spec();
+  broken.run = [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+    allreduce_spec().run(t, data, count, c, d);
+    if (t.rank() == 1 && count > 5) store(c.dtype, data, 5, 1e6);
+  };
+  const int world = 2;
+  rbtest::LocalRendezvous shared(world);
+  rbtest::KeptRecords kept;
+  SweepConfig config;
+  config.min_bytes = config.max_bytes = 256;
+  config.iters = 1;
+  config.warmup = 0;
+  config.out_of_place = false;
+  std::vector<std::size_t> wrong(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    StepContext ctx;
+    ctx.step = "collectives.allreduce";
+    ctx.run_id = "t";
+    ctx.host = "host" + std::to_string(r);
+    ctx.rank = r;
+    ctx.world = world;
+    ctx.rendezvous = &rdv;
+    ctx.recorder = &kept;
+    wrong[r] = run_sweep(ctx, *t, broken, config);
+  }));
+  EXPECT_EQ(wrong[0], 1u);
+  EXPECT_EQ(wrong[1], 1u);
+  bool named = false;
+  for (const auto& rec : kept.records) {
+    EXPECT_EQ(rec["status"], "fail");
+    named |= rec.value("reason", "").find("rank 1 on host host1: 1 wrong elements, the first at element 5 (byte offset 20)") !=
+             std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
