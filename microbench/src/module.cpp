@@ -1,11 +1,161 @@
+// rocebench probe (CLI) and the microbench plan steps.
 #include "rocebench/microbench/module.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/microbench/allpairs.hpp"
+#include "rocebench/microbench/probe.hpp"
 
 namespace rocebench::microbench {
 
-std::vector<Subcommand> subcommands() {
-  return {not_built_yet("probe", "verbs and TCP latency / bandwidth probes, all-pairs matrix", "microbench", "issue #3")};
+namespace {
+
+constexpr int kDefaultPort = 18515;  // perftest's
+
+std::string hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
 }
 
-std::vector<StepKind> steps() { return {}; }
+// `rocebench probe TRANSPORT TEST --server | --client HOST`.
+int probe_main(const Args& args) {
+  return run_guarded("rocebench probe", [&] {
+    ProbeSpec spec;
+    std::string client, bind = "0.0.0.0", size, results;
+    bool server = false, all = false;
+    int port = kDefaultPort;
+    double deadline_s = 30;
+    ArgParser p("rocebench probe", "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest:\n"
+                                   "start one side with --server, the other with --client HOST.\n"
+                                   "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
+                                   "Subcommand: rocebench probe allpairs --help (all-pairs link matrix).");
+    p.positional("TRANSPORT", &spec.transport, "tcp | verbs")
+        .positional("TEST", &spec.test, "lat | bw (tcp); write_lat ... read_bw (verbs)")
+        .flag("--server", &server, "wait for one client, serve its tests")
+        .option("--client", &client, "connect to this server", "HOST")
+        .option("--port", &port, fmt::format("TCP / rdma_cm port (default {})", kDefaultPort))
+        .option("--bind", &bind, "server: the address to listen on (verbs: picks the GID too)", "ADDR")
+        .option("--size", &size, "one message size, e.g. 64, 4K, 1M (default 2)", "BYTES")
+        .flag("--all", &all, "sweep every power of two from 2 B to 8 MiB")
+        .option("--iters", &spec.driver.iterations, "iterations per size (default 1000 lat, 5000 bw)")
+        .option("--duration", &spec.driver.duration_s, "run each size this many seconds instead", "S")
+        .option("--warmup", &spec.driver.warmup, "warm-up iterations (default 100 lat, 2 windows bw)")
+        .option("--tx-depth", &spec.driver.tx_depth, "bandwidth: messages in flight (default 128)")
+        .option("--mode", &spec.mode, "tcp: busy (spin on non-blocking recv; lat default) | blocking (bw default)")
+        .option("--deadline", &deadline_s, "give up on any single wait after this long (default 30)", "S")
+        .option("--results", &results, "append result records (JSON Lines) to this file", "FILE")
+        .option("--device", &spec.verbs.device, "verbs: RDMA device (default: the first)", "NAME")
+        .option("--ib-port", &spec.verbs.ib_port, "verbs: device port (default 1)")
+        .option("--gid-index", &spec.verbs.gid_index, "verbs: GID index (default: the RoCE v2 GID of the address)")
+        .option("--connect", &spec.verbs.connect, "verbs: cm (rdma_cm, default) | oob (QP attributes over TCP)")
+        .option("--tos", &spec.verbs.tos, "verbs: traffic class, e.g. 104 for DSCP 26")
+        .option("--qps", &spec.verbs.qps, "verbs bw: queue pairs (default 1)")
+        .flag("--bidirectional", &spec.verbs.bidirectional, "verbs bw: both directions at once")
+        .flag("--validate", &spec.verbs.validate, "verbs: check the data of every message");
+    if (!p.parse(args)) return kExitOk;
+    if (server == !client.empty()) throw UsageError("give exactly one of --server and --client HOST\n\n" + p.usage());
+    if (all && !size.empty()) throw UsageError("give --size or --all, not both");
+    if (all) spec.driver.sizes = sweep_sizes();
+    if (!size.empty()) spec.driver.sizes = {parse_bytes(size)};
+    spec.verbs.tx_depth = spec.driver.tx_depth;
+    spec.verbs.address = server ? (bind == "0.0.0.0" ? "" : bind) : "";
+    spec.wait = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));
+    validate(spec);
+
+    const std::string run_id = fmt::format("probe-{}", utc_now_rfc3339());
+    std::optional<RecordWriter> writer;
+    if (!results.empty()) writer.emplace(results);
+    const std::string host = hostname();
+    auto emit = [&](ResultRecord r) {
+      r.host = host;
+      if (writer) writer->append(to_json(r, run_id));
+    };
+    std::unique_ptr<Probe> probe;
+    try {
+      if (server) {
+        auto listener = listen_probe(spec, bind, port);
+        std::cerr << fmt::format("rocebench probe: {} {} server on port {}, waiting up to {} s for a client\n",
+                                 spec.transport, spec.test, listener->port(), deadline_s);
+        probe = listener->accept();
+      } else {
+        probe = connect_probe(spec, client, port);
+      }
+    } catch (const ProbeUnavailable& e) {
+      emit(skip_record(spec.driver.step, spec_params(spec), e.what()));
+      std::cout << fmt::format("skip: {}\n", e.what());
+      return kExitOk;
+    }
+    if (server) {
+      const int served = run_passive(*probe);
+      std::cerr << fmt::format("rocebench probe: served {} size(s) to {}\n", served, probe->peer());
+      return kExitOk;
+    }
+    std::cout << table_header(probe->kind()) << std::flush;
+    run_active(*probe, spec.driver, [&](const ResultRecord& r) {
+      std::cout << table_row(r, probe->kind()) << std::flush;
+      emit(r);
+    });
+    return kExitOk;
+  });
+}
+
+int probe_dispatch(const Args& args) {
+  if (!args.empty() && args.front() == "allpairs") return allpairs_main(Args(args.begin() + 1, args.end()));
+  return probe_main(args);
+}
+
+// microbench.probe: ranks 2k and 2k+1 form a pair; the even one serves, the odd one measures.
+void run_probe_step(StepContext& ctx) {
+  ProbeSpec spec = spec_from_params(ctx.params);
+  spec.wait = ctx.deadline;
+  spec.verbs.address = ctx.address;
+  static int invocation = 0;  // every rank runs the plan's steps in the same order
+  const std::string key = fmt::format("{}/{}/pair/{}", ctx.step, invocation++, ctx.rank / 2);
+  spec.driver.step = ctx.step;
+  if (ctx.rank % 2 == 0 && ctx.rank + 1 >= ctx.world) return;  // the odd rank out has no partner
+  try {
+    if (ctx.rank % 2 == 0) {
+      std::unique_ptr<ProbeServer> listener;
+      try {
+        listener = listen_probe(spec, ctx.address, 0);
+      } catch (const ProbeUnavailable&) {
+        ctx.rendezvous->set(key, "skip");  // the partner records nothing and moves on
+        throw;
+      }
+      ctx.rendezvous->set(key, fmt::format("{} {}", ctx.address, listener->port()));
+      auto probe = listener->accept();
+      run_passive(*probe);
+    } else {
+      const std::string endpoint = ctx.rendezvous->get(key, ctx.deadline);
+      if (endpoint == "skip") return;
+      const auto space = endpoint.find(' ');
+      auto probe = connect_probe(spec, endpoint.substr(0, space), std::stoi(endpoint.substr(space + 1)));
+      run_active(*probe, spec.driver, [&](const ResultRecord& r) { ctx.record(r); });
+    }
+  } catch (const ProbeUnavailable& e) {
+    ctx.record(skip_record(ctx.step, spec_params(spec), e.what()));
+  }
+}
+
+}  // namespace
+
+std::vector<Subcommand> subcommands() {
+  return {{"probe", "verbs and TCP latency / bandwidth probes, all-pairs matrix", probe_dispatch}};
+}
+
+std::vector<StepKind> steps() {
+  return {{"microbench.probe", "latency / bandwidth between rank pairs (2k serves, 2k+1 measures), TCP or verbs",
+           probe_params_schema(), run_probe_step},
+          allpairs_step()};
+}
 
 }  // namespace rocebench::microbench

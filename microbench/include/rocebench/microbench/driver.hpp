@@ -1,0 +1,82 @@
+#pragma once
+// The probe driver (the nccl-tests pattern): it owns the options, the size sweep, warm-up, the
+// iteration or duration loop, timing, statistics, the table and the records. A transport's test
+// contributes only its own part through the small `Probe` interface below.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/record.hpp"
+#include "rocebench/common/stats.hpp"
+
+namespace rocebench::microbench {
+
+enum class ProbeKind { latency, bandwidth };
+
+// One connected endpoint pair of one transport running one test. The active side (the client)
+// drives; the passive side (the server) answers until the active side's last message.
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual ProbeKind kind() const = 0;
+  // perftest reports half the round trip for write/send (and TCP) latency, the full one for read.
+  virtual double round_trip_divisor() const { return 2.0; }
+  // transport, test and mode options of the records (the driver adds bytes and peer).
+  virtual json params() const = 0;
+  virtual std::string peer() const = 0;
+
+  // Active side. begin_size announces the message size to the peer (0 = no more sizes).
+  virtual void begin_size(std::size_t bytes) = 0;
+  virtual void ping(bool last) = 0;              // latency: one exchange
+  virtual void post(bool last) = 0;              // bandwidth: one message on the wire
+  virtual std::size_t poll(bool wait) = 0;       // bandwidth: messages completed since the last call
+  virtual json end_size() { return json::object(); }  // extra metrics of the size (counters, MTU)
+
+  // Passive side: the next size the peer announces (0 = done), then serve it to its last message.
+  virtual std::size_t next_size() = 0;
+  virtual void serve(std::size_t bytes) = 0;
+};
+
+struct DriverOptions {
+  std::vector<std::size_t> sizes{2};
+  int iterations = 0;        // 0 = the test's default (perftest: 1000 latency, 5000 bandwidth)
+  int warmup = -1;           // -1 = default
+  double duration_s = 0;     // > 0: duration mode instead of an iteration count
+  int tx_depth = 128;        // bandwidth: messages in flight
+  std::string step = "microbench.probe";
+};
+
+// Sizes: "2..8M" style sweep (every power of two, perftest -a), or one size.
+std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std::size_t{8} << 20);
+// "64", "4K", "8M", "1G" → bytes. Throws UsageError.
+std::size_t parse_bytes(const std::string& text);
+
+// Bandwidth as perftest computes it from post and completion times (ns) of every message.
+struct BandwidthFigures {
+  double peak_Gbps = 0, avg_Gbps = 0, msg_rate_Mpps = 0;
+};
+BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+                                   const std::vector<std::int64_t>& completed_ns);
+
+// Latency records as the contract names them.
+json latency_metrics(const Summary& s);
+
+// What the driver hands its sink: one record per size, and the table row it printed.
+using RecordSink = std::function<void(const ResultRecord&)>;
+
+// Active side: runs every size, emitting each record as it finishes (a later failure keeps it).
+void run_active(Probe& probe, const DriverOptions& options, const RecordSink& sink);
+// Passive side: serves sizes until the peer says it is done. Returns the number of sizes served.
+int run_passive(Probe& probe);
+
+// The human table (perftest columns).
+std::string table_header(ProbeKind kind);
+std::string table_row(const ResultRecord& r, ProbeKind kind);
+
+// A skip record for a test that cannot run here (no device), with the reason.
+ResultRecord skip_record(const std::string& step, json params, const std::string& reason);
+
+}  // namespace rocebench::microbench

@@ -1,0 +1,255 @@
+#include "rocebench/microbench/allpairs.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/microbench/probe.hpp"
+
+namespace rocebench::microbench {
+
+std::vector<std::vector<HostPair>> tournament(int n) {
+  if (n < 2) return {};
+  const int slots = n % 2 ? n + 1 : n;  // slot n (when odd) is the bye
+  std::vector<int> ring(static_cast<std::size_t>(slots));
+  for (int i = 0; i < slots; ++i) ring[static_cast<std::size_t>(i)] = i;
+  std::vector<std::vector<HostPair>> rounds;
+  for (int r = 0; r < slots - 1; ++r) {
+    std::vector<HostPair> round;
+    for (int i = 0; i < slots / 2; ++i) {
+      const int a = ring[static_cast<std::size_t>(i)], b = ring[static_cast<std::size_t>(slots - 1 - i)];
+      if (a < n && b < n) round.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    rounds.push_back(std::move(round));
+    std::rotate(ring.begin() + 1, ring.end() - 1, ring.end());  // keep slot 0, turn the rest
+  }
+  return rounds;
+}
+
+double best_of(const std::vector<PairMeasure>& measures, const FlagRule& rule) {
+  double best = rule.higher_is_better ? 0.0 : std::numeric_limits<double>::infinity();
+  for (const auto& m : measures) best = rule.higher_is_better ? std::max(best, m.value) : std::min(best, m.value);
+  return best;
+}
+
+bool is_flagged(double value, double best, const FlagRule& rule) {
+  return rule.higher_is_better ? value < rule.bw_fraction * best : value > rule.lat_factor * best;
+}
+
+std::vector<std::size_t> flagged(const std::vector<PairMeasure>& measures, const FlagRule& rule) {
+  const double best = best_of(measures, rule);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < measures.size(); ++i) {
+    if (is_flagged(measures[i].value, best, rule)) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad) {
+  std::map<int, int> count;
+  for (const auto& [a, b] : still_bad) {
+    ++count[a];
+    ++count[b];
+  }
+  std::vector<int> out;
+  for (const auto& [host, bad] : count) {
+    if (2 * bad > n - 1) out.push_back(host);
+  }
+  return out;
+}
+
+namespace {
+
+struct AllpairsParams {
+  ProbeSpec spec;
+  FlagRule rule;
+  bool retest = true;
+  std::string metric;
+};
+
+AllpairsParams allpairs_params(const json& params) {
+  AllpairsParams a;
+  json probe = params;
+  for (const char* own : {"bw_fraction", "lat_factor", "retest"}) probe.erase(own);
+  if (!probe.contains("test")) probe["test"] = probe.value("transport", "tcp") == "tcp" ? "bw" : "write_bw";
+  if (!probe.contains("duration_s") && !probe.contains("iterations")) probe["duration_s"] = 2.0;
+  if (!probe.contains("bytes")) probe["bytes"] = 65536;
+  a.spec = spec_from_params(probe);
+  if (a.spec.driver.sizes.size() != 1) throw InputError("microbench.allpairs measures one message size");
+  a.rule.higher_is_better = kind_of(a.spec) == ProbeKind::bandwidth;
+  a.rule.bw_fraction = params.value("bw_fraction", a.rule.bw_fraction);
+  a.rule.lat_factor = params.value("lat_factor", a.rule.lat_factor);
+  a.retest = params.value("retest", true);
+  a.metric = a.rule.higher_is_better ? "bw_avg_Gbps" : "lat_us_p50";
+  return a;
+}
+
+// Measures one pair: the server side serves, the client side returns its record's JSON.
+json measure_pair(StepContext& ctx, const ProbeSpec& spec, const std::string& key, const HostPair& pair) {
+  const auto [server, client] = pair;
+  if (ctx.rank == server) {
+    auto listener = listen_probe(spec, ctx.address, 0);
+    ctx.rendezvous->set(key + "/endpoint", fmt::format("{} {}", ctx.address, listener->port()));
+    auto probe = listener->accept();
+    run_passive(*probe);
+    return nullptr;
+  }
+  if (ctx.rank != client) return nullptr;
+  const std::string endpoint = ctx.rendezvous->get(key + "/endpoint", ctx.deadline);
+  const auto space = endpoint.find(' ');
+  auto probe = connect_probe(spec, endpoint.substr(0, space), std::stoi(endpoint.substr(space + 1)));
+  json out;
+  run_active(*probe, spec.driver, [&](const ResultRecord& r) {
+    out = {{"metrics", r.metrics}, {"samples", r.samples}, {"params", r.params}};
+  });
+  ctx.rendezvous->set(key + "/result", out.dump());
+  return out;
+}
+
+void run_allpairs_step(StepContext& ctx) {
+  const AllpairsParams a = allpairs_params(ctx.params);
+  ProbeSpec spec = a.spec;
+  spec.wait = ctx.deadline;
+  spec.verbs.address = ctx.address;
+  Rendezvous& rdv = *ctx.rendezvous;
+  static int invocation = 0;
+  const std::string prefix = fmt::format("{}/{}", ctx.step, invocation++);
+
+  rdv.set(fmt::format("{}/host/{}", prefix, ctx.rank), ctx.host);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < ctx.world; ++r) hosts.push_back(rdv.get(fmt::format("{}/host/{}", prefix, r), ctx.deadline));
+
+  // Every round's pairs run at once; a barrier separates rounds.
+  const auto rounds = tournament(ctx.world);
+  std::vector<HostPair> pairs;
+  for (std::size_t k = 0; k < rounds.size(); ++k) {
+    for (const auto& pair : rounds[k]) {
+      measure_pair(ctx, spec, fmt::format("{}/round/{}/{}", prefix, k, pair.first), pair);
+      pairs.push_back(pair);
+    }
+    rdv.barrier(fmt::format("{}/round/{}", prefix, k), ctx.deadline);
+  }
+
+  // Rank 0 judges the first pass and says which pairs to retest; everyone reads the list.
+  auto result_of = [&](const std::string& key) { return json::parse(rdv.get(key + "/result", ctx.deadline)); };
+  std::vector<json> first;
+  std::vector<PairMeasure> measures;
+  if (ctx.rank == 0) {
+    for (std::size_t k = 0; k < rounds.size(); ++k) {
+      for (const auto& pair : rounds[k]) {
+        first.push_back(result_of(fmt::format("{}/round/{}/{}", prefix, k, pair.first)));
+        measures.push_back({pair, first.back()["metrics"].value(a.metric, 0.0)});
+      }
+    }
+    json list = json::array();
+    if (a.retest) {
+      for (std::size_t i : flagged(measures, a.rule)) list.push_back(i);
+    }
+    rdv.set(prefix + "/retest", list.dump());
+  }
+  const json retest = json::parse(rdv.get(prefix + "/retest", ctx.deadline));
+
+  // Flagged pairs again, one at a time, with nothing else on the network.
+  for (std::size_t j = 0; j < retest.size(); ++j) {
+    const HostPair pair = pairs[retest[j].get<std::size_t>()];
+    measure_pair(ctx, spec, fmt::format("{}/retest/{}", prefix, j), pair);
+    rdv.barrier(fmt::format("{}/retest/{}", prefix, j), ctx.deadline);
+  }
+  if (ctx.rank != 0) return;
+
+  const double best = best_of(measures, a.rule);
+  std::map<std::size_t, json> retested;
+  for (std::size_t j = 0; j < retest.size(); ++j) {
+    retested[retest[j].get<std::size_t>()] = result_of(fmt::format("{}/retest/{}", prefix, j));
+  }
+  std::vector<HostPair> still_bad;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto [server, client] = pairs[i];
+    ResultRecord r;
+    r.params = {{"src", hosts[static_cast<std::size_t>(client)]}, {"dst", hosts[static_cast<std::size_t>(server)]},
+                {"test", spec.test}, {"transport", spec.transport}, {"bytes", spec.driver.sizes.front()}};
+    r.metrics = {{a.metric, measures[i].value}};
+    r.samples = first[i]["samples"];
+    bool bad = a.retest ? false : is_flagged(measures[i].value, best, a.rule);
+    if (auto it = retested.find(i); it != retested.end()) {
+      const double again = it->second["metrics"].value(a.metric, 0.0);
+      r.params["retested"] = true;
+      r.metrics["retest_" + a.metric] = again;
+      bad = is_flagged(again, best, a.rule);
+    }
+    if (bad) {
+      still_bad.push_back(pairs[i]);
+      r.status = Status::fail;
+      r.reason = a.rule.higher_is_better
+                     ? fmt::format("{:.3f} Gb/s is below {:.0f}% of the best pair's {:.3f} Gb/s{}", measures[i].value,
+                                   a.rule.bw_fraction * 100, best, a.retest ? ", also when retested alone" : "")
+                     : fmt::format("{:.2f} us is above {}x the best pair's {:.2f} us{}", measures[i].value,
+                                   a.rule.lat_factor, best, a.retest ? ", also when retested alone" : "");
+    }
+    ctx.record(r);
+  }
+
+  ResultRecord summary;
+  summary.params = {{"summary", true}, {"test", spec.test}, {"transport", spec.transport}, {"hosts", ctx.world},
+                    {"pairs", pairs.size()}};
+  summary.metrics = {{"best_" + a.metric, best}, {"pairs_flagged", retest.size()}, {"pairs_bad", still_bad.size()}};
+  summary.samples = {{"n", pairs.size()}};
+  std::vector<std::string> named;
+  for (int h : bad_hosts(ctx.world, still_bad)) named.push_back(hosts[static_cast<std::size_t>(h)]);
+  std::vector<std::string> loose;  // bad pairs that no named host explains
+  for (const auto& [s, c] : still_bad) {
+    const auto& hs = hosts[static_cast<std::size_t>(s)];
+    const auto& hc = hosts[static_cast<std::size_t>(c)];
+    if (std::find(named.begin(), named.end(), hs) == named.end() && std::find(named.begin(), named.end(), hc) == named.end()) {
+      loose.push_back(hs + "<->" + hc);
+    }
+  }
+  summary.params["bad_hosts"] = named;
+  if (!still_bad.empty()) {
+    summary.status = Status::fail;
+    summary.reason = fmt::format("{} of {} pairs stay bad{}{}", still_bad.size(), pairs.size(),
+                                 named.empty() ? "" : fmt::format("; bad hosts: {}", fmt::join(named, ", ")),
+                                 loose.empty() ? "" : fmt::format("; bad pairs: {}", fmt::join(loose, ", ")));
+  }
+  ctx.record(summary);
+}
+
+}  // namespace
+
+StepKind allpairs_step() {
+  json schema = probe_params_schema();
+  schema["properties"]["bw_fraction"] = {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1}};
+  schema["properties"]["lat_factor"] = {{"type", "number"}, {"minimum", 1}};
+  schema["properties"]["retest"] = {{"type", "boolean"}};
+  return {"microbench.allpairs",
+          "all-pairs link matrix: N-1 rounds of concurrent disjoint pairs, slow pairs retested alone, bad hosts named",
+          schema, run_allpairs_step};
+}
+
+int allpairs_main(const Args& args) {
+  return run_guarded("rocebench probe allpairs", [&] {
+    int hosts = 0;
+    ArgParser p("rocebench probe allpairs",
+                "Prints the round-robin schedule the all-pairs matrix runs on N hosts. The matrix itself runs as\n"
+                "the plan step microbench.allpairs, one rank per host:\n"
+                "  {\"steps\": [{\"step\": \"microbench.allpairs\", \"params\": {\"test\": \"bw\", \"duration_s\": 2}}]}\n"
+                "  rocebench run plan.json --hostfile hosts --launcher mpirun --ranks-per-host 1");
+    p.option("--hosts", &hosts, "number of hosts");
+    if (!p.parse(args)) return kExitOk;
+    if (hosts < 2) throw UsageError("--hosts must be at least 2\n\n" + p.usage());
+    const auto rounds = tournament(hosts);
+    for (std::size_t k = 0; k < rounds.size(); ++k) {
+      std::string line = fmt::format("round {:>3}:", k + 1);
+      for (const auto& [s, c] : rounds[k]) line += fmt::format(" {}<-{}", s, c);
+      std::cout << line << "\n";
+    }
+    return kExitOk;
+  });
+}
+
+}  // namespace rocebench::microbench

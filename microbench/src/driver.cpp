@@ -1,0 +1,233 @@
+#include "rocebench/microbench/driver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/clock.hpp"
+
+namespace rocebench::microbench {
+
+std::vector<std::size_t> sweep_sizes(std::size_t from, std::size_t to) {
+  std::vector<std::size_t> out;
+  for (std::size_t s = std::max<std::size_t>(from, 1); s <= to; s *= 2) out.push_back(s);
+  return out;
+}
+
+std::size_t parse_bytes(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string unit = text.substr(digits);
+  std::size_t scale = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") scale = std::size_t{1} << 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB") scale = std::size_t{1} << 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB") scale = std::size_t{1} << 30;
+  else if (!unit.empty() && unit != "B") throw UsageError(fmt::format("'{}' is not a size (like 64, 4K, 8M)", text));
+  if (digits == 0) throw UsageError(fmt::format("'{}' is not a size (like 64, 4K, 8M)", text));
+  const std::size_t value = std::stoull(text.substr(0, digits)) * scale;
+  if (value == 0) throw UsageError("a message size must be at least 1 byte");
+  return value;
+}
+
+BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+                                   const std::vector<std::int64_t>& completed_ns) {
+  BandwidthFigures f;
+  const std::size_t n = std::min(posted_ns.size(), completed_ns.size());
+  if (n == 0) return f;
+  const double bits = static_cast<double>(bytes) * 8.0;
+  const double total_ns = static_cast<double>(completed_ns[n - 1] - posted_ns[0]);
+  if (total_ns > 0) {
+    f.avg_Gbps = bits * static_cast<double>(n) / total_ns;  // bits per ns = Gb/s
+    f.msg_rate_Mpps = static_cast<double>(n) / total_ns * 1e3;
+  }
+  // perftest's peak: the smallest mean time per message over any run of consecutive messages
+  // (posted i .. completed j). Quadratic, so long runs are strided to stay within ~4M pairs.
+  const std::size_t stride = std::max<std::size_t>(1, n / 2048);
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; i += stride) {
+    for (std::size_t j = i; j < n; j += stride) {
+      const double t = static_cast<double>(completed_ns[j] - posted_ns[i]) / static_cast<double>(j - i + 1);
+      if (t > 0 && t < best) best = t;
+    }
+  }
+  f.peak_Gbps = std::isfinite(best) ? bits / best : f.avg_Gbps;
+  return f;
+}
+
+json latency_metrics(const Summary& s) {
+  return {{"lat_us_min", s.min}, {"lat_us_max", s.max},     {"lat_us_p50", s.median},  {"lat_us_avg", s.avg},
+          {"lat_us_stdev", s.stdev}, {"lat_us_p99", s.p99}, {"lat_us_p99_9", s.p999}};
+}
+
+namespace {
+
+constexpr int kLatencyIterations = 1000;  // perftest's defaults
+constexpr int kBandwidthIterations = 5000;
+constexpr std::size_t kBandwidthChunks = 20;  // spread of bandwidth: Gb/s of consecutive slices
+
+double elapsed_s(std::int64_t since) { return static_cast<double>(now_ns() - since) / 1e9; }
+
+ResultRecord base_record(const Probe& probe, const DriverOptions& o, std::size_t bytes) {
+  ResultRecord r;
+  r.step = o.step;
+  r.params = probe.params();
+  r.params["bytes"] = bytes;
+  r.params["peer"] = probe.peer();
+  if (o.duration_s > 0) r.params["duration_s"] = o.duration_s;
+  else r.params["iterations"] = o.iterations > 0 ? o.iterations
+                                                 : (probe.kind() == ProbeKind::latency ? kLatencyIterations
+                                                                                       : kBandwidthIterations);
+  return r;
+}
+
+// Keeps going while the iteration count or the duration says so.
+struct LoopBound {
+  int iterations;
+  double duration_s;
+  std::int64_t start = now_ns();
+  bool more(std::size_t done) const {
+    return duration_s > 0 ? elapsed_s(start) < duration_s : done + 1 < static_cast<std::size_t>(iterations);
+  }
+};
+
+ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t bytes) {
+  ResultRecord r = base_record(probe, o, bytes);
+  const int warmup = o.warmup >= 0 ? o.warmup : 100;
+  for (int i = 0; i < warmup; ++i) probe.ping(false);
+  std::vector<double> us;
+  LoopBound bound{o.iterations > 0 ? o.iterations : kLatencyIterations, o.duration_s};
+  us.reserve(bound.duration_s > 0 ? 1 << 16 : static_cast<std::size_t>(bound.iterations));
+  const double divisor = probe.round_trip_divisor();
+  bool last = false;
+  while (!last) {
+    last = !bound.more(us.size());
+    const std::int64_t t0 = now_ns();
+    probe.ping(last);
+    us.push_back(static_cast<double>(now_ns() - t0) / 1e3 / divisor);
+  }
+  const Summary s = summarize(us, {.drop_largest = us.size() > 2 ? std::size_t{2} : std::size_t{0}});
+  r.metrics = latency_metrics(s);
+  r.samples = to_json(s);
+  r.samples["unit"] = "us";
+  return r;
+}
+
+ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
+  ResultRecord r = base_record(probe, o, bytes);
+  const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));
+  // Warm-up: fill and drain the window a few times.
+  const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
+  std::size_t warm_done = 0;
+  for (int i = 0; i < warmup; ++i) {
+    while (static_cast<std::size_t>(i) - warm_done >= depth) warm_done += probe.poll(true);
+    probe.post(false);
+  }
+  while (warm_done < static_cast<std::size_t>(warmup)) warm_done += probe.poll(true);
+
+  std::vector<std::int64_t> posted, completed;
+  LoopBound bound{o.iterations > 0 ? o.iterations : kBandwidthIterations, o.duration_s};
+  bool last = false;
+  while (!last) {
+    while (posted.size() - completed.size() >= depth) {
+      const std::size_t n = probe.poll(true);
+      const std::int64_t t = now_ns();
+      completed.insert(completed.end(), n, t);
+    }
+    last = !bound.more(posted.size());
+    posted.push_back(now_ns());
+    probe.post(last);
+    const std::size_t n = probe.poll(false);
+    if (n) completed.insert(completed.end(), n, now_ns());
+  }
+  while (completed.size() < posted.size()) {
+    const std::size_t n = probe.poll(true);
+    completed.insert(completed.end(), n, now_ns());
+  }
+  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed);
+  r.metrics = {{"bw_peak_Gbps", f.peak_Gbps}, {"bw_avg_Gbps", f.avg_Gbps}, {"msg_rate_Mpps", f.msg_rate_Mpps}};
+
+  // The spread: Gb/s of each of up to 20 consecutive slices of the run.
+  std::vector<double> slices;
+  const std::size_t per = std::max<std::size_t>(1, posted.size() / kBandwidthChunks);
+  for (std::size_t i = 0; i + per <= posted.size(); i += per) {
+    const double ns = static_cast<double>(completed[i + per - 1] - (i ? completed[i - 1] : posted[0]));
+    if (ns > 0) slices.push_back(static_cast<double>(bytes * per) * 8.0 / ns);
+  }
+  if (!slices.empty()) {
+    r.samples = to_json(summarize(slices));
+    r.samples["unit"] = "Gbps per slice";
+  }
+  r.samples["messages"] = posted.size();
+  return r;
+}
+
+}  // namespace
+
+void run_active(Probe& probe, const DriverOptions& options, const RecordSink& sink) {
+  for (const std::size_t bytes : options.sizes) {
+    probe.begin_size(bytes);
+    ResultRecord r = probe.kind() == ProbeKind::latency ? measure_latency(probe, options, bytes)
+                                                        : measure_bandwidth(probe, options, bytes);
+    for (auto& [name, value] : probe.end_size().items()) {
+      if (name == "failure") {  // e.g. data validation: the measurement stands, the data was wrong
+        r.status = Status::fail;
+        r.reason = value.get<std::string>();
+      } else if (value.is_number()) {
+        r.metrics[name] = value;
+      } else {
+        r.params[name] = value;
+      }
+    }
+    sink(r);
+  }
+  probe.begin_size(0);
+}
+
+int run_passive(Probe& probe) {
+  int served = 0;
+  while (const std::size_t bytes = probe.next_size()) {
+    probe.serve(bytes);
+    ++served;
+  }
+  return served;
+}
+
+std::string table_header(ProbeKind kind) {
+  if (kind == ProbeKind::latency) {
+    return fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "#bytes", "#iters",
+                       "t_min[us]", "t_max[us]", "t_typical", "t_avg[us]", "t_stdev", "99%", "99.9%");
+  }
+  return fmt::format("{:>10} {:>10} {:>16} {:>16} {:>12}\n", "#bytes", "#iters", "BW peak[Gb/s]", "BW avg[Gb/s]",
+                     "MsgRate[Mpps]");
+}
+
+std::string table_row(const ResultRecord& r, ProbeKind kind) {
+  const auto m = [&](const char* k) { return r.metrics.value(k, 0.0); };
+  const std::size_t bytes = r.params.value("bytes", std::size_t{0});
+  if (r.status == Status::skip || r.status == Status::error) {
+    return fmt::format("{:>10} {}: {}\n", bytes, to_string(r.status), r.reason);
+  }
+  if (kind == ProbeKind::latency) {
+    return fmt::format("{:>10} {:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", bytes,
+                       r.samples.value("n", 0), m("lat_us_min"), m("lat_us_max"), m("lat_us_p50"), m("lat_us_avg"),
+                       m("lat_us_stdev"), m("lat_us_p99"), m("lat_us_p99_9"));
+  }
+  return fmt::format("{:>10} {:>10} {:>16.3f} {:>16.3f} {:>12.6f}\n", bytes, r.samples.value("messages", 0),
+                     m("bw_peak_Gbps"), m("bw_avg_Gbps"), m("msg_rate_Mpps"));
+}
+
+ResultRecord skip_record(const std::string& step, json params, const std::string& reason) {
+  ResultRecord r;
+  r.step = step;
+  r.params = std::move(params);
+  r.samples = {{"n", 0}};
+  r.status = Status::skip;
+  r.reason = reason;
+  return r;
+}
+
+}  // namespace rocebench::microbench

@@ -1,0 +1,277 @@
+#include "rocebench/microbench/tcp_probe.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
+
+namespace rocebench::microbench {
+
+TcpOptions checked(TcpOptions o) {
+  if (o.test != "lat" && o.test != "bw") throw UsageError(fmt::format("unknown TCP test '{}' (lat, bw)", o.test));
+  if (o.mode.empty()) o.mode = o.test == "lat" ? "busy" : "blocking";
+  if (o.mode != "busy" && o.mode != "blocking") {
+    throw UsageError(fmt::format("unknown mode '{}' (busy, blocking)", o.mode));
+  }
+  return o;
+}
+
+namespace {
+
+constexpr char kContinue = 'C';
+constexpr char kLast = 'L';
+constexpr std::size_t kHello = 32;
+
+void set_timeouts(int fd, std::chrono::milliseconds wait) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(wait.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((wait.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+class TcpProbe final : public Probe {
+ public:
+  TcpProbe(int fd, TcpOptions options, std::string peer)
+      : fd_(fd), o_(std::move(options)), peer_(std::move(peer)), busy_(o_.mode == "busy") {
+    set_timeouts(fd_, o_.wait);
+    if (o_.test == "bw") {
+      const int off = 0;  // a stream, as iperf3 sends it; the receiver's acks stay NODELAY
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
+    }
+  }
+  ~TcpProbe() override { ::close(fd_); }
+  TcpProbe(const TcpProbe&) = delete;
+  TcpProbe& operator=(const TcpProbe&) = delete;
+
+  ProbeKind kind() const override { return o_.test == "lat" ? ProbeKind::latency : ProbeKind::bandwidth; }
+  json params() const override { return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}}; }
+  std::string peer() const override { return peer_; }
+
+  void begin_size(std::size_t bytes) override {
+    const std::uint64_t b = bytes;
+    send_exact(&b, sizeof b);
+    resize(bytes);
+    acked_ = reported_ = 0;
+  }
+  std::size_t next_size() override {
+    std::uint64_t b = 0;
+    recv_exact(&b, sizeof b, false);
+    resize(static_cast<std::size_t>(b));
+    return static_cast<std::size_t>(b);
+  }
+
+  void ping(bool last) override {
+    buf_[0] = last ? kLast : kContinue;
+    send_exact(buf_.data(), buf_.size());
+    recv_exact(buf_.data(), buf_.size(), busy_);
+  }
+
+  void post(bool last) override {
+    buf_[0] = last ? kLast : kContinue;
+    send_exact(buf_.data(), buf_.size());
+  }
+
+  // Reads the receiver's cumulative message counts; returns what completed since the last call.
+  std::size_t poll(bool wait) override {
+    auto* counts = ack_buf_;
+    while (true) {
+      const ssize_t n = ::recv(fd_, reinterpret_cast<char*>(counts) + ack_partial_,
+                               sizeof ack_buf_ - ack_partial_, (wait && !busy_) ? 0 : MSG_DONTWAIT);
+      if (n > 0) {
+        const std::size_t have = ack_partial_ + static_cast<std::size_t>(n);
+        const std::size_t whole = have / sizeof(std::uint64_t);
+        if (whole) acked_ = counts[whole - 1];
+        ack_partial_ = have % sizeof(std::uint64_t);
+        if (ack_partial_) std::memmove(counts, reinterpret_cast<char*>(counts) + whole * 8, ack_partial_);
+        if (acked_ > reported_) break;
+        continue;
+      }
+      check_recv(n, wait && !busy_);
+      if (!wait) break;
+      if (busy_) spin_check();
+    }
+    spin_start_ = 0;
+    const std::size_t fresh = acked_ - reported_;
+    reported_ = acked_;
+    return fresh;
+  }
+
+  void serve(std::size_t bytes) override {
+    if (o_.test == "lat") {
+      do {
+        recv_exact(buf_.data(), bytes, busy_);
+        send_exact(buf_.data(), bytes);
+      } while (buf_[0] != kLast);
+      return;
+    }
+    // Bandwidth: read the stream in large chunks, find each message's first byte, ack the count.
+    std::vector<char> chunk(std::max<std::size_t>(bytes, 1 << 20));
+    std::uint64_t received = 0;
+    std::size_t offset = 0;  // position within the current message
+    bool in_last = false, done = false;  // done once the last message has fully arrived
+    while (!done) {
+      const ssize_t n = ::recv(fd_, chunk.data(), chunk.size(), busy_ ? MSG_DONTWAIT : 0);
+      if (n <= 0) {
+        check_recv(n, !busy_);
+        spin_check();
+        continue;
+      }
+      spin_start_ = 0;
+      for (std::size_t at = 0; at < static_cast<std::size_t>(n);) {
+        if (offset == 0 && chunk[at] == kLast) in_last = true;
+        const std::size_t take = std::min(bytes - offset, static_cast<std::size_t>(n) - at);
+        at += take;
+        offset += take;
+        if (offset == bytes) {
+          offset = 0;
+          ++received;
+          done = in_last;
+        }
+      }
+      send_exact(&received, sizeof received);
+    }
+  }
+
+ private:
+  void resize(std::size_t bytes) {
+    buf_.assign(std::max<std::size_t>(bytes, 1), 0);
+    for (std::size_t i = 1; i < buf_.size(); ++i) buf_[i] = static_cast<char>(i);
+  }
+
+  [[noreturn]] void lost(const char* doing) const {
+    throw InfraError(fmt::format("the peer {} was lost while {}: {}", peer_, doing,
+                                 errno ? std::strerror(errno) : "connection closed"));
+  }
+  // After recv returned n <= 0: EAGAIN is fine (the caller spins or, if it blocked, the wait timed out).
+  void check_recv(ssize_t n, bool blocked) {
+    if (n == 0) {
+      errno = 0;
+      lost("receiving");
+    }
+    if (errno == EINTR) return;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (blocked) {
+        throw DeadlineExceeded(fmt::format("the peer {} sent nothing for {} ms", peer_, o_.wait.count()));
+      }
+      return;
+    }
+    lost("receiving");
+  }
+  // Busy polling checks the clock now and then, so that a silent peer still ends the wait.
+  void spin_check() {
+    if ((++spins_ & 1023) != 0) return;
+    if (spin_start_ == 0) {
+      spin_start_ = now_ns();
+    } else if (now_ns() - spin_start_ > o_.wait.count() * 1'000'000) {
+      throw DeadlineExceeded(fmt::format("the peer {} sent nothing for {} ms", peer_, o_.wait.count()));
+    }
+  }
+
+  void recv_exact(void* data, std::size_t size, bool busy) {
+    char* p = static_cast<char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::recv(fd_, p, size, busy ? MSG_DONTWAIT : 0);
+      if (n > 0) {
+        p += n;
+        size -= static_cast<std::size_t>(n);
+        continue;
+      }
+      check_recv(n, !busy);
+      if (busy) spin_check();
+    }
+    spin_start_ = 0;
+  }
+
+  void send_exact(const void* data, std::size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::send(fd_, p, size, MSG_NOSIGNAL);
+      if (n > 0) {
+        p += n;
+        size -= static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        throw DeadlineExceeded(fmt::format("the peer {} accepted nothing for {} ms", peer_, o_.wait.count()));
+      }
+      lost("sending");
+    }
+  }
+
+  int fd_;
+  TcpOptions o_;
+  std::string peer_;
+  bool busy_;
+  std::vector<char> buf_;
+  std::uint64_t acked_ = 0, reported_ = 0;
+  std::uint64_t ack_buf_[64]{};  // cumulative counts from the receiver; a partial one waits here
+  std::size_t ack_partial_ = 0;
+  std::uint64_t spins_ = 0;
+  std::int64_t spin_start_ = 0;
+};
+
+std::string hello_of(const TcpOptions& o) { return fmt::format("rocebench-tcp {}", o.test); }
+
+}  // namespace
+
+std::unique_ptr<Probe> tcp_connect(const std::string& host, int port, const TcpOptions& options) {
+  const TcpOptions o = checked(options);
+  const Deadline deadline(o.wait);
+  const int fd = net::connect_to(host, port, deadline);
+  const std::string peer = fmt::format("{}:{}", host, port);
+  std::string hello = hello_of(o);
+  hello.resize(kHello, '\0');
+  char answer = 0;
+  try {
+    net::send_all(fd, hello.data(), hello.size(), deadline);
+    net::recv_all(fd, &answer, 1, deadline);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (answer != 'Y') {
+    ::close(fd);
+    throw InputError(fmt::format("the server {} runs a different test than tcp {}", peer, o.test));
+  }
+  return std::make_unique<TcpProbe>(fd, o, peer);
+}
+
+std::unique_ptr<Probe> tcp_accept(int listen_fd, const TcpOptions& options) {
+  const TcpOptions o = checked(options);
+  const Deadline deadline(o.wait);
+  int fd = -1;
+  try {
+    fd = net::accept_one(listen_fd, deadline);
+  } catch (const DeadlineExceeded&) {
+    throw DeadlineExceeded(fmt::format("no client connected to port {} within {} ms", net::local_port(listen_fd),
+                                       o.wait.count()));
+  }
+  const std::string peer = net::peer_name(fd);
+  std::string hello(kHello, '\0');
+  try {
+    net::recv_all(fd, hello.data(), hello.size(), deadline);
+    hello.resize(std::strlen(hello.c_str()));
+    const char answer = hello == hello_of(o) ? 'Y' : 'N';
+    net::send_all(fd, &answer, 1, deadline);
+    if (answer != 'Y') throw InputError(fmt::format("the client {} asked for '{}', this server runs tcp {}", peer, hello, o.test));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return std::make_unique<TcpProbe>(fd, o, peer);
+}
+
+}  // namespace rocebench::microbench

@@ -1,0 +1,664 @@
+// The verbs RC tests (perftest's write/send/read latency and bandwidth) behind the Probe interface.
+// A TCP control socket carries the hello, each size's buffer address and rkey, the end of each size
+// and the server's report; the QPs are connected through rdma_cm (default) or by exchanging QP
+// attributes over that socket (oob).
+#include "verbs_probe.hpp"
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
+#include "rocebench/microbench/counters.hpp"
+
+namespace rocebench::microbench {
+
+namespace {
+
+constexpr char kContinue = 'C';
+constexpr char kLast = 'L';
+constexpr std::uint32_t kMaxInline = 220;  // what perftest asks for; retried with 0 if refused
+constexpr int kMaxRdAtomic = 16;
+
+// The device the options name (or the first); ProbeUnavailable when this host has none.
+std::string pick_device(const VerbsOptions& o) {
+  int n = 0;
+  ibv_device** list = ::ibv_get_device_list(&n);
+  std::vector<std::string> names;
+  for (int i = 0; list && i < n; ++i) names.emplace_back(::ibv_get_device_name(list[i]));
+  if (list) ::ibv_free_device_list(list);
+  if (!o.device.empty() && std::find(names.begin(), names.end(), o.device) == names.end()) {
+    throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", o.device,
+                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  if (names.empty()) throw ProbeUnavailable("no RDMA device on this host (ibv_get_device_list found none)");
+  return o.device.empty() ? names.front() : o.device;
+}
+
+[[noreturn]] void verbs_error(const std::string& what, int err) {
+  throw InfraError(fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+char pattern_byte(std::size_t i, std::size_t bytes) { return static_cast<char>((i * 7 + bytes) & 0xff); }
+
+struct QpInfo {  // what oob exchanges per QP
+  std::uint32_t qpn, psn;
+  std::uint8_t gid[16];
+};
+struct BufferInfo {
+  std::uint64_t addr;
+  std::uint32_t rkey, pad;
+};
+struct SizeReport {  // the server's answer to the end of a size
+  std::uint32_t validation_errors;
+  std::uint32_t pad;
+};
+
+class VerbsProbe final : public Probe {
+ public:
+  VerbsProbe(const ProbeSpec& spec, int control_fd, std::string peer, bool active)
+      : spec_(spec), o_(spec.verbs), fd_(control_fd), peer_(std::move(peer)), active_(active) {}
+  ~VerbsProbe() override { release(); }
+  VerbsProbe(const VerbsProbe&) = delete;
+  VerbsProbe& operator=(const VerbsProbe&) = delete;
+
+  // Client side of the QP connection.
+  void connect_client(const std::string& host, int port) {
+    if (o_.connect == "cm") {
+      channel_ = must(::rdma_create_event_channel(), "rdma_create_event_channel");
+      ::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
+      addrinfo* ai = nullptr;
+      if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), nullptr, &ai) != 0 || !ai) {
+        throw InputError(fmt::format("cannot resolve '{}'", host));
+      }
+      for (int q = 0; q < o_.qps; ++q) {
+        rdma_cm_id* id = nullptr;
+        if (::rdma_create_id(channel_, &id, nullptr, RDMA_PS_TCP)) verbs_error("rdma_create_id", errno);
+        ids_.push_back(id);
+        if (o_.tos >= 0) {
+          std::uint8_t tos = static_cast<std::uint8_t>(o_.tos);
+          ::rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos);
+        }
+        if (::rdma_resolve_addr(id, nullptr, ai->ai_addr, o_wait_ms())) verbs_error("rdma_resolve_addr", errno);
+        expect_event(RDMA_CM_EVENT_ADDR_RESOLVED);
+        if (::rdma_resolve_route(id, o_wait_ms())) verbs_error("rdma_resolve_route", errno);
+        expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED);
+        if (q == 0) open_resources(id->verbs, id->port_num);
+        create_cm_qp(id);
+        rdma_conn_param param = conn_param();
+        if (::rdma_connect(id, &param)) verbs_error("rdma_connect", errno);
+        expect_event(RDMA_CM_EVENT_ESTABLISHED);
+      }
+      ::freeaddrinfo(ai);
+    } else {
+      connect_oob();
+    }
+  }
+
+  // Server side: rdma_cm listens on the same port number as the TCP control socket.
+  void accept_server(rdma_cm_id* listener, rdma_event_channel* channel) {
+    if (o_.connect != "cm") {
+      connect_oob();
+      return;
+    }
+    channel_ = channel;
+    for (int q = 0; q < o_.qps; ++q) {
+      rdma_cm_id* id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+      ids_.push_back(id);
+      if (q == 0) open_resources(id->verbs, id->port_num);
+      create_cm_qp(id);
+      rdma_conn_param param = conn_param();
+      if (::rdma_accept(id, &param)) verbs_error("rdma_accept", errno);
+      expect_event(RDMA_CM_EVENT_ESTABLISHED);
+    }
+    (void)listener;
+  }
+
+  ProbeKind kind() const override { return spec_.test.ends_with("lat") ? ProbeKind::latency : ProbeKind::bandwidth; }
+  double round_trip_divisor() const override { return spec_.test == "read_lat" ? 1.0 : 2.0; }
+  json params() const override {
+    json p = {{"transport", "verbs"}, {"test", spec_.test}};
+    p.update(verbs_params(o_));
+    p["device"] = device_name_;
+    if (gid_index_ >= 0) p["gid_index"] = gid_index_;
+    return p;
+  }
+  std::string peer() const override { return peer_; }
+
+  void begin_size(std::size_t bytes) override {
+    const std::uint64_t b = bytes;
+    net::send_all(fd_, &b, sizeof b, Deadline(spec_.wait));
+    if (bytes) prepare(bytes);
+  }
+  std::size_t next_size() override {
+    std::uint64_t b = 0;
+    net::recv_all(fd_, &b, sizeof b, Deadline(spec_.wait));
+    if (b) prepare(static_cast<std::size_t>(b));
+    return static_cast<std::size_t>(b);
+  }
+
+  void ping(bool last) override {
+    ++seq_;
+    if (spec_.test == "read_lat") {
+      post_one(0, IBV_WR_RDMA_READ, false);
+      wait_completions(1);
+      return;
+    }
+    buf_[0] = last ? kLast : kContinue;
+    buf_[bytes_ - 1] = static_cast<char>(seq_);
+    if (spec_.test == "write_lat") {
+      post_one(0, IBV_WR_RDMA_WRITE, true);
+      wait_completions(1);
+      wait_write_arrival();
+    } else {  // send_lat
+      post_one(0, IBV_WR_SEND, true);
+      wait_completions(1);
+      wait_receive();
+    }
+  }
+
+  void post(bool last) override {
+    buf_[0] = last ? kLast : kContinue;
+    const ibv_wr_opcode op = spec_.test == "write_bw" ? IBV_WR_RDMA_WRITE
+                             : spec_.test == "send_bw" ? IBV_WR_SEND
+                                                       : IBV_WR_RDMA_READ;
+    post_one(static_cast<std::size_t>(posted_++ % static_cast<std::uint64_t>(o_.qps)), op, op != IBV_WR_RDMA_READ);
+  }
+
+  std::size_t poll(bool wait) override {
+    ibv_wc wc[32];
+    const std::int64_t start = now_ns();
+    while (true) {
+      const int n = ::ibv_poll_cq(cq_, 32, wc);
+      if (n < 0) throw InfraError(fmt::format("polling the completion queue failed (peer {})", peer_));
+      for (int i = 0; i < n; ++i) check(wc[i]);
+      if (n > 0 || !wait) return static_cast<std::size_t>(n);
+      if (now_ns() - start > spec_.wait.count() * 1'000'000) timeout("completions");
+    }
+  }
+
+  json end_size() override {
+    const std::uint64_t done = 0;  // a zero in place of a size: the measured loop is over
+    net::send_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    SizeReport report{};
+    net::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
+    json out = counter_deltas(before_, read_counters(o_.root, device_name_, port_));
+    out["active_mtu"] = active_mtu_;
+    std::uint32_t errors = report.validation_errors + (o_.validate && active_ ? local_validation() : 0);
+    if (o_.validate) {
+      out["validated"] = true;
+      if (errors) out["failure"] = fmt::format("{} message(s) arrived with wrong data", errors);
+    }
+    release_buffer();
+    return out;
+  }
+
+  void serve(std::size_t bytes) override {
+    std::uint32_t errors = 0;
+    if (spec_.test == "write_lat" || spec_.test == "send_lat") {
+      do {
+        ++seq_;
+        if (spec_.test == "write_lat") wait_write_arrival();
+        else wait_receive();
+        if (o_.validate) errors += local_validation();
+        const bool last = buf_[0] == kLast;
+        buf_[bytes - 1] = static_cast<char>(seq_);
+        post_one(0, spec_.test == "write_lat" ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, true);
+        wait_completions(1);
+        if (last) break;
+      } while (true);
+    } else if (spec_.test == "send_bw") {
+      // Keep receives posted until the client says the size is over.
+      while (!control_says_done()) {
+        ibv_wc wc[32];
+        const int n = ::ibv_poll_cq(cq_, 32, wc);
+        for (int i = 0; i < n; ++i) {
+          check(wc[i]);
+          if (o_.validate) errors += local_validation();
+          post_receive(qp_index_of(wc[i].qp_num));
+        }
+      }
+    }
+    if (spec_.test != "send_bw") {
+      std::uint64_t done = 1;
+      net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    }
+    if (o_.validate && spec_.test == "write_bw") errors += local_validation();
+    const SizeReport report{errors, 0};
+    net::send_all(fd_, &report, sizeof report, Deadline(spec_.wait));
+    release_buffer();
+  }
+
+ private:
+  int o_wait_ms() const { return static_cast<int>(std::min<std::int64_t>(spec_.wait.count(), 60000)); }
+
+  template <typename T>
+  T* must(T* p, const char* what) {
+    if (!p) verbs_error(what, errno);
+    return p;
+  }
+
+  rdma_cm_id* expect_event(rdma_cm_event_type wanted) {
+    const Deadline deadline(spec_.wait);
+    while (true) {
+      rdma_cm_event* ev = nullptr;
+      if (::rdma_get_cm_event(channel_, &ev) == 0) {
+        const rdma_cm_event_type got = ev->event;
+        rdma_cm_id* id = ev->id;
+        const int status = ev->status;
+        ::rdma_ack_cm_event(ev);
+        if (got != wanted) {
+          throw InfraError(fmt::format("rdma_cm with {}: expected {}, got {} (status {})", peer_,
+                                       ::rdma_event_str(wanted), ::rdma_event_str(got), status));
+        }
+        return id;
+      }
+      if (errno != EAGAIN) verbs_error("rdma_get_cm_event", errno);
+      pollfd p{channel_->fd, POLLIN, 0};
+      if (::poll(&p, 1, deadline.remaining_ms()) == 0) {
+        throw DeadlineExceeded(fmt::format("rdma_cm with {}: no {} within {} ms", peer_, ::rdma_event_str(wanted),
+                                           spec_.wait.count()));
+      }
+    }
+  }
+
+  void open_resources(ibv_context* context, int port) {
+    context_ = context;
+    port_ = port;
+    device_name_ = ::ibv_get_device_name(context->device);
+    pd_ = must(::ibv_alloc_pd(context_), "ibv_alloc_pd");
+    const int depth = std::max(o_.tx_depth, 16) * o_.qps * 2;
+    cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
+    ibv_port_attr pattr{};
+    if (::ibv_query_port(context_, static_cast<std::uint8_t>(port_), &pattr)) verbs_error("ibv_query_port", errno);
+    active_mtu_ = 128 << pattr.active_mtu;  // IBV_MTU_256 = 1
+    mtu_ = pattr.active_mtu;
+    before_ = read_counters(o_.root, device_name_, port_);
+  }
+
+  ibv_qp_init_attr qp_attr(std::uint32_t max_inline) const {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq_;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = static_cast<std::uint32_t>(o_.tx_depth);
+    a.cap.max_recv_wr = static_cast<std::uint32_t>(o_.tx_depth);
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = max_inline;
+    return a;
+  }
+
+  void create_cm_qp(rdma_cm_id* id) {
+    ibv_qp_init_attr a = qp_attr(kMaxInline);
+    if (::rdma_create_qp(id, pd_, &a)) {
+      a = qp_attr(0);
+      if (::rdma_create_qp(id, pd_, &a)) verbs_error("rdma_create_qp", errno);
+    }
+    max_inline_ = a.cap.max_inline_data;
+    qps_.push_back(id->qp);
+  }
+
+  rdma_conn_param conn_param() const {
+    rdma_conn_param p{};
+    p.responder_resources = p.initiator_depth = kMaxRdAtomic;
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    return p;
+  }
+
+  // Out of band: open the device, pick the GID, exchange QP numbers, PSNs and GIDs over TCP.
+  void connect_oob() {
+    const std::string name = pick_device(o_);
+    check_device_port(o_.root, name, o_.ib_port);
+    const std::string address = o_.address.empty() ? net::local_address(fd_) : o_.address;
+    gid_index_ = choose_gid(read_gids(o_.root, name, o_.ib_port), o_.gid_index, address);
+    int n = 0;
+    ibv_device** list = ::ibv_get_device_list(&n);
+    ibv_context* context = nullptr;
+    for (int i = 0; i < n && !context; ++i) {
+      if (name == ::ibv_get_device_name(list[i])) context = ::ibv_open_device(list[i]);
+    }
+    ::ibv_free_device_list(list);
+    own_context_ = true;
+    open_resources(must(context, "ibv_open_device"), o_.ib_port);
+    std::mt19937 rng(std::random_device{}());
+    std::vector<QpInfo> mine;
+    for (int q = 0; q < o_.qps; ++q) {
+      ibv_qp_init_attr a = qp_attr(kMaxInline);
+      ibv_qp* qp = ::ibv_create_qp(pd_, &a);
+      if (!qp) {
+        a = qp_attr(0);
+        qp = must(::ibv_create_qp(pd_, &a), "ibv_create_qp");
+      }
+      max_inline_ = a.cap.max_inline_data;
+      qps_.push_back(qp);
+      ibv_qp_attr init{};
+      init.qp_state = IBV_QPS_INIT;
+      init.port_num = static_cast<std::uint8_t>(o_.ib_port);
+      init.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+      if (::ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        verbs_error("ibv_modify_qp INIT", errno);
+      }
+      QpInfo info{qp->qp_num, static_cast<std::uint32_t>(rng() & 0xffffff), {}};
+      ibv_gid gid{};
+      if (::ibv_query_gid(context_, static_cast<std::uint8_t>(o_.ib_port), gid_index_, &gid)) verbs_error("ibv_query_gid", errno);
+      std::memcpy(info.gid, gid.raw, 16);
+      mine.push_back(info);
+    }
+    std::vector<QpInfo> theirs(mine.size());
+    const Deadline deadline(spec_.wait);
+    net::send_all(fd_, mine.data(), mine.size() * sizeof(QpInfo), deadline);
+    net::recv_all(fd_, theirs.data(), theirs.size() * sizeof(QpInfo), deadline);
+    for (std::size_t q = 0; q < qps_.size(); ++q) to_rts(qps_[q], mine[q], theirs[q]);
+  }
+
+  void to_rts(ibv_qp* qp, const QpInfo& mine, const QpInfo& theirs) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = mtu_;
+    a.dest_qp_num = theirs.qpn;
+    a.rq_psn = theirs.psn;
+    a.max_dest_rd_atomic = kMaxRdAtomic;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    std::memcpy(a.ah_attr.grh.dgid.raw, theirs.gid, 16);
+    a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(o_.tos, 0));
+    a.ah_attr.port_num = static_cast<std::uint8_t>(o_.ib_port);
+    if (::ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+      verbs_error("ibv_modify_qp RTR", errno);
+    }
+    ibv_qp_attr r{};
+    r.qp_state = IBV_QPS_RTS;
+    r.timeout = 14;
+    r.retry_cnt = 7;
+    r.rnr_retry = 7;
+    r.sq_psn = mine.psn;
+    r.max_rd_atomic = kMaxRdAtomic;
+    if (::ibv_modify_qp(qp, &r,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                            IBV_QP_MAX_QP_RD_ATOMIC)) {
+      verbs_error("ibv_modify_qp RTS", errno);
+    }
+  }
+
+  // Per size: a registered buffer with the pattern, exchanged with the peer; receives posted.
+  void prepare(std::size_t bytes) {
+    if (bytes < 2) throw InputError("verbs tests need messages of at least 2 bytes");
+    bytes_ = bytes;
+    seq_ = 0;
+    posted_ = 0;
+    buf_ = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+    for (std::size_t i = 0; i < bytes; ++i) buf_[i] = pattern_byte(i, bytes);
+    mr_ = must(::ibv_reg_mr(pd_, buf_, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+               "ibv_reg_mr");
+    const BufferInfo mine{reinterpret_cast<std::uintptr_t>(buf_), mr_->rkey, 0};
+    BufferInfo theirs{};
+    const Deadline deadline(spec_.wait);
+    net::send_all(fd_, &mine, sizeof mine, deadline);
+    net::recv_all(fd_, &theirs, sizeof theirs, deadline);
+    remote_ = theirs;
+    if (spec_.test == "send_lat" || spec_.test == "send_bw") {
+      const int per_qp = spec_.test == "send_lat" ? 1 : o_.tx_depth;
+      for (std::size_t q = 0; q < qps_.size(); ++q) {
+        for (int i = 0; i < per_qp; ++i) post_receive(q);
+      }
+    }
+    // Both sides have their receives posted before the client's first send.
+    char ready = 'R';
+    net::send_all(fd_, &ready, 1, deadline);
+    net::recv_all(fd_, &ready, 1, deadline);
+    if (active_) before_ = read_counters(o_.root, device_name_, port_);
+  }
+
+  void release_buffer() {
+    if (mr_) ::ibv_dereg_mr(mr_);
+    mr_ = nullptr;
+    std::free(buf_);
+    buf_ = nullptr;
+  }
+
+  void release() {
+    release_buffer();
+    for (auto* id : ids_) {
+      ::rdma_disconnect(id);
+      ::rdma_destroy_qp(id);
+      ::rdma_destroy_id(id);
+    }
+    if (ids_.empty()) {
+      for (auto* qp : qps_) ::ibv_destroy_qp(qp);
+    }
+    if (cq_) ::ibv_destroy_cq(cq_);
+    if (pd_) ::ibv_dealloc_pd(pd_);
+    if (own_context_ && context_) ::ibv_close_device(context_);
+    if (channel_ && owns_channel_) ::rdma_destroy_event_channel(channel_);
+    ::close(fd_);
+  }
+
+ public:
+  bool owns_channel_ = true;  // the server's channel belongs to its listener
+
+ private:
+  void post_one(std::size_t q, ibv_wr_opcode op, bool may_inline) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), static_cast<std::uint32_t>(bytes_), mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = q;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (may_inline && bytes_ <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+    if (op != IBV_WR_SEND) {
+      wr.wr.rdma.remote_addr = remote_.addr;
+      wr.wr.rdma.rkey = remote_.rkey;
+    }
+    ibv_send_wr* bad = nullptr;
+    if (const int rc = ::ibv_post_send(qps_[q], &wr, &bad)) verbs_error(fmt::format("ibv_post_send to {}", peer_), rc);
+  }
+
+  void post_receive(std::size_t q) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), static_cast<std::uint32_t>(bytes_), mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = q;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = ::ibv_post_recv(qps_[q], &wr, &bad)) verbs_error("ibv_post_recv", rc);
+  }
+
+  std::size_t qp_index_of(std::uint32_t qpn) const {
+    for (std::size_t q = 0; q < qps_.size(); ++q) {
+      if (qps_[q]->qp_num == qpn) return q;
+    }
+    return 0;
+  }
+
+  void check(const ibv_wc& wc) const {
+    if (wc.status != IBV_WC_SUCCESS) {
+      throw InfraError(fmt::format("work completion with {}: {} (vendor error {:#x})", peer_,
+                                   ::ibv_wc_status_str(wc.status), wc.vendor_err));
+    }
+  }
+
+  // Completions of our own sends / reads (receive completions are counted by wait_receive).
+  void wait_completions(std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) got += poll(true);
+  }
+
+  void wait_receive() {
+    const std::int64_t start = now_ns();
+    ibv_wc wc{};
+    while (true) {
+      const int n = ::ibv_poll_cq(cq_, 1, &wc);
+      if (n > 0) {
+        check(wc);
+        if (wc.opcode == IBV_WC_RECV) break;
+        continue;
+      }
+      if (now_ns() - start > spec_.wait.count() * 1'000'000) timeout("a message");
+    }
+    post_receive(0);
+  }
+
+  // perftest's write latency: the last byte of our buffer changes when the peer's write lands.
+  void wait_write_arrival() {
+    const std::int64_t start = now_ns();
+    volatile char* last = buf_ + bytes_ - 1;
+    std::uint64_t spins = 0;
+    while (*last != static_cast<char>(seq_)) {
+      if ((++spins & 1023) == 0 && now_ns() - start > spec_.wait.count() * 1'000'000) timeout("a write");
+    }
+  }
+
+  bool control_says_done() {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    std::uint64_t done = 1;
+    net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    return true;
+  }
+
+  std::uint32_t local_validation() const {
+    for (std::size_t i = 1; i + 1 < bytes_; ++i) {
+      if (buf_[i] != pattern_byte(i, bytes_)) return 1;
+    }
+    return 0;
+  }
+
+  [[noreturn]] void timeout(const char* what) const {
+    throw DeadlineExceeded(fmt::format("no {} from the peer {} within {} ms", what, peer_, spec_.wait.count()));
+  }
+
+  ProbeSpec spec_;
+  VerbsOptions o_;
+  int fd_;
+  std::string peer_;
+  bool active_;
+  rdma_event_channel* channel_ = nullptr;
+  std::vector<rdma_cm_id*> ids_;
+  ibv_context* context_ = nullptr;
+  bool own_context_ = false;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+  std::string device_name_;
+  int port_ = 1;
+  int gid_index_ = -1;
+  ibv_mtu mtu_ = IBV_MTU_1024;
+  int active_mtu_ = 0;
+  std::uint32_t max_inline_ = 0;
+  char* buf_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  std::size_t bytes_ = 0;
+  BufferInfo remote_{};
+  std::uint64_t seq_ = 0, posted_ = 0;
+  CounterSnapshot before_;
+};
+
+std::string hello_of(const ProbeSpec& s) { return fmt::format("rocebench-verbs {} {} {}", s.test, s.verbs.connect, s.verbs.qps); }
+
+// Both sides agree on the test over the control socket before any verbs resource exists.
+void handshake(int fd, const ProbeSpec& spec, bool client, const std::string& peer) {
+  const Deadline deadline(spec.wait);
+  std::string mine = hello_of(spec), theirs(64, '\0');
+  mine.resize(64, '\0');
+  net::send_all(fd, mine.data(), mine.size(), deadline);
+  net::recv_all(fd, theirs.data(), theirs.size(), deadline);
+  if (theirs != mine) {
+    throw InputError(fmt::format("the {} {} runs '{}', this side '{}'", client ? "server" : "client", peer,
+                                 theirs.c_str(), mine.c_str()));
+  }
+}
+
+class VerbsServer final : public ProbeServer {
+ public:
+  VerbsServer(const ProbeSpec& spec, const std::string& address, int port) : spec_(spec) {
+    spec_.verbs.device = pick_device(spec.verbs);
+    fd_ = net::listen_on(address.empty() ? "0.0.0.0" : address, port, 1);
+    if (spec_.verbs.connect == "cm") {
+      channel_ = ::rdma_create_event_channel();
+      if (!channel_) verbs_error("rdma_create_event_channel", errno);
+      ::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
+      if (::rdma_create_id(channel_, &listener_, nullptr, RDMA_PS_TCP)) verbs_error("rdma_create_id", errno);
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_port = htons(static_cast<std::uint16_t>(net::local_port(fd_)));
+      if (!address.empty() && address != "0.0.0.0") ::inet_pton(AF_INET, address.c_str(), &sin.sin_addr);
+      if (::rdma_bind_addr(listener_, reinterpret_cast<sockaddr*>(&sin))) verbs_error("rdma_bind_addr", errno);
+      if (::rdma_listen(listener_, spec_.verbs.qps)) verbs_error("rdma_listen", errno);
+    }
+  }
+  ~VerbsServer() override {
+    ::close(fd_);
+    if (listener_) ::rdma_destroy_id(listener_);
+    if (channel_) ::rdma_destroy_event_channel(channel_);
+  }
+  VerbsServer(const VerbsServer&) = delete;
+  VerbsServer& operator=(const VerbsServer&) = delete;
+  int port() const override { return net::local_port(fd_); }
+  std::unique_ptr<Probe> accept() override {
+    const int fd = net::accept_one(fd_, Deadline(spec_.wait));
+    const std::string peer = net::peer_name(fd);
+    auto probe = std::make_unique<VerbsProbe>(spec_, fd, peer, false);
+    probe->owns_channel_ = false;
+    handshake(fd, spec_, false, peer);
+    probe->accept_server(listener_, channel_);
+    return probe;
+  }
+
+ private:
+  ProbeSpec spec_;
+  int fd_ = -1;
+  rdma_event_channel* channel_ = nullptr;
+  rdma_cm_id* listener_ = nullptr;
+};
+
+}  // namespace
+
+json verbs_params(const VerbsOptions& o) {
+  json p = {{"connect", o.connect}, {"ib_port", o.ib_port}, {"qps", o.qps}, {"tx_depth", o.tx_depth}};
+  if (!o.device.empty()) p["device"] = o.device;
+  if (o.gid_index >= 0) p["gid_index"] = o.gid_index;
+  if (o.tos >= 0) p["tos"] = o.tos;
+  if (o.bidirectional) p["bidirectional"] = true;
+  if (o.validate) p["validate"] = true;
+  return p;
+}
+
+std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::string& address, int port) {
+  if (spec.verbs.bidirectional) throw UsageError("--bidirectional is not built yet for verbs");
+  return std::make_unique<VerbsServer>(spec, address, port);
+}
+
+std::unique_ptr<Probe> verbs_connect(const ProbeSpec& spec, const std::string& host, int port) {
+  if (spec.verbs.bidirectional) throw UsageError("--bidirectional is not built yet for verbs");
+  ProbeSpec s = spec;
+  s.verbs.device = pick_device(spec.verbs);
+  const int fd = net::connect_to(host, port, Deadline(spec.wait));
+  const std::string peer = fmt::format("{}:{}", host, port);
+  auto probe = std::make_unique<VerbsProbe>(s, fd, peer, true);
+  handshake(fd, s, true, peer);
+  probe->connect_client(host, port);
+  return probe;
+}
+
+}  // namespace rocebench::microbench

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# CTest: the all-pairs matrix on 8 emulated hosts, host 5 on a 500 Mbit/s link and the others on
+# 1 Gbit/s, names host 5 and only host 5. Exit 77 (skipped) without root or network namespaces.
+set -uo pipefail
+rocebench=$1
+bed=$2
+prefix=rba$$
+prefix=${prefix:0:6}
+work=$(mktemp -d)
+export ROCEBENCH_NETNS_STATE=$work/state
+
+if [ "$(id -u)" != 0 ]; then echo "SKIP: emulated hosts need root (network namespaces)"; exit 77; fi
+if ! ip netns add "${prefix}probe" 2>/dev/null; then echo "SKIP: this kernel refuses network namespaces"; exit 77; fi
+ip netns delete "${prefix}probe"
+
+cleanup() { "$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work"; }
+trap cleanup EXIT
+
+hosts=$("$bed" up 8 --prefix "$prefix" --subnet 10.79.5 --rate 1gbit --rate-of 5=500mbit) || { echo "FAIL: bring-up"; exit 1; }
+cat >"$work/plan.json" <<'JSON'
+{"name": "allpairs-netns", "steps": [
+  {"step": "microbench.allpairs", "params": {"transport": "tcp", "test": "bw", "bytes": 131072, "duration_s": 1.0}}]}
+JSON
+"$rocebench" run "$work/plan.json" --netns "$hosts" --ranks 8 --results-dir "$work/out" --deadline 30 \
+  >"$work/run.out" 2>"$work/run.err"
+rc=$?
+# Exit 1: the run finished and a pair failed its threshold, which is what host 5 must cause.
+[ "$rc" = 1 ] || { echo "FAIL: the run exited $rc, expected 1 (a slow pair)"; cat "$work/run.err"; exit 1; }
+
+/usr/bin/python3 - "$work/out/results.jsonl" "${prefix}5" <<'PY'
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+pairs = [r for r in records if r.get("step") == "microbench.allpairs" and not r["params"].get("summary")]
+summary = [r for r in records if r.get("step") == "microbench.allpairs" and r["params"].get("summary")]
+bad = sys.argv[2]
+failures = 0
+def check(what, ok):
+    global failures
+    print(("ok: " if ok else "FAIL: ") + what)
+    failures += 0 if ok else 1
+check(f"28 pair records (got {len(pairs)})", len(pairs) == 28)
+for r in sorted(pairs, key=lambda r: (r["params"]["src"], r["params"]["dst"])):
+    print(f'  {r["params"]["src"]} -> {r["params"]["dst"]}: {r["metrics"]["bw_avg_Gbps"]:.3f} Gb/s {r["status"]}')
+slow = [r for r in pairs if bad in (r["params"]["src"], r["params"]["dst"])]
+check(f"every pair with {bad} fails", len(slow) == 7 and all(r["status"] == "fail" for r in slow))
+check("no other pair fails", all(r["status"] == "ok" for r in pairs if r not in slow))
+check("one summary record", len(summary) == 1)
+if summary:
+    s = summary[0]
+    print("  summary:", s["status"], s.get("reason", ""))
+    check(f"the summary names {bad} and only it", s["status"] == "fail" and s["params"]["bad_hosts"] == [bad])
+sys.exit(1 if failures else 0)
+PY

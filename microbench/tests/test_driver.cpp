@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/microbench/driver.hpp"
+#include "rocebench/microbench/probe.hpp"
+
+using namespace rocebench;
+using namespace rocebench::microbench;
+
+TEST(Sizes, SweepIsEveryPowerOfTwoFrom2BytesTo8MiB) {
+  const auto s = sweep_sizes();
+  ASSERT_EQ(s.size(), 23u);
+  EXPECT_EQ(s.front(), 2u);
+  EXPECT_EQ(s.back(), 8u << 20);
+  for (std::size_t i = 1; i < s.size(); ++i) EXPECT_EQ(s[i], 2 * s[i - 1]);
+}
+
+TEST(Sizes, ParsesUnitsAndRejectsNonsense) {
+  EXPECT_EQ(parse_bytes("64"), 64u);
+  EXPECT_EQ(parse_bytes("4K"), 4096u);
+  EXPECT_EQ(parse_bytes("8M"), 8u << 20);
+  EXPECT_EQ(parse_bytes("1G"), 1u << 30);
+  EXPECT_THROW(parse_bytes("0"), UsageError);
+  EXPECT_THROW(parse_bytes("12Q"), UsageError);
+  EXPECT_THROW(parse_bytes("K"), UsageError);
+}
+
+TEST(Bandwidth, AverageAndRateFromPostAndCompletionTimes) {
+  // 4 messages of 1000 bytes, posted at 0,10,20,30 ns, completed at 100,200,300,400 ns.
+  const auto f = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 200, 300, 400});
+  EXPECT_DOUBLE_EQ(f.avg_Gbps, 4 * 8000.0 / 400.0);  // bits per ns = Gb/s
+  EXPECT_DOUBLE_EQ(f.msg_rate_Mpps, 4.0 / 400.0 * 1e3);
+  // perftest's peak: best (completed[j] - posted[i]) / (j - i + 1); here i=0, j=0: 100 ns.
+  EXPECT_DOUBLE_EQ(f.peak_Gbps, 8000.0 / 100.0);
+  // Pipelined completions: the whole run, i=0..j=3, is best: 130 ns / 4 messages.
+  const auto g = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 110, 120, 130});
+  EXPECT_DOUBLE_EQ(g.peak_Gbps, 8000.0 / 32.5);
+  EXPECT_GE(g.peak_Gbps, g.avg_Gbps);
+}
+
+TEST(Bandwidth, NoMessagesGiveZeros) {
+  const auto f = bandwidth_figures(64, {}, {});
+  EXPECT_EQ(f.avg_Gbps, 0);
+  EXPECT_EQ(f.peak_Gbps, 0);
+}
+
+TEST(Latency, MetricNamesAreTheContract) {
+  const std::vector<double> us{1, 2, 3, 4, 100};
+  const json m = latency_metrics(summarize(us));
+  for (const char* k : {"lat_us_min", "lat_us_max", "lat_us_p50", "lat_us_avg", "lat_us_stdev", "lat_us_p99", "lat_us_p99_9"}) {
+    EXPECT_TRUE(m.contains(k)) << k;
+  }
+  EXPECT_EQ(m["lat_us_p50"], 3);
+}
+
+TEST(Records, SkipRecordValidatesAndCarriesItsReason) {
+  ProbeSpec spec;
+  spec.transport = "verbs";
+  spec.test = "write_bw";
+  ResultRecord r = skip_record("microbench.probe", spec_params(spec), "no RDMA device");
+  r.host = "h";
+  const json j = to_json(r, "run1");
+  EXPECT_TRUE(result_schema().validate(j).empty()) << j.dump();
+  EXPECT_EQ(j["status"], "skip");
+  EXPECT_EQ(j["params"]["transport"], "verbs");
+  EXPECT_EQ(table_row(r, ProbeKind::bandwidth).find("skip: no RDMA device") != std::string::npos, true);
+}
+
+TEST(Spec, StepParamsMapToTheSameOptionsAsTheCli) {
+  const ProbeSpec s = spec_from_params(json::parse(
+      R"({"transport":"verbs","test":"read_bw","bytes":[64,4096],"iterations":10,"qps":4,"tos":104,"connect":"oob","bidirectional":true})"));
+  EXPECT_EQ(s.driver.sizes, (std::vector<std::size_t>{64, 4096}));
+  EXPECT_EQ(s.driver.iterations, 10);
+  EXPECT_EQ(s.verbs.qps, 4);
+  EXPECT_EQ(s.verbs.tos, 104);
+  EXPECT_EQ(s.verbs.connect, "oob");
+  EXPECT_TRUE(s.verbs.bidirectional);
+  EXPECT_EQ(kind_of(s), ProbeKind::bandwidth);
+  EXPECT_EQ(spec_from_params(json::parse(R"({"all":true})")).driver.sizes.size(), 23u);
+  EXPECT_THROW(spec_from_params(json::parse(R"({"transport":"tcp","test":"write_lat"})")), UsageError);
+  EXPECT_THROW(spec_from_params(json::parse(R"({"transport":"ib"})")), UsageError);
+  EXPECT_THROW(spec_from_params(json::parse(R"({"transport":"verbs","connect":"ucx"})")), UsageError);
+  EXPECT_THROW(spec_from_params(json::parse(R"({"transport":"tcp","mode":"lazy"})")), UsageError);
+}
+
+TEST(Spec, SchemaAcceptsWhatTheStepReads) {
+  const JsonSchema schema(probe_params_schema());
+  EXPECT_TRUE(schema.validate(json::parse(R"({"transport":"tcp","test":"lat","bytes":64,"mode":"blocking"})")).empty());
+  EXPECT_FALSE(schema.validate(json::parse(R"({"transport":"tcp","bogus":1})")).empty());
+  EXPECT_FALSE(schema.validate(json::parse(R"({"bytes":0})")).empty());
+}

@@ -1,0 +1,152 @@
+// `rocebench probe` and the microbench steps through the real binary.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "process_util.hpp"
+#include "rocebench/common/net.hpp"
+#include "rocebench/common/record.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/microbench/verbs.hpp"
+
+using namespace rocebench;
+
+namespace {
+
+const std::string kBinary = ROCEBENCH_BINARY;
+
+std::vector<json> results_of(const rbtest::fs::path& file) {
+  const RecordFile f = read_records(file, &result_schema());
+  EXPECT_TRUE(f.issues.empty()) << (f.issues.empty() ? "" : f.issues.front().message);
+  std::vector<json> out;
+  for (const auto& r : f.records) {
+    if (r["kind"] == "result") out.push_back(r);
+  }
+  return out;
+}
+
+bool wait_for_lines(const rbtest::fs::path& file, std::size_t lines, double seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    const std::string text = rbtest::slurp(file);
+    if (static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) >= lines) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(ProbeCli, TcpServerAndClientLikePerftest) {
+  const auto dir = rbtest::temp_dir("probe-cli");
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
+                              dir, "server");
+  const int rc = rbtest::run({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--size", "64",
+                              "--iters", "300", "--results", (dir / "r.jsonl").string()},
+                             dir, "client");
+  EXPECT_EQ(rc, 0) << rbtest::slurp(dir / "client.err");
+  EXPECT_EQ(server.wait(10), 0) << server.stderr_text();
+  EXPECT_NE(rbtest::slurp(dir / "client.out").find("t_typical"), std::string::npos);
+  const auto records = results_of(dir / "r.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["params"]["bytes"], 64);
+  EXPECT_EQ(records[0]["samples"]["n"], 298);
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeCli, BadUsageExits2) {
+  const auto dir = rbtest::temp_dir("probe-usage");
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat"}, dir, "a"), 2);  // neither --server nor --client
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "ib", "lat", "--server"}, dir, "b"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "b.err").find("unknown transport 'ib'"), std::string::npos);
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--size", "12Q"}, dir, "c"), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--mode", "lazy"}, dir, "d"), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "--help"}, dir, "e"), 0);
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeCli, AServerNeverContactedGivesUp) {
+  const auto dir = rbtest::temp_dir("probe-lonely");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "bw", "--server", "--bind", "127.0.0.1", "--port", "0", "--deadline", "0.5"},
+                        dir, "s", {}, 10),
+            3);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_NE(rbtest::slurp(dir / "s.err").find("no client connected"), std::string::npos) << rbtest::slurp(dir / "s.err");
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeCli, AServerKilledMidSweepIsNamedAndEarlierRowsAreKept) {
+  const auto dir = rbtest::temp_dir("probe-kill");
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
+                              dir, "server");
+  auto client = rbtest::start({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--all",
+                               "--iters", "20000", "--deadline", "5", "--results", (dir / "r.jsonl").string()},
+                              {}, dir, "client");
+  ASSERT_TRUE(wait_for_lines(client.out, 2, 30)) << client.stderr_text();  // the header and one size
+  ::kill(server.pid, SIGKILL);
+  server.wait(5);
+  EXPECT_EQ(client.wait(15), 3);
+  EXPECT_NE(client.stderr_text().find("the peer 127.0.0.1:" + port), std::string::npos) << client.stderr_text();
+  EXPECT_GE(results_of(dir / "r.jsonl").size(), 1u);
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeCli, VerbsWithoutADeviceRecordsASkip) {
+  if (!microbench::list_devices("/").empty()) GTEST_SKIP() << "this host has an RDMA device";
+  const auto dir = rbtest::temp_dir("probe-verbs");
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--client", "127.0.0.1", "--results",
+                         (dir / "r.jsonl").string()},
+                        dir, "v"),
+            0);
+  const auto records = results_of(dir / "r.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["status"], "skip");
+  EXPECT_NE(records[0]["reason"].get<std::string>().find("no RDMA device"), std::string::npos);
+  EXPECT_TRUE(records[0]["metrics"].empty());
+
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_bw", "--server", "--device", "mlx5_9"}, dir, "u"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "u.err").find("unknown RDMA device 'mlx5_9'; this host has: none"), std::string::npos)
+      << rbtest::slurp(dir / "u.err");
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeCli, AllpairsPrintsTheSchedule) {
+  const auto dir = rbtest::temp_dir("probe-allpairs");
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "allpairs", "--hosts", "4"}, dir, "a"), 0);
+  const std::string out = rbtest::slurp(dir / "a.out");
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+  EXPECT_NE(out.find("round   1: 0<-3 1<-2"), std::string::npos) << out;
+  rbtest::fs::remove_all(dir);
+}
+
+TEST(ProbeStep, RankPairsMeasureTcpLatencyInAPlan) {
+  const auto dir = rbtest::temp_dir("probe-step");
+  std::ofstream(dir / "plan.json") << R"({"name": "probe", "steps": [
+      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": [2, 256], "iterations": 200}},
+      {"step": "microbench.probe", "params": {"transport": "verbs", "test": "write_bw"}}]})";
+  const int rc = rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--ranks", "4", "--results-dir",
+                              (dir / "out").string(), "--deadline", "20"},
+                             dir, "run");
+  ASSERT_EQ(rc, 0) << rbtest::slurp(dir / "run.err");
+  int tcp = 0, skips = 0;
+  for (const auto& r : results_of(dir / "out/results.jsonl")) {
+    if (r["step"] != "microbench.probe") continue;
+    if (r["params"]["transport"] == "tcp") {
+      ++tcp;
+      EXPECT_EQ(r["rank"].get<int>() % 2, 1);  // the odd rank of each pair measures
+      EXPECT_EQ(r["status"], "ok");
+    } else if (r["status"] == "skip") {
+      ++skips;
+    }
+  }
+  EXPECT_EQ(tcp, 4);  // 2 pairs x 2 sizes
+  if (microbench::list_devices("/").empty()) {
+    EXPECT_EQ(skips, 2);  // each pair's server records it
+  }
+  rbtest::fs::remove_all(dir);
+}
