@@ -30,12 +30,12 @@ void for_each_world_size(StepContext& ctx, Body body) {
     if (ctx.rank < k) {
       TcpOptions options;
       options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
-      options.key_prefix = fmt::format("{}/{}/tcp", ctx.step, i);
+      options.key_prefix = fmt::format("{}/{}/tcp", ctx.scope, i);
       const auto transport = connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options,
                                               Deadline(ctx.deadline));
       body(*transport);
     }
-    ctx.rendezvous->barrier(fmt::format("{}/size/{}", ctx.step, i), ctx.deadline);
+    ctx.rendezvous->barrier(fmt::format("{}/size/{}", ctx.scope, i), ctx.deadline);
   }
 }
 

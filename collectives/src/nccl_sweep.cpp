@@ -29,9 +29,9 @@ double nccl_bus_factor(const std::string& collective, int n) {
 // Every rank learns whether all can run; if one cannot, all record its reason and skip together
 // (a rank entering NCCL init alone would wait for the others forever).
 std::string agreed_skip_reason(StepContext& ctx, const std::string& mine) {
-  ctx.rendezvous->set(fmt::format("{}/ready/{}", ctx.step, ctx.rank), mine);
+  ctx.rendezvous->set(fmt::format("{}/ready/{}", ctx.scope, ctx.rank), mine);
   for (int r = 0; r < ctx.world; ++r) {
-    const std::string theirs = ctx.rendezvous->get(fmt::format("{}/ready/{}", ctx.step, r), ctx.deadline);
+    const std::string theirs = ctx.rendezvous->get(fmt::format("{}/ready/{}", ctx.scope, r), ctx.deadline);
     if (!theirs.empty()) return r == ctx.rank ? theirs : fmt::format("rank {}: {}", r, theirs);
   }
   return "";
@@ -95,9 +95,9 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
   ncclUniqueId id;
   if (ctx.rank == 0) {
     nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    ctx.rendezvous->set(ctx.step + "/nccl_id", std::string(id.internal, sizeof id.internal));
+    ctx.rendezvous->set(ctx.scope + "/nccl_id", std::string(id.internal, sizeof id.internal));
   } else {
-    const std::string bytes = ctx.rendezvous->get(ctx.step + "/nccl_id", ctx.deadline);
+    const std::string bytes = ctx.rendezvous->get(ctx.scope + "/nccl_id", ctx.deadline);
     std::copy(bytes.begin(), bytes.end(), id.internal);
   }
   ncclComm_t comm;
@@ -198,17 +198,20 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
   ncclCommDestroy(comm);
 }
 
-std::string local_skip_reason() {
+std::string local_skip_reason(int ranks_on_host) {
   int devices = 0;
   const cudaError_t rc = cudaGetDeviceCount(&devices);
   if (rc != cudaSuccess) return fmt::format("no GPU: cudaGetDeviceCount: {}", cudaGetErrorString(rc));
   if (devices == 0) return "no GPU: cudaGetDeviceCount found none";
+  if (devices < ranks_on_host) {
+    return fmt::format("{} ranks on this host but {} GPUs: NCCL needs a GPU per rank", ranks_on_host, devices);
+  }
   return "";
 }
 
 #else
 
-std::string local_skip_reason() { return "built without NCCL (no CUDA toolkit with NCCL was found at build time)"; }
+std::string local_skip_reason(int) { return "built without NCCL (no CUDA toolkit with NCCL was found at build time)"; }
 void run_nccl(StepContext&, const std::string&, const SweepConfig&) {}
 
 #endif
@@ -217,7 +220,10 @@ void run_nccl_step(StepContext& ctx) {
   const std::string collective = ctx.params.value("collective", "allreduce");
   json params = ctx.params;
   params["collective"] = collective;
-  const std::string reason = agreed_skip_reason(ctx, local_skip_reason());
+  ctx.rendezvous->set(fmt::format("{}/host/{}", ctx.scope, ctx.rank), ctx.host);
+  int ranks_on_host = 0;
+  for (int r = 0; r < ctx.world; ++r) ranks_on_host += ctx.rendezvous->get(fmt::format("{}/host/{}", ctx.scope, r), ctx.deadline) == ctx.host;
+  const std::string reason = agreed_skip_reason(ctx, local_skip_reason(ranks_on_host));
   if (!reason.empty()) return record_skip(ctx, params, reason);
   json sweep_params = ctx.params;
   sweep_params.erase("collective");

@@ -235,6 +235,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     StepContext ctx;
     ctx.run_id = "t";
     ctx.step = "collectives.allreduce";
+    ctx.scope = "step0";
     ctx.host = "host" + std::to_string(r);
     ctx.rank = r;
     ctx.world = world;

@@ -22,10 +22,10 @@ void run_rendezvous_step(StepContext& ctx) {
 
   const std::int64_t t0 = now_ns();
   const std::string mine = fmt::format("{} {}:{}", ctx.address, ctx.host, ::getpid());
-  rdv.set(fmt::format("{}/endpoint/{}", ctx.step, ctx.rank), mine);
+  rdv.set(fmt::format("{}/endpoint/{}", ctx.scope, ctx.rank), mine);
   int wrong = 0;
   for (int r = 0; r < ctx.world; ++r) {
-    const std::string seen = rdv.get(fmt::format("{}/endpoint/{}", ctx.step, r), ctx.deadline);
+    const std::string seen = rdv.get(fmt::format("{}/endpoint/{}", ctx.scope, r), ctx.deadline);
     if (r == ctx.rank && seen != mine) ++wrong;
   }
   const double exchange_ms = static_cast<double>(now_ns() - t0) / 1e6;
@@ -33,7 +33,7 @@ void run_rendezvous_step(StepContext& ctx) {
   std::vector<double> barrier_us;
   for (int i = 0; i < rounds; ++i) {
     const std::int64_t start = now_ns();
-    rdv.barrier(ctx.step + "/round", ctx.deadline);
+    rdv.barrier(ctx.scope + "/round", ctx.deadline);
     barrier_us.push_back(static_cast<double>(now_ns() - start) / 1e3);
     if (interval_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
   }

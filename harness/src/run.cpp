@@ -64,6 +64,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
     StepContext ctx;
     ctx.run_id = run_id;
     ctx.step = step.kind->name;
+    ctx.scope = fmt::format("step{}", i);
     ctx.host = host;
     ctx.rank = env.rank;
     ctx.world = env.world;
@@ -207,12 +208,13 @@ void print_summary(const fs::path& results) {
   std::map<std::string, std::map<std::string, int>> by_step;
   for (const auto& r : file.records) {
     if (r.value("kind", "") == "result") by_step[r.value("step", "?")][r.value("status", "?")]++;
+    if (r.value("kind", "") == "check") by_step["check " + r.value("check", "?")][r.value("status", "?")]++;
     if (r.value("kind", "") == "event") std::cout << "event: " << r.value("message", "") << "\n";
   }
-  std::cout << fmt::format("{:<28} {:>5} {:>5} {:>5} {:>5}\n", "step", "ok", "fail", "skip", "error");
+  std::cout << fmt::format("{:<40} {:>5} {:>5} {:>5} {:>5} {:>5}\n", "step", "ok", "fail", "warn", "skip", "error");
   for (auto& [step, counts] : by_step) {
-    std::cout << fmt::format("{:<28} {:>5} {:>5} {:>5} {:>5}\n", step, counts["ok"], counts["fail"], counts["skip"],
-                             counts["error"]);
+    std::cout << fmt::format("{:<40} {:>5} {:>5} {:>5} {:>5} {:>5}\n", step, counts["ok"], counts["fail"], counts["warn"],
+                             counts["skip"], counts["error"]);
   }
   for (const auto& issue : file.issues) std::cout << fmt::format("{}:{}: {}\n", results.string(), issue.line, issue.message);
 }

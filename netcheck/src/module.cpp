@@ -151,13 +151,15 @@ std::vector<StepKind> steps() {
       "root": {"type": "string", "minLength": 1, "description": "read /sys and /proc under this folder (default /)"},
       "capture": {"type": "string", "minLength": 1, "description": "folder of captured tool outputs instead of running tools"},
       "tools": {"type": "boolean", "description": "run dcb, mlnx_qos, ethtool, lspci (default true)"},
-      "tool_timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120}
+      "tool_timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+      "rdma_required": {"type": "boolean", "description": "override the profile: false makes a host without RDMA a skip, not a failure"}
     }
   })schema");
   step.run = [](StepContext& ctx) {
     if (ctx.local_rank != 0) return;  // one check per host
     const std::string root = ctx.params.value("root", std::string("/"));
-    const Profile profile = load_profile(ctx.params.value("profile", std::string("lossless-roce")));
+    Profile profile = load_profile(ctx.params.value("profile", std::string("lossless-roce")));
+    if (ctx.params.contains("rdma_required")) profile.values["rdma"]["required"] = ctx.params["rdma_required"];
     const double deadline_s = std::chrono::duration<double>(ctx.deadline).count();
     const double timeout_s = std::min(ctx.params.value("tool_timeout_s", kToolTimeoutS), deadline_s);
     const auto tools = tool_source(root, ctx.params.value("capture", std::string()), ctx.params.value("tools", true), timeout_s);

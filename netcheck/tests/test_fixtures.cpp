@@ -284,6 +284,13 @@ TEST(NoRdma, EmptyHostSaysSo) {
   EXPECT_EQ(fixture::with_status(run_checks(read_host(HostFs(empty.path()), ToolSource::none("test"), "bare", {}), optional),
                                  Status::fail),
             Set{});
+  // RDMA optional but the modules still listed: absent modules are skipped with the device, not failed.
+  const Profile optional_modules = parse_profile(R"({"rdma": {"required": false}})", "p.json");
+  const auto skipped = run_checks(read_host(HostFs(empty.path()), ToolSource::none("test"), "bare", {}), optional_modules);
+  EXPECT_EQ(fixture::with_status(skipped, Status::fail), Set{});
+  EXPECT_EQ(fixture::with_status(skipped, Status::skip),
+            (Set{"rdma.device_present host", "kernel.module_loaded host/mlx5_core", "kernel.module_loaded host/mlx5_ib",
+                 "gpudirect.peermem_loaded host"}));
 }
 
 TEST(Table, GroupedByHostAndDevice) {

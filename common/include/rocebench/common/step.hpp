@@ -33,6 +33,7 @@ class Recorder {
 struct StepContext {
   std::string run_id;
   std::string step;  // the step's name in records, e.g. "harness.rendezvous"
+  std::string scope;  // unique to this step of the plan ("step3"): prefix every rendezvous key with it
   std::string host;
   int rank = 0;
   int world = 1;
