@@ -16,6 +16,8 @@ packages=(
   python3 python3-matplotlib python3-jsonschema
   # emulated hosts and host inspection
   iproute2 ethtool iperf3 procps pciutils kmod util-linux
+  # peers the probes are compared with (ci/bench)
+  sockperf
 )
 
 missing=()

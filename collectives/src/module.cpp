@@ -110,8 +110,7 @@ int allreduce_main(const Args& args) {
     std::string min_bytes = "8", max_bytes = "32M", chunk = "256K", world_sizes;
     int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1;
     bool no_check = false;
-    std::vector<std::string> launcher;
-    std::string ranks, netns, launcher_type, hostfile, per_host, results, results_dir, deadline;
+    LauncherFlags launcher;
     ArgParser p("rocebench allreduce",
                 "Size sweeps of collectives between ranks, as nccl-tests: time per operation (max over ranks),\n"
                 "algbw, busbw, and a check of every element. Starts its own ranks (default 2 local; --ranks,\n"
@@ -130,15 +129,8 @@ int allreduce_main(const Args& args) {
         .option("--servers", &servers, "parameter-server ranks (S)")
         .option("--sockets", &sockets, "TCP sockets per peer")
         .option("--world-sizes", &world_sizes, "comma list of rank counts to sweep, e.g. 1,2,4", "LIST")
-        .flag("--no-check", &no_check, "skip the check of every element")
-        .option("--ranks", &ranks, "local ranks to start", "N")
-        .option("--netns", &netns, "emulated hosts file (ci/testbeds/netns)", "FILE")
-        .option("--launcher", &launcher_type, "local | mpirun | srun", "NAME")
-        .option("--hostfile", &hostfile, "hosts for mpirun / srun", "FILE")
-        .option("--ranks-per-host", &per_host, "ranks on each host", "N")
-        .option("--results", &results, "results folder", "DIR")
-        .option("--results-dir", &results_dir, "exact results folder of this run", "DIR")
-        .option("--deadline", &deadline, "seconds any single wait may take", "S");
+        .flag("--no-check", &no_check, "skip the check of every element");
+    launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
 
     json params = {{"min_bytes", parse_bytes("-b", min_bytes)}, {"max_bytes", parse_bytes("-e", max_bytes)},
@@ -157,15 +149,14 @@ int allreduce_main(const Args& args) {
     if (!world_sizes.empty()) {
       params["world_sizes"] = json::array();
       std::stringstream in(world_sizes);
-      for (std::string item; std::getline(in, item, ',');) params["world_sizes"].push_back(std::stoi(item));
+      for (std::string item; std::getline(in, item, ',');) {
+        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
+          throw UsageError("rocebench allreduce: --world-sizes takes rank counts like 1,2,4, not '" + world_sizes + "'");
+        }
+        params["world_sizes"].push_back(std::stoi(item));
+      }
     }
-    for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-             {"--ranks", ranks}, {"--netns", netns}, {"--launcher", launcher_type}, {"--hostfile", hostfile},
-             {"--ranks-per-host", per_host}, {"--results", results}, {"--results-dir", results_dir},
-             {"--deadline", deadline}}) {
-      if (!value.empty()) launcher.insert(launcher.end(), {flag, value});
-    }
-    return run_step_as_plan(step, params, launcher);
+    return run_step_as_plan(step, params, launcher.to_args());
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <map>
 #include <iostream>
 
 #include "rocebench/common/errors.hpp"
@@ -124,6 +125,27 @@ std::string ArgParser::usage() const {
     out += fmt::format("  {:<24} {}\n", o.takes_value ? o.name + " " + o.metavar : o.name, o.help);
   }
   out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help and exit");
+  return out;
+}
+
+void LauncherFlags::add_to(ArgParser& parser) {
+  static const std::map<std::string, std::pair<std::string, std::string>> help{
+      {"--ranks", {"local ranks to start (default 2)", "N"}},
+      {"--netns", {"emulated hosts file (ci/testbeds/netns): rank i runs in host i", "FILE"}},
+      {"--launcher", {"local | mpirun | srun", "NAME"}},
+      {"--hostfile", {"hosts for mpirun / srun ('host slots=N' lines)", "FILE"}},
+      {"--ranks-per-host", {"ranks on each host (default: the hostfile's slots)", "N"}},
+      {"--results", {"folder that receives <run-id>/results.jsonl", "DIR"}},
+      {"--results-dir", {"exact results folder of this run", "DIR"}},
+      {"--deadline", {"seconds any single wait may take", "S"}}};
+  for (auto& [flag, value] : values_) parser.option(flag, &value, help.at(flag).first, help.at(flag).second);
+}
+
+Args LauncherFlags::to_args() const {
+  Args out;
+  for (const auto& [flag, value] : values_) {
+    if (!value.empty()) out.insert(out.end(), {flag, value});
+  }
   return out;
 }
 

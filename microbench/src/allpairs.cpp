@@ -117,8 +117,7 @@ void run_allpairs_step(StepContext& ctx) {
   spec.wait = ctx.deadline;
   spec.verbs.address = ctx.address;
   Rendezvous& rdv = *ctx.rendezvous;
-  static int invocation = 0;
-  const std::string prefix = fmt::format("{}/{}", ctx.step, invocation++);
+  const std::string prefix = ctx.scope;
 
   rdv.set(fmt::format("{}/host/{}", prefix, ctx.rank), ctx.host);
   std::vector<std::string> hosts;

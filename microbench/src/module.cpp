@@ -118,8 +118,7 @@ void run_probe_step(StepContext& ctx) {
   ProbeSpec spec = spec_from_params(ctx.params);
   spec.wait = ctx.deadline;
   spec.verbs.address = ctx.address;
-  static int invocation = 0;  // every rank runs the plan's steps in the same order
-  const std::string key = fmt::format("{}/{}/pair/{}", ctx.step, invocation++, ctx.rank / 2);
+  const std::string key = fmt::format("{}/pair/{}", ctx.scope, ctx.rank / 2);
   spec.driver.step = ctx.step;
   if (ctx.rank % 2 == 0 && ctx.rank + 1 >= ctx.world) return;  // the odd rank out has no partner
   try {

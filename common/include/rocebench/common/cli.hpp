@@ -1,6 +1,7 @@
 #pragma once
 // Subcommands and a small option parser shared by every module's command line.
 #include <functional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,6 +63,19 @@ class ArgParser {
   std::vector<Positional> positionals_;
   Positional rest_{};
   bool has_rest_ = false;
+};
+
+// The options of `rocebench run` that say where ranks run, for module commands that launch their
+// step through run_step_as_plan(): added to their parser, handed on as run's arguments.
+class LauncherFlags {
+ public:
+  void add_to(ArgParser& parser);
+  Args to_args() const;  // only the flags that were given
+
+ private:
+  std::vector<std::pair<std::string, std::string>> values_{
+      {"--ranks", ""}, {"--netns", ""}, {"--launcher", ""}, {"--hostfile", ""}, {"--ranks-per-host", ""},
+      {"--results", ""}, {"--results-dir", ""}, {"--deadline", ""}};
 };
 
 // "8", "64K", "1M", "2G" (binary multiples, as nccl-tests' -b/-e) -> bytes. Throws UsageError.
