@@ -4,17 +4,8 @@
 set -uo pipefail
 rocebench=$1
 bed=$2
-prefix=rba$$
-prefix=${prefix:0:6}
-work=$(mktemp -d)
-export ROCEBENCH_NETNS_STATE=$work/state
-
-if [ "$(id -u)" != 0 ]; then echo "SKIP: emulated hosts need root (network namespaces)"; exit 77; fi
-if ! ip netns add "${prefix}probe" 2>/dev/null; then echo "SKIP: this kernel refuses network namespaces"; exit 77; fi
-ip netns delete "${prefix}probe"
-
-cleanup() { "$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work"; }
-trap cleanup EXIT
+source "$(dirname "$bed")/testlib.sh"
+netns_test_setup rba
 
 hosts=$("$bed" up 8 --prefix "$prefix" --subnet 10.79.5 --rate 1gbit --rate-of 5=500mbit) || { echo "FAIL: bring-up"; exit 1; }
 cat >"$work/plan.json" <<'JSON'

@@ -5,20 +5,12 @@ set -uo pipefail
 rocebench=$1
 here=$(cd "$(dirname "$0")" && pwd)
 bed=$here/netns.sh
-prefix=rbt$$
-prefix=${prefix:0:6}
-work=$(mktemp -d)
-export ROCEBENCH_NETNS_STATE=$work/state
-
-if [ "$(id -u)" != 0 ]; then echo "SKIP: emulated hosts need root (network namespaces)"; exit 77; fi
-if ! ip netns add "${prefix}probe" 2>/dev/null; then echo "SKIP: this kernel refuses network namespaces"; exit 77; fi
-ip netns delete "${prefix}probe"
+source "$here/testlib.sh"
+netns_test_setup rbt
 for tool in iperf3 tc /usr/bin/python3; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (ci/setup.sh installs it)"; exit 1; }
 done
 
-cleanup() { "$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work"; }
-trap cleanup EXIT
 failures=0
 check() {  # check DESCRIPTION COMMAND...
   if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi
