@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/errors.hpp"
 
 namespace rocebench::collectives {
@@ -188,6 +190,15 @@ void recursive_doubling(Transport& t, char* buf, std::size_t count, DataType dty
 }
 
 }  // namespace
+
+void require_same(Transport& t, double value, const std::string& what, const Deadline& deadline) {
+  double range[2] = {value, -value};  // max of both: the largest and the smallest value
+  recursive_doubling(t, reinterpret_cast<char*>(range), 2, DataType::float64, ReduceOp::max, deadline);
+  if (range[0] != value || -range[1] != value) {
+    throw InputError(fmt::format("rank {}: the ranks disagree on {}: this rank has {:g}, the ranks range over {:g}..{:g}",
+                                 t.rank(), what, value, -range[1], range[0]));
+  }
+}
 
 void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
                const CollectiveOptions& options, const Deadline& deadline) {

@@ -66,6 +66,8 @@ void GradientBuckets::communicate() {
     }
     try {
       if (!failed) {
+        require_same(transport_, static_cast<double>(bucket.packed.size()), "the bucket's element count",
+                     Deadline(deadline_));
         allreduce(transport_, algorithm_, bucket.packed.data(), bucket.packed.size(), DataType::float32, ReduceOp::avg,
                   {}, Deadline(deadline_));
         std::size_t at = 0;

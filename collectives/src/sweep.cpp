@@ -104,8 +104,13 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
                              "time(us)", "algbw", "busbw", "#wrong");
   }
 
+  const auto sizes = sweep_sizes(config, n);
+  require_same(t, static_cast<double>(sizes.back()), "the largest size (bytes)", Deadline(ctx.deadline));
+  require_same(t, static_cast<double>(size_of(config.dtype) * 16 + static_cast<int>(config.dtype)), "the dtype",
+               Deadline(ctx.deadline));
+
   std::size_t total_wrong = 0;
-  for (const std::size_t bytes : sweep_sizes(config, n)) {
+  for (const std::size_t bytes : sizes) {
     const std::size_t count = bytes / esize;
     std::vector<char> input(bytes), work(bytes);
     for (std::size_t i = 0; i < count; ++i) {

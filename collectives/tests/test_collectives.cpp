@@ -190,6 +190,20 @@ TEST(Transport, ASilentPeerMeetsTheDeadline) {
       << errors[0];
 }
 
+TEST(Buckets, RanksThatDisagreeOnTheTensorsAreRefused) {
+  const int world = 2;
+  rbtest::LocalRendezvous shared(world);
+  const auto errors = rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    std::vector<float> g(r == 0 ? 100 : 120, 1.0f);
+    GradientBuckets buckets(*t, 1 << 20, Algorithm::ring, 10s);
+    buckets.add(g);
+    buckets.finish();
+  });
+  EXPECT_EQ(errors[0], "rank 0: the ranks disagree on the bucket's element count: this rank has 100, the ranks range over 100..120");
+  EXPECT_NE(errors[1].find("rank 1: the ranks disagree"), std::string::npos) << errors[1];
+}
+
 TEST(Buckets, ResNet50GradientList) {
   const auto sizes = resnet50_gradient_sizes();
   EXPECT_EQ(sizes.size(), 161u);

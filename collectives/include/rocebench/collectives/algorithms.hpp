@@ -34,6 +34,10 @@ void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType d
 void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
                     const Deadline& deadline);
 
+// Refuses (InputError, on every rank) to go on when the ranks hold different values of `what` —
+// a size, a dtype — which would otherwise end as garbled data or a deadline.
+void require_same(Transport& t, double value, const std::string& what, const Deadline& deadline);
+
 // Segment boundaries as the ring uses them (element index where segment s starts; s = n gives count).
 std::size_t segment_begin(std::size_t count, int segments, int s);
 

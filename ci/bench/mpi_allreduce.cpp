@@ -1,0 +1,44 @@
+// The Open MPI peer of ci/bench/allreduce_vs_peers.sh: MPI_Allreduce (float32 sum) timed the way
+// rocebench's sweep times it — per iteration, the slowest rank's time — with nccl-tests' busbw.
+// Usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (argc != 5) {
+    if (rank == 0) std::fprintf(stderr, "usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const long min_bytes = std::atol(argv[1]), max_bytes = std::atol(argv[2]);
+  const long factor = std::atol(argv[3]);
+  const int iters = std::atoi(argv[4]);
+  for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
+    const long count = bytes / 4;
+    std::vector<float> data(static_cast<std::size_t>(count), 1.0f);
+    std::vector<double> times(static_cast<std::size_t>(iters));
+    for (int i = -2; i < iters; ++i) {  // two warm-up iterations
+      const double t0 = MPI_Wtime();
+      MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      if (i >= 0) times[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, times.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+      std::sort(times.begin(), times.end());
+      double sum = 0;
+      for (double t : times) sum += t;
+      const double avg = sum / iters;
+      const double algbw = static_cast<double>(bytes) / avg / 1e9;
+      std::printf("%ld %.1f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * 2.0 * (ranks - 1) / ranks);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}
