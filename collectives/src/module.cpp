@@ -107,7 +107,7 @@ StepKind bucket_step() {
 int allreduce_main(const Args& args) {
   return run_guarded("rocebench allreduce", [&]() -> int {
     std::string collective = "allreduce", algorithm = "ring", dtype = "float32", op = "sum", placement = "both";
-    std::string min_bytes = "8", max_bytes = "32M", chunk = "256K", world_sizes;
+    std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes;
     int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1;
     bool no_check = false;
     LauncherFlags launcher;

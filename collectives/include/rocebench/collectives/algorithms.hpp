@@ -17,7 +17,7 @@ std::string to_string(Algorithm a);
 Algorithm parse_algorithm(const std::string& name);
 
 struct CollectiveOptions {
-  std::size_t chunk_bytes = 256 << 10;  // ring pipelining unit
+  std::size_t chunk_bytes = 1 << 20;  // ring pipelining unit (1 MiB measured best on loopback: fewer syscalls per byte)
   int servers = 1;                      // parameter server: S
 };
 
