@@ -51,6 +51,10 @@ std::size_t chunk_elements(std::size_t chunk_bytes, DataType dtype) {
 
 }  // namespace
 
+// Both halves forward each chunk as soon as it is final: the segment a rank receives in step s is
+// the one it sends in step s + 1, so chunk i goes out again right after it lands (and, in the
+// reduce-scatter, is summed) instead of after the whole step. Sends complete at the end: no step
+// writes into a segment that a pending send still reads (that would take n steps).
 void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
                          std::size_t chunk_bytes, int shift, const Deadline& deadline) {
   const int n = t.world(), r = t.rank();
@@ -60,22 +64,23 @@ void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType d
   const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
   std::vector<char> incoming((segment_begin(count, n, 1) + 1) * esize);
   const int right = mod(r + 1, n), left = mod(r - 1, n);
+  auto segment_chunks = [&](int seg) { return chunks_of(segment_begin(count, n, seg), segment_begin(count, n, seg + 1), chunk); };
 
+  std::vector<Request> sends;
+  for (const auto& c : segment_chunks(mod(r + shift - 1, n))) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
   for (int step = 0; step < n - 1; ++step) {
-    const int send_seg = mod(r + shift - 1 - step, n), recv_seg = mod(r + shift - 2 - step, n);
-    const auto out = chunks_of(segment_begin(count, n, send_seg), segment_begin(count, n, send_seg + 1), chunk);
-    const auto in = chunks_of(segment_begin(count, n, recv_seg), segment_begin(count, n, recv_seg + 1), chunk);
+    const auto in = segment_chunks(mod(r + shift - 2 - step, n));
     const std::size_t base = in.front().begin;
-    std::vector<Request> receives, sends;
+    std::vector<Request> receives;
     for (const auto& c : in) receives.push_back(t.recv(left, incoming.data() + (c.begin - base) * esize, (c.end - c.begin) * esize));
-    for (const auto& c : out) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
-    // Each chunk is summed as soon as it lands, while the rest are still on the wire.
     for (std::size_t i = 0; i < in.size(); ++i) {
       t.wait(receives[i], deadline);
-      reduce_into(dtype, op, buf + in[i].begin * esize, incoming.data() + (in[i].begin - base) * esize, in[i].end - in[i].begin);
+      char* target = buf + in[i].begin * esize;
+      reduce_into(dtype, op, target, incoming.data() + (in[i].begin - base) * esize, in[i].end - in[i].begin);
+      if (step + 1 < n - 1) sends.push_back(t.send(right, target, (in[i].end - in[i].begin) * esize));
     }
-    t.wait(sends, deadline);
   }
+  t.wait(sends, deadline);
 }
 
 void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
@@ -86,17 +91,20 @@ void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype,
   char* buf = static_cast<char*>(data);
   const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
   const int right = mod(r + 1, n), left = mod(r - 1, n);
+  auto segment_chunks = [&](int seg) { return chunks_of(segment_begin(count, n, seg), segment_begin(count, n, seg + 1), chunk); };
+
+  std::vector<Request> sends;
+  for (const auto& c : segment_chunks(mod(r + shift, n))) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
   for (int step = 0; step < n - 1; ++step) {
-    const int send_seg = mod(r + shift - step, n), recv_seg = mod(r + shift - 1 - step, n);
-    std::vector<Request> requests;
-    for (const auto& c : chunks_of(segment_begin(count, n, recv_seg), segment_begin(count, n, recv_seg + 1), chunk)) {
-      requests.push_back(t.recv(left, buf + c.begin * esize, (c.end - c.begin) * esize));
+    const auto in = segment_chunks(mod(r + shift - 1 - step, n));
+    std::vector<Request> receives;
+    for (const auto& c : in) receives.push_back(t.recv(left, buf + c.begin * esize, (c.end - c.begin) * esize));
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      t.wait(receives[i], deadline);
+      if (step + 1 < n - 1) sends.push_back(t.send(right, buf + in[i].begin * esize, (in[i].end - in[i].begin) * esize));
     }
-    for (const auto& c : chunks_of(segment_begin(count, n, send_seg), segment_begin(count, n, send_seg + 1), chunk)) {
-      requests.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
-    }
-    t.wait(requests, deadline);
   }
+  t.wait(sends, deadline);
 }
 
 namespace {
