@@ -177,12 +177,7 @@ void StoreServer::handle(Connection& c, const json& message) {
     sink_.end_step();
     reply(c, {{"ok", true}});
   } else if (op == "lost") {
-    json lost = json::array();
-    {
-      std::lock_guard lock(mutex_);
-      for (const auto& [rank, why] : lost_) lost.push_back(why);
-    }
-    reply(c, {{"ok", true}, {"lost", lost}});
+    reply(c, {{"ok", true}, {"lost", lost_ranks()}});
   } else if (op == "bye") {
     finished_.insert(c.rank);
     reply(c, {{"ok", true}});

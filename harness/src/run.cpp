@@ -203,6 +203,16 @@ int rank_main(const RunOptions& options) {
 
 // ---- the launcher side ---------------------------------------------------------------------
 
+// The run's exit code is its ranks' worst: infrastructure (3, or a signal) > bad input > failed check > ok.
+int severity(int exit_code) {
+  switch (exit_code) {
+    case kExitOk: return 0;
+    case kExitCheckFailed: return 1;
+    case kExitBadInput: return 2;
+    default: return 3;
+  }
+}
+
 void print_summary(const fs::path& results) {
   const RecordFile file = read_records(results);
   std::map<std::string, std::map<std::string, int>> by_step;
@@ -297,10 +307,7 @@ int launch_main(RunOptions options) {
       std::cerr << fmt::format("rocebench run: {} ended: {}\n",
                                e.child.rank >= 0 ? fmt::format("rank {}", e.child.rank) : launcher_argv.front(), e.describe());
     }
-    // Severity order: infrastructure > bad input > failed check.
-    const int severity = code == 0 ? 0 : code == kExitCheckFailed ? 1 : code == kExitBadInput ? 2 : 3;
-    const int current = exit_code == 0 ? 0 : exit_code == kExitCheckFailed ? 1 : exit_code == kExitBadInput ? 2 : 3;
-    if (severity > current) exit_code = severity == 1 ? kExitCheckFailed : severity == 2 ? kExitBadInput : kExitInfra;
+    if (severity(code) > severity(exit_code)) exit_code = severity(code) == 3 ? kExitInfra : code;
   }
   print_summary(dir / "results.jsonl");
   std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
