@@ -18,6 +18,8 @@ packages=(
   iproute2 ethtool iperf3 procps pciutils kmod util-linux
   # peers the probes are compared with (ci/bench)
   sockperf
+  # the Gloo ring allreduce peer of ci/bench/allreduce_vs_peers.sh
+  libgloo-dev
 )
 
 missing=()
