@@ -25,6 +25,7 @@ struct EngineOptions {
   Precision precision = Precision::fp32;
   std::uint64_t seed = 1;       // initial parameters and dropout masks
   bool input_gradient = false;  // also compute the gradient of the input images (gradient checks)
+  bool plain_layout = false;    // cpu: keep every tensor NCHW instead of the blocked layouts oneDNN prefers
 };
 
 // A parameter's gradient, final for this step. `data` is device memory when on_device.
@@ -79,6 +80,9 @@ std::int64_t bytes_needed(const Graph& graph, int batch);
 std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph, const EngineOptions& options);
 
 std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions& options);
+// The precisions the cpu engine runs on this machine: fp32, and bf16 where oneDNN reports a CPU with
+// bf16 instructions (avx512_bf16 or AMX).
+std::vector<Precision> cpu_precisions();
 std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options);
 
 // Whether inverted dropout keeps element `index` of node `node` in forward pass number `pass`:
