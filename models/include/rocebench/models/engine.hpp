@@ -28,12 +28,16 @@ struct EngineOptions {
   bool plain_layout = false;    // cpu: keep every tensor NCHW instead of the blocked layouts oneDNN prefers
 };
 
-// A parameter's gradient, final for this step. `data` is device memory when on_device.
+// A parameter's gradient, final for this step. `data` is device memory when on_device: then the
+// gradient is final once `event` (a cudaEvent_t) completes — a trainer waits on it from its own
+// stream — and it is in the engine's layout (see gpu_engine_plan.hpp; elementwise reductions do not
+// care) and, in fp16, multiplied by the loss scale, which update() divides out.
 struct GradientReady {
   int param = 0;
   float* data = nullptr;
   std::int64_t count = 0;
   bool on_device = false;
+  void* event = nullptr;
 };
 using GradientCallback = std::function<void(const GradientReady&)>;
 
