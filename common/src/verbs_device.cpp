@@ -9,9 +9,9 @@
 #include <fmt/ranges.h>
 
 #include "rocebench/common/errors.hpp"
-#include "rocebench/microbench/verbs.hpp"
+#include "rocebench/common/verbs_device.hpp"
 
-namespace rocebench::microbench {
+namespace rocebench::verbs {
 
 namespace fs = std::filesystem;
 
@@ -123,4 +123,4 @@ void check_device_port(const std::string& root, const std::string& device, int p
   }
 }
 
-}  // namespace rocebench::microbench
+}  // namespace rocebench::verbs
