@@ -76,6 +76,34 @@ TEST(DataTypes, ReductionsAccumulateInFloat32) {
   }
 }
 
+// The vector sums of float16 / bfloat16 (AVX2, F16C) against the element-wise definition: every
+// 16-bit pattern as src, against dst values that cover zeros, denormals, rounding ties, overflow to
+// infinity, infinities and NaN; odd lengths so the scalar tail runs too.
+TEST(DataTypes, SixteenBitSumsMatchTheElementWiseDefinitionForEveryPattern) {
+  const std::vector<float> dst_values{0.0f, -0.0f, 1.0f, -1.0f, 3.140625f, 65504.0f, -65504.0f, 1e-7f, 6e-5f,
+                                      1.00390625f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 0.333f};
+  for (const DataType t : {DataType::float16, DataType::bfloat16}) {
+    const bool half = t == DataType::float16;
+    auto to_float = [&](std::uint16_t b) { return half ? half_to_float(b) : bfloat16_to_float(b); };
+    auto from_float = [&](float f) { return half ? float_to_half(f) : float_to_bfloat16(f); };
+    const std::size_t n = 65536 + 5;
+    std::vector<std::uint16_t> src(n);
+    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::uint16_t>(i);
+    for (const float v : dst_values) {
+      std::vector<std::uint16_t> dst(n, from_float(v));
+      reduce_into(t, ReduceOp::sum, dst.data(), src.data(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float want = to_float(from_float(v)) + to_float(src[i]);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(to_float(dst[i]))) << to_string(t) << " " << v << " + pattern " << src[i];
+        } else {
+          ASSERT_EQ(dst[i], from_float(want)) << to_string(t) << " " << v << " + pattern " << src[i];
+        }
+      }
+    }
+  }
+}
+
 TEST(Sweep, SizesAreWholeSegments) {
   SweepConfig c;
   c.min_bytes = 8;
