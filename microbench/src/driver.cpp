@@ -172,7 +172,8 @@ void run_active(Probe& probe, const DriverOptions& options, const RecordSink& si
     probe.begin_size(bytes);
     ResultRecord r = probe.kind() == ProbeKind::latency ? measure_latency(probe, options, bytes)
                                                         : measure_bandwidth(probe, options, bytes);
-    for (auto& [name, value] : probe.end_size().items()) {
+    const json extra = probe.end_size();  // named: items() of a temporary would dangle
+    for (const auto& [name, value] : extra.items()) {
       if (name == "failure") {  // e.g. data validation: the measurement stands, the data was wrong
         r.status = Status::fail;
         r.reason = value.get<std::string>();
