@@ -20,6 +20,8 @@ packages=(
   iproute2 ethtool iperf3 procps pciutils kmod util-linux
   # peers the probes are compared with (ci/bench)
   sockperf
+  # soft-RoCE test bed (ci/testbeds/softroce): a TCG guest with rdma_rxe
+  qemu-system-x86 busybox-static
   # the Gloo ring allreduce peer of ci/bench/allreduce_vs_peers.sh
   libgloo-dev
 )
@@ -37,3 +39,6 @@ if ((${#missing[@]})); then
 else
   echo "ci/setup.sh: all ${#packages[@]} packages present"
 fi
+
+# The soft-RoCE guest's kernel (Debian's linux-image, unpacked into a cache; skipped when present).
+bash "$(dirname "$0")/testbeds/softroce/guest.sh" prepare
