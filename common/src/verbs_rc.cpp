@@ -1,0 +1,96 @@
+#include "rocebench/common/verbs_rc.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rocebench/common/errors.hpp"
+
+namespace rocebench::verbs {
+
+namespace {
+
+[[noreturn]] void failed(const char* what, int err) { throw InfraError(fmt::format("{}: {}", what, std::strerror(err))); }
+
+}  // namespace
+
+std::vector<std::string> device_names() {
+  int n = 0;
+  ibv_device** list = ::ibv_get_device_list(&n);
+  std::vector<std::string> names;
+  for (int i = 0; list && i < n; ++i) names.emplace_back(::ibv_get_device_name(list[i]));
+  if (list) ::ibv_free_device_list(list);
+  return names;
+}
+
+ibv_context* open_device(const std::string& name) {
+  int n = 0;
+  ibv_device** list = ::ibv_get_device_list(&n);
+  if (!list || n == 0) {
+    if (list) ::ibv_free_device_list(list);
+    if (!name.empty()) throw InputError(fmt::format("unknown RDMA device '{}'; this host has none", name));
+    return nullptr;
+  }
+  ibv_device* chosen = nullptr;
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    names.emplace_back(::ibv_get_device_name(list[i]));
+    if (!chosen && (name.empty() || name == names.back())) chosen = list[i];
+  }
+  ibv_context* context = chosen ? ::ibv_open_device(chosen) : nullptr;
+  const int err = errno;
+  ::ibv_free_device_list(list);
+  if (!chosen) throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", name, fmt::join(names, ", ")));
+  if (!context) failed("ibv_open_device", err);
+  return context;
+}
+
+void rc_to_init(ibv_qp* qp, int port) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = static_cast<std::uint8_t>(port);
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (const int rc = ::ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    failed("ibv_modify_qp INIT", rc);
+  }
+}
+
+void rc_to_rts(ibv_qp* qp, int port, int gid_index, ibv_mtu mtu, std::uint32_t my_psn, const RcEndpoint& theirs,
+               int traffic_class, int max_rd_atomic) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = mtu;
+  a.dest_qp_num = theirs.qpn;
+  a.rq_psn = theirs.psn;
+  a.max_dest_rd_atomic = static_cast<std::uint8_t>(max_rd_atomic);
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.dlid = theirs.lid;
+  std::memcpy(a.ah_attr.grh.dgid.raw, theirs.gid, 16);
+  a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(traffic_class, 0));
+  a.ah_attr.port_num = static_cast<std::uint8_t>(port);
+  if (const int rc = ::ibv_modify_qp(qp, &a,
+                                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+    failed("ibv_modify_qp RTR", rc);
+  }
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RTS;
+  r.timeout = 14;  // 4.096 us * 2^14 = 67 ms per try: a dead peer fails the QP in about half a second
+  r.retry_cnt = 7;
+  r.rnr_retry = 7;
+  r.sq_psn = my_psn;
+  r.max_rd_atomic = static_cast<std::uint8_t>(max_rd_atomic);
+  if (const int rc = ::ibv_modify_qp(qp, &r,
+                                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                         IBV_QP_MAX_QP_RD_ATOMIC)) {
+    failed("ibv_modify_qp RTS", rc);
+  }
+}
+
+}  // namespace rocebench::verbs
