@@ -10,6 +10,7 @@
 #include "rocebench/collectives/nccl_sweep.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 
@@ -17,8 +18,40 @@ namespace rocebench::collectives {
 
 namespace {
 
-// Runs `body` on a TCP mesh of the first k ranks, for each k of the step's world_sizes (default:
-// all ranks); the ranks left out of a size wait at the barrier that closes it.
+// The step's transport over the first k ranks: tcp (default) or verbs. Throws TransportUnavailable on
+// every one of them when a rank has no RDMA device: the step then records a skip, never falls back.
+std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
+  const std::string transport = ctx.params.value("transport", "tcp");
+  const std::string prefix = fmt::format("{}/{}/{}", ctx.scope, index, transport);
+  if (transport == "verbs") {
+    VerbsOptions options = verbs_options_from(ctx.params.value("verbs", json::object()));
+    options.key_prefix = prefix;
+    return connect_verbs_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
+  }
+  TcpOptions options;
+  options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
+  options.key_prefix = prefix;
+  return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
+}
+
+void record_unavailable(const StepContext& ctx, int k, const std::string& reason) {
+  if (ctx.rank != 0) return;
+  ResultRecord r;
+  r.params = ctx.params;
+  r.params.erase("world_sizes");
+  r.params["transport"] = ctx.params.value("transport", "tcp");
+  r.params["ranks"] = k;
+  r.status = Status::skip;
+  r.reason = reason;
+  r.samples = {{"n", 0}};
+  StepContext rc = ctx;
+  rc.world = k;
+  rc.record(r);
+  std::cout << fmt::format("# {} over {} ranks skipped: {}\n", ctx.step, k, reason);
+}
+
+// Runs `body` on a mesh of the first k ranks, for each k of the step's world_sizes (default: all
+// ranks); the ranks left out of a size wait at the barrier that closes it.
 template <typename Body>
 void for_each_world_size(StepContext& ctx, Body body) {
   std::vector<int> sizes = ctx.params.value("world_sizes", std::vector<int>{ctx.world});
@@ -28,12 +61,13 @@ void for_each_world_size(StepContext& ctx, Body body) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int k = sizes[i];
     if (ctx.rank < k) {
-      TcpOptions options;
-      options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
-      options.key_prefix = fmt::format("{}/{}/tcp", ctx.scope, i);
-      const auto transport = connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options,
-                                              Deadline(ctx.deadline));
-      body(*transport);
+      std::unique_ptr<Transport> transport;
+      try {
+        transport = connect_mesh(ctx, k, i);
+      } catch (const TransportUnavailable& e) {
+        record_unavailable(ctx, k, e.what());
+      }
+      if (transport) body(*transport);
     }
     ctx.rendezvous->barrier(fmt::format("{}/size/{}", ctx.scope, i), ctx.deadline);
   }
@@ -41,7 +75,7 @@ void for_each_world_size(StepContext& ctx, Body body) {
 
 StepKind sweep_step(const CollectiveSpec& spec) {
   return {"collectives." + spec.name,
-          spec.name + " size sweep over TCP (nccl-tests style: algbw, busbw, #wrong)",
+          spec.name + " size sweep over TCP or verbs (nccl-tests style: algbw, busbw, #wrong)",
           sweep_params_schema(),
           [&spec](StepContext& ctx) {
             const SweepConfig config = sweep_config_from(ctx.params);
@@ -94,21 +128,22 @@ void run_bucket_sweep(StepContext& ctx) {
 }
 
 StepKind bucket_step() {
-  return {"collectives.buckets",
-          "bucket size vs time for allreducing ResNet-50's 161 gradient tensors",
-          json::parse(R"({"type": "object", "additionalProperties": false, "properties": {
+  json schema = json::parse(R"({"type": "object", "additionalProperties": false, "properties": {
               "bucket_bytes": {"type": "array", "items": {"type": "integer", "minimum": 4}, "minItems": 1},
               "iters": {"type": "integer", "minimum": 1},
               "algorithm": {"enum": ["ring", "ps", "rd"]},
-              "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}}})"),
+              "transport": {"enum": ["tcp", "verbs"]},
+              "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}}})");
+  schema["properties"]["verbs"] = verbs_params_schema();
+  return {"collectives.buckets", "bucket size vs time for allreducing ResNet-50's 161 gradient tensors", schema,
           run_bucket_sweep};
 }
 
 int allreduce_main(const Args& args) {
   return run_guarded("rocebench allreduce", [&]() -> int {
     std::string collective = "allreduce", algorithm = "ring", dtype = "float32", op = "sum", placement = "both";
-    std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes;
-    int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1;
+    std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes, transport = "tcp", device;
+    int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1, ib_port = 1, gid_index = -1;
     bool no_check = false;
     LauncherFlags launcher;
     ArgParser p("rocebench allreduce",
@@ -127,7 +162,11 @@ int allreduce_main(const Args& args) {
         .option("--placement", &placement, "both | in | out (in-place, out-of-place)", "WHICH")
         .option("--chunk", &chunk, "ring pipelining chunk", "SIZE")
         .option("--servers", &servers, "parameter-server ranks (S)")
+        .option("--transport", &transport, "tcp | verbs (RC QPs; records a skip without an RDMA device)", "NAME")
         .option("--sockets", &sockets, "TCP sockets per peer")
+        .option("--device", &device, "verbs: RDMA device (default: the first)", "NAME")
+        .option("--ib-port", &ib_port, "verbs: device port")
+        .option("--gid-index", &gid_index, "verbs: GID index (default: the RoCE v2 GID of the rank's address)")
         .option("--world-sizes", &world_sizes, "comma list of rank counts to sweep, e.g. 1,2,4", "LIST")
         .flag("--no-check", &no_check, "skip the check of every element");
     launcher.add_to(p);
@@ -145,6 +184,15 @@ int allreduce_main(const Args& args) {
       params["chunk_bytes"] = parse_bytes("--chunk", chunk);
       params["servers"] = servers;
       params["sockets_per_peer"] = sockets;
+      if (transport != "tcp" && transport != "verbs") {
+        throw UsageError("rocebench allreduce: --transport takes tcp or verbs, not '" + transport + "'");
+      }
+      params["transport"] = transport;
+      if (transport == "verbs") {
+        params["verbs"] = {{"ib_port", ib_port}};
+        if (!device.empty()) params["verbs"]["device"] = device;
+        if (gid_index >= 0) params["verbs"]["gid_index"] = gid_index;
+      }
     }
     if (!world_sizes.empty()) {
       params["world_sizes"] = json::array();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/stats.hpp"
 
@@ -186,11 +187,11 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
 }
 
 json sweep_params_schema() {
-  return json::parse(R"({
+  json schema = json::parse(R"({
     "type": "object", "additionalProperties": false,
     "properties": {
       "algorithm": {"enum": ["ring", "ps", "rd"]},
-      "transport": {"enum": ["tcp"]},
+      "transport": {"enum": ["tcp", "verbs"]},
       "dtype": {"enum": ["float32", "float16", "bfloat16"]},
       "op": {"enum": ["sum", "avg", "max"]},
       "min_bytes": {"type": "integer", "minimum": 1},
@@ -205,6 +206,8 @@ json sweep_params_schema() {
       "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
     }})");
+  schema["properties"]["verbs"] = verbs_params_schema();
+  return schema;
 }
 
 SweepConfig sweep_config_from(const json& p) {
