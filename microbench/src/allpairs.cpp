@@ -51,41 +51,67 @@ std::vector<std::size_t> flagged(const std::vector<PairMeasure>& measures, const
 }
 
 std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad) {
-  std::map<int, int> count;
+  std::map<int, std::vector<int>> partners;  // host → its partners in bad pairs
   for (const auto& [a, b] : still_bad) {
-    ++count[a];
-    ++count[b];
+    partners[a].push_back(b);
+    partners[b].push_back(a);
   }
+  // `partner` is fine elsewhere when at most half of its n-2 pairs other than the one with `host` are bad.
+  auto fine_elsewhere = [&](int partner) { return 2 * (static_cast<int>(partners[partner].size()) - 1) <= n - 2; };
   std::vector<int> out;
-  for (const auto& [host, bad] : count) {
-    if (2 * bad > n - 1) out.push_back(host);
+  for (auto& [host, with] : partners) {
+    const auto blamed = std::count_if(with.begin(), with.end(), fine_elsewhere);
+    if (2 * blamed > n - 1) out.push_back(host);
   }
   return out;
+}
+
+PairsJudgement judge_pairs(int n, const std::vector<PairHistory>& pairs, const RetestPolicy& policy) {
+  PairsJudgement j;
+  std::vector<PairMeasure> first;
+  for (const auto& p : pairs) first.push_back({p.pair, p.first});
+  j.best = best_of(first, policy.rule);
+  j.flagged = flagged(first, policy.rule);
+  std::vector<HostPair> bad;
+  for (const std::size_t i : j.flagged) {
+    if (!is_flagged(pairs[i].latest(), j.best, policy.rule)) continue;
+    j.still_bad.push_back(i);
+    bad.push_back(pairs[i].pair);
+  }
+  j.bad_hosts = bad_hosts(n, bad);
+  auto named = [&](int host) { return std::find(j.bad_hosts.begin(), j.bad_hosts.end(), host) != j.bad_hosts.end(); };
+  for (const std::size_t i : j.still_bad) {
+    const auto done = static_cast<int>(pairs[i].retests.size());
+    if (done >= policy.max_retests) continue;
+    // Once retested, a pair a bad host explains is settled; a stray one may be noise: once more.
+    if (done == 0 || !(named(pairs[i].pair.first) || named(pairs[i].pair.second))) j.retest.push_back(i);
+  }
+  return j;
 }
 
 namespace {
 
 struct AllpairsParams {
   ProbeSpec spec;
-  FlagRule rule;
-  bool retest = true;
+  RetestPolicy policy;
   std::string metric;
 };
 
 AllpairsParams allpairs_params(const json& params) {
   AllpairsParams a;
   json probe = params;
-  for (const char* own : {"bw_fraction", "lat_factor", "retest"}) probe.erase(own);
+  for (const char* own : {"bw_fraction", "lat_factor", "retest", "max_retests"}) probe.erase(own);
   if (!probe.contains("test")) probe["test"] = probe.value("transport", "tcp") == "tcp" ? "bw" : "write_bw";
   if (!probe.contains("duration_s") && !probe.contains("iterations")) probe["duration_s"] = 2.0;
   if (!probe.contains("bytes")) probe["bytes"] = 65536;
   a.spec = spec_from_params(probe);
   if (a.spec.driver.sizes.size() != 1) throw InputError("microbench.allpairs measures one message size");
-  a.rule.higher_is_better = kind_of(a.spec) == ProbeKind::bandwidth;
-  a.rule.bw_fraction = params.value("bw_fraction", a.rule.bw_fraction);
-  a.rule.lat_factor = params.value("lat_factor", a.rule.lat_factor);
-  a.retest = params.value("retest", true);
-  a.metric = a.rule.higher_is_better ? "bw_avg_Gbps" : "lat_us_p50";
+  FlagRule& rule = a.policy.rule;
+  rule.higher_is_better = kind_of(a.spec) == ProbeKind::bandwidth;
+  rule.bw_fraction = params.value("bw_fraction", rule.bw_fraction);
+  rule.lat_factor = params.value("lat_factor", rule.lat_factor);
+  a.policy.max_retests = params.value("retest", true) ? params.value("max_retests", a.policy.max_retests) : 0;
+  a.metric = rule.higher_is_better ? "bw_avg_Gbps" : "lat_us_p50";
   return a;
 }
 
@@ -134,72 +160,74 @@ void run_allpairs_step(StepContext& ctx) {
     rdv.barrier(fmt::format("{}/round/{}", prefix, k), ctx.deadline);
   }
 
-  // Rank 0 judges the first pass and says which pairs to retest; everyone reads the list.
+  // Rank 0 judges after every pass and says which pairs to retest alone; everyone reads the list.
   auto result_of = [&](const std::string& key) { return json::parse(rdv.get(key + "/result", ctx.deadline)); };
   std::vector<json> first;
-  std::vector<PairMeasure> measures;
+  std::vector<PairHistory> history;
   if (ctx.rank == 0) {
     for (std::size_t k = 0; k < rounds.size(); ++k) {
       for (const auto& pair : rounds[k]) {
         first.push_back(result_of(fmt::format("{}/round/{}/{}", prefix, k, pair.first)));
-        measures.push_back({pair, first.back()["metrics"].value(a.metric, 0.0)});
+        history.push_back({pair, first.back()["metrics"].value(a.metric, 0.0), {}});
       }
     }
-    json list = json::array();
-    if (a.retest) {
-      for (std::size_t i : flagged(measures, a.rule)) list.push_back(i);
-    }
-    rdv.set(prefix + "/retest", list.dump());
   }
-  const json retest = json::parse(rdv.get(prefix + "/retest", ctx.deadline));
-
-  // Flagged pairs again, one at a time, with nothing else on the network.
-  for (std::size_t j = 0; j < retest.size(); ++j) {
-    const HostPair pair = pairs[retest[j].get<std::size_t>()];
-    measure_pair(ctx, spec, fmt::format("{}/retest/{}", prefix, j), pair);
-    rdv.barrier(fmt::format("{}/retest/{}", prefix, j), ctx.deadline);
+  PairsJudgement verdict;
+  for (int pass = 0;; ++pass) {
+    const std::string key = fmt::format("{}/retest/{}", prefix, pass);
+    if (ctx.rank == 0) {
+      verdict = judge_pairs(ctx.world, history, a.policy);
+      rdv.set(key, json(verdict.retest).dump());
+    }
+    const auto retest = json::parse(rdv.get(key, ctx.deadline)).get<std::vector<std::size_t>>();
+    if (retest.empty()) break;
+    // Flagged pairs again, one at a time, with nothing else on the network.
+    for (std::size_t j = 0; j < retest.size(); ++j) {
+      const std::string at = fmt::format("{}/{}", key, j);
+      measure_pair(ctx, spec, at, pairs[retest[j]]);
+      rdv.barrier(at, ctx.deadline);
+      if (ctx.rank == 0) history[retest[j]].retests.push_back(result_of(at)["metrics"].value(a.metric, 0.0));
+    }
   }
   if (ctx.rank != 0) return;
 
-  const double best = best_of(measures, a.rule);
-  std::map<std::size_t, json> retested;
-  for (std::size_t j = 0; j < retest.size(); ++j) {
-    retested[retest[j].get<std::size_t>()] = result_of(fmt::format("{}/retest/{}", prefix, j));
-  }
-  std::vector<HostPair> still_bad;
+  const double best = verdict.best;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const auto [server, client] = pairs[i];
     ResultRecord r;
     r.params = {{"src", hosts[static_cast<std::size_t>(client)]}, {"dst", hosts[static_cast<std::size_t>(server)]},
                 {"test", spec.test}, {"transport", spec.transport}, {"bytes", spec.driver.sizes.front()}};
-    r.metrics = {{a.metric, measures[i].value}};
+    r.metrics = {{a.metric, history[i].first}};
     r.samples = first[i]["samples"];
-    bool bad = a.retest ? false : is_flagged(measures[i].value, best, a.rule);
-    if (auto it = retested.find(i); it != retested.end()) {
-      const double again = it->second["metrics"].value(a.metric, 0.0);
-      r.params["retested"] = true;
-      r.metrics["retest_" + a.metric] = again;
-      bad = is_flagged(again, best, a.rule);
+    if (!history[i].retests.empty()) {
+      r.params["retested"] = history[i].retests.size();
+      r.metrics["retest_" + a.metric] = history[i].latest();
+      r.samples["retests"] = history[i].retests;
     }
-    if (bad) {
-      still_bad.push_back(pairs[i]);
+    if (std::find(verdict.still_bad.begin(), verdict.still_bad.end(), i) != verdict.still_bad.end()) {
+      const std::string again = history[i].retests.empty() ? ""
+                                : history[i].retests.size() == 1
+                                    ? ", also when retested alone"
+                                    : fmt::format(", also in {} retests alone", history[i].retests.size());
       r.status = Status::fail;
-      r.reason = a.rule.higher_is_better
-                     ? fmt::format("{:.3f} Gb/s is below {:.0f}% of the best pair's {:.3f} Gb/s{}", measures[i].value,
-                                   a.rule.bw_fraction * 100, best, a.retest ? ", also when retested alone" : "")
-                     : fmt::format("{:.2f} us is above {}x the best pair's {:.2f} us{}", measures[i].value,
-                                   a.rule.lat_factor, best, a.retest ? ", also when retested alone" : "");
+      r.reason = a.policy.rule.higher_is_better
+                     ? fmt::format("{:.3f} Gb/s is below {:.0f}% of the best pair's {:.3f} Gb/s{}", history[i].first,
+                                   a.policy.rule.bw_fraction * 100, best, again)
+                     : fmt::format("{:.2f} us is above {}x the best pair's {:.2f} us{}", history[i].first,
+                                   a.policy.rule.lat_factor, best, again);
     }
     ctx.record(r);
   }
 
+  std::vector<HostPair> still_bad;
+  for (const std::size_t i : verdict.still_bad) still_bad.push_back(pairs[i]);
   ResultRecord summary;
   summary.params = {{"summary", true}, {"test", spec.test}, {"transport", spec.transport}, {"hosts", ctx.world},
                     {"pairs", pairs.size()}};
-  summary.metrics = {{"best_" + a.metric, best}, {"pairs_flagged", retest.size()}, {"pairs_bad", still_bad.size()}};
+  summary.metrics = {{"best_" + a.metric, best}, {"pairs_flagged", verdict.flagged.size()}, {"pairs_bad", still_bad.size()}};
   summary.samples = {{"n", pairs.size()}};
   std::vector<std::string> named;
-  for (int h : bad_hosts(ctx.world, still_bad)) named.push_back(hosts[static_cast<std::size_t>(h)]);
+  for (int h : verdict.bad_hosts) named.push_back(hosts[static_cast<std::size_t>(h)]);
   std::vector<std::string> loose;  // bad pairs that no named host explains
   for (const auto& [s, c] : still_bad) {
     const auto& hs = hosts[static_cast<std::size_t>(s)];
@@ -225,6 +253,7 @@ StepKind allpairs_step() {
   schema["properties"]["bw_fraction"] = {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1}};
   schema["properties"]["lat_factor"] = {{"type", "number"}, {"minimum", 1}};
   schema["properties"]["retest"] = {{"type", "boolean"}};
+  schema["properties"]["max_retests"] = {{"type", "integer"}, {"minimum", 0}};
   return {"microbench.allpairs",
           "all-pairs link matrix: N-1 rounds of concurrent disjoint pairs, slow pairs retested alone, bad hosts named",
           schema, run_allpairs_step};
