@@ -1,46 +1,196 @@
 #!/usr/bin/env bash
-# rocebench's ring allreduce against Open MPI's MPI_Allreduce over its TCP BTL, in the same run, on
-# loopback with 2 and 4 local ranks: busbw per size and the ratio (target: >= 1 at >= 1 MiB).
-#   ci/bench/allreduce_vs_peers.sh build/harness/rocebench [--ranks "2 4"] [--iters 20]
-# Sizes 1 MiB .. 16 MiB (x4). Both sides: float32 sum, in place, busbw = algbw * 2(n-1)/n from the
-# slowest rank's time per iteration. Open MPI gets mpi_yield_when_idle so that ranks outnumbering
-# the cores do not spin each other out.
+# rocebench's ring allreduce against its peers, in the same run, interleaved round by round:
+#   loopback  2 and 4 local ranks: rocebench vs Open MPI's MPI_Allreduce over its TCP BTL and Gloo's ring;
+#             sizes 1..16 MiB (x4); target: busbw >= Open MPI's at >= 1 MiB.
+#   hosts     4 emulated hosts (ci/testbeds/netns, 1 Gbit/s links), one rank each: iperf3 goodput between
+#             two of them, rocebench, Open MPI (default algorithm and forced ring), Gloo's ring;
+#             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer.
+# usage: allreduce_vs_peers.sh ROCEBENCH [--part loopback|hosts|both] [--rounds 3] [--ranks "2 4"]
+#                              [--iters 20] [--host-iters 8] [--rate 1gbit]
+# Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the mean over
+# iterations of the slowest rank's time. Open MPI gets mpi_yield_when_idle so that ranks
+# outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
+# load), then summarised over rounds as median [min..max]. Needs root for the emulated hosts.
 set -euo pipefail
-rocebench=$(realpath "$1")
+rocebench=$(realpath "${1:?usage: allreduce_vs_peers.sh ROCEBENCH [options]}")
 shift
-rank_counts="2 4"
-iters=20
+here=$(cd "$(dirname "$0")" && pwd)
+part=both rounds=3 rank_counts="2 4" iters=20 host_iters=8 rate=1gbit hosts_n=4
 while (($#)); do
   case $1 in
+    --part) part=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --ranks) rank_counts=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --host-iters) host_iters=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-command -v mpicxx >/dev/null || { echo "mpicxx missing: apt-get install libopenmpi-dev" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mpicxx -O2 -o "$work/mpi_allreduce" "$(dirname "$0")/mpi_allreduce.cpp"
-min=$((1 << 20)) max=$((16 << 20))
+[[ $part =~ ^(loopback|hosts|both)$ ]] || { echo "--part is loopback, hosts or both" >&2; exit 2; }
+for tool in mpicxx mpirun iperf3 /usr/bin/python3; do
+  command -v "$tool" >/dev/null || { echo "$tool is missing (ci/setup.sh installs it)" >&2; exit 2; }
+done
+[ -e /usr/include/gloo/allreduce.h ] || { echo "Gloo is missing: apt-get install libgloo-dev (ci/setup.sh)" >&2; exit 2; }
 
-printf '%6s %10s %14s %14s %7s\n' ranks bytes rocebench_GBps openmpi_GBps ratio
-for n in $rank_counts; do
-  "$rocebench" allreduce --ranks "$n" -b "$min" -e "$max" -f 4 -n "$iters" -w 2 --placement in \
-    --results-dir "$work/rb$n" >"$work/rb$n.log" 2>&1
-  mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl tcp,self --mca btl_tcp_if_include lo \
-    --mca mpi_yield_when_idle 1 "$work/mpi_allreduce" "$min" "$max" 4 "$iters" >"$work/mpi$n.txt"
-  /usr/bin/python3 - "$work/rb$n/results.jsonl" "$work/mpi$n.txt" "$n" <<'PY'
+work=$(mktemp -d)
+prefix=arb$$
+prefix=${prefix:0:6}
+export ROCEBENCH_NETNS_STATE=$work/netns
+cleanup() {
+  if [ -d "$ROCEBENCH_NETNS_STATE" ]; then "$here/../testbeds/netns/netns.sh" down --prefix "$prefix" >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mpicxx -O2 -o "$work/mpi_allreduce" "$here/mpi_allreduce.cpp"
+g++ -std=c++17 -O2 -o "$work/gloo_allreduce" "$here/gloo_allreduce.cpp" -lgloo -pthread
+table=$work/table.tsv  # round part ranks tool bytes busbw_GBps
+: >"$table"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_common=(--oversubscribe --mca btl tcp,self --mca mpi_yield_when_idle 1)
+ring_algorithm=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+
+# Appends "ROUND PART RANKS TOOL" before each "BYTES ... BUSBW" line a peer printed.
+add_peer_rows() { awk -v tag="$1" '{print tag "\t" $1 "\t" $4}' "$2" >>"$table"; }
+add_rocebench_rows() {
+  /usr/bin/python3 - "$1" "$2" >>"$table" <<'PY'
 import json, sys
-ours = {}
-for line in open(sys.argv[1]):
+for line in open(sys.argv[2]):
     r = json.loads(line)
     if r.get("step") == "collectives.allreduce" and r.get("status") == "ok":
-        ours[r["params"]["bytes"]] = r["metrics"]["busbw_GBps"]
-for line in open(sys.argv[2]):
-    size, _, _, busbw = line.split()
-    size, busbw = int(size), float(busbw)
-    # rocebench rounds sizes to whole segments: take the nearest size it measured.
-    mine = ours[min(ours, key=lambda s: abs(s - size))]
-    print(f"{sys.argv[3]:>6} {size:>10} {mine:>14.3f} {busbw:>14.3f} {mine / busbw:>7.2f}")
+        print(f'{sys.argv[1]}\t{r["params"]["bytes"]}\t{r["metrics"]["busbw_GBps"]}')
+    elif r.get("step") == "collectives.allreduce" and r.get("kind") == "result":
+        sys.exit(f"rocebench allreduce recorded {r.get('status')}: {r.get('reason')}")
 PY
+}
+fail() { echo "allreduce_vs_peers: $1 failed; its output:" >&2; cat "$2" >&2; exit 3; }
+
+# Rank i of a Gloo job: gloo_run RANKS STORE ADDRESS_OF_RANK... (one per rank; "netns:addr" runs it in netns)
+gloo_run() {
+  local n=$1 store=$2 min=$3 max=$4 factor=$5 count=$6 pids=() i=0
+  shift 6
+  mkdir -p "$store"
+  for where in "$@"; do
+    local run=()
+    [[ $where == *:* ]] && run=(ip netns exec "${where%%:*}")
+    "${run[@]}" "$work/gloo_allreduce" "$i" "$n" "$store" "${where#*:}" "$min" "$max" "$factor" "$count" \
+      >"$work/gloo.$i.out" 2>&1 &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  rm -rf "$store"
+  return $rc
+}
+
+loopback_round() {
+  local round=$1 n min=$((1 << 20)) max=$((16 << 20))
+  for n in $rank_counts; do
+    local tag="$round	loopback	$n"
+    "$rocebench" allreduce --ranks "$n" -b "$min" -e "$max" -f 4 -n "$iters" -w 2 --placement in \
+      --results-dir "$work/rb-$round-$n" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
+    add_rocebench_rows "$tag	rocebench" "$work/rb-$round-$n/results.jsonl"
+    mpirun "${mpi_common[@]}" -np "$n" --mca btl_tcp_if_include lo "$work/mpi_allreduce" "$min" "$max" 4 "$iters" \
+      >"$work/mpi.txt" 2>"$work/mpi.err" || fail "Open MPI" "$work/mpi.err"
+    add_peer_rows "$tag	openmpi" "$work/mpi.txt"
+    local addrs=()
+    for ((i = 0; i < n; i++)); do addrs+=(127.0.0.1); done
+    gloo_run "$n" "$work/store" "$min" "$max" 4 "$iters" "${addrs[@]}" || fail Gloo "$work/gloo.0.out"
+    add_peer_rows "$tag	gloo" "$work/gloo.0.out"
+  done
+}
+
+hosts_round() {
+  local round=$1 min=$((16 << 20)) max=$((64 << 20)) tag="$1	hosts	$hosts_n"
+  local a1 ns0
+  ns0=$(awk 'NR == 1 {print $1}' "$hosts_file")
+  a1=$(awk 'NR == 2 {print $2}' "$hosts_file")
+  # Goodput of one TCP stream host 0 -> host 1, as GB/s to compare with busbw.
+  ip netns exec "$(awk 'NR == 2 {print $1}' "$hosts_file")" iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-server.log"
+  sleep 0.3
+  ip netns exec "$ns0" iperf3 -c "$a1" -p 5201 -t 5 -J >"$work/iperf.json" || fail iperf3 "$work/iperf.json"
+  /usr/bin/python3 -c 'import json, sys
+bps = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
+print(f"{sys.argv[2]}\tgoodput\t0\t{bps / 8e9}")' "$work/iperf.json" "$tag" >>"$table"
+
+  "$rocebench" allreduce --netns "$hosts_file" --ranks "$hosts_n" -b "$min" -e "$max" -f 4 -n "$host_iters" -w 2 \
+    --placement in --results-dir "$work/rbh-$round" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
+  add_rocebench_rows "$tag	rocebench" "$work/rbh-$round/results.jsonl"
+
+  # mpirun runs in host 0 (its daemons call back to it); the agent starts a daemon in the host
+  # that owns an address.
+  for variant in default ring; do
+    local extra=()
+    [ "$variant" = ring ] && extra=("${ring_algorithm[@]}")
+    ip netns exec "$ns0" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
+      --mca plm_rsh_agent "$work/netns-agent" --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0 \
+      --mca btl_tcp_if_include eth0 "${extra[@]}" "$work/mpi_allreduce" "$min" "$max" 4 "$host_iters" \
+      >"$work/mpi.txt" 2>"$work/mpi.err" || fail "Open MPI ($variant)" "$work/mpi.err"
+    add_peer_rows "$tag	openmpi-$variant" "$work/mpi.txt"
+  done
+
+  local where=()
+  while read -r ns address; do where+=("$ns:$address"); done <"$hosts_file"
+  gloo_run "$hosts_n" "$work/store" "$min" "$max" 4 "$host_iters" "${where[@]}" || fail Gloo "$work/gloo.0.out"
+  add_peer_rows "$tag	gloo" "$work/gloo.0.out"
+}
+
+if [ "$part" != loopback ]; then
+  [ "$(id -u)" = 0 ] || { echo "the emulated hosts need root (network namespaces)" >&2; exit 2; }
+  hosts_file=$("$here/../testbeds/netns/netns.sh" up "$hosts_n" --prefix "$prefix" --rate "$rate")
+  awk '{print $2 " slots=1"}' "$hosts_file" >"$work/mpi-hosts"
+  cat >"$work/netns-agent" <<EOF
+#!/bin/sh
+# Open MPI's rsh agent: "agent [options] ADDRESS COMMAND..." runs COMMAND in the emulated host with ADDRESS.
+while [ "\${1#-}" != "\$1" ]; do shift; done
+ns=\$(awk -v a="\$1" '\$2 == a {print \$1}' "$hosts_file")
+shift
+[ -n "\$ns" ] || { echo "netns-agent: no emulated host has that address" >&2; exit 1; }
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+EOF
+  chmod +x "$work/netns-agent"
+fi
+
+for ((round = 1; round <= rounds; round++)); do
+  echo "round $round/$rounds" >&2
+  [ "$part" != hosts ] && loopback_round "$round"
+  [ "$part" != loopback ] && hosts_round "$round"
 done
+
+/usr/bin/python3 - "$table" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(dict)  # (part, ranks, bytes) -> {(round, tool): busbw}
+goodput, ours = {}, []
+for line in open(sys.argv[1]):
+    rnd, part, ranks, tool, size, busbw = line.split("\t")
+    if tool == "goodput":
+        goodput[rnd] = float(busbw)
+    elif tool == "rocebench":
+        ours.append((rnd, part, int(ranks), int(size), float(busbw)))
+    else:
+        rows[(part, int(ranks), int(size))][(rnd, tool)] = float(busbw)
+# rocebench rounds sizes down to whole segments: its figure joins the peers' nearest size.
+for rnd, part, ranks, size, busbw in ours:
+    sizes = [s for (p, n, s) in rows if (p, n) == (part, ranks)] or [size]
+    rows[(part, ranks, min(sizes, key=lambda s: abs(s - size)))][(rnd, "rocebench")] = busbw
+
+def spread(values):
+    return f"{statistics.median(values):.3f} [{min(values):.3f}..{max(values):.3f}]"
+
+print(f"{'part':<9} {'ranks':>5} {'bytes':>9} {'tool':<16} {'busbw GB/s median [min..max]':>30} {'rocebench/tool median [min..max]':>34}")
+for (part, ranks, size), cells in sorted(rows.items()):
+    rounds = sorted({r for r, _ in cells})
+    tools = sorted({t for _, t in cells}, key=lambda t: (t != "rocebench", t))
+    for tool in tools:
+        values = [cells[(r, tool)] for r in rounds if (r, tool) in cells]
+        ratios = [cells[(r, "rocebench")] / cells[(r, tool)] for r in rounds if (r, tool) in cells and (r, "rocebench") in cells]
+        ratio_text = spread(ratios) if tool != "rocebench" else ""
+        print(f"{part:<9} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
+    if part == "hosts" and goodput:
+        ratios = [cells[(r, "rocebench")] / goodput[r] for r in rounds if (r, "rocebench") in cells and r in goodput]
+        print(f"{part:<9} {ranks:>5} {size:>9} {'iperf3 goodput':<16} {spread([goodput[r] for r in rounds if r in goodput]):>30} "
+              f"{spread(ratios):>34}")
+print(f"{len({l.split(chr(9))[0] for l in open(sys.argv[1])})} round(s); ratios are taken within a round")
+PY

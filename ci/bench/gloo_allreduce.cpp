@@ -1,0 +1,69 @@
+// The Gloo peer of ci/bench/allreduce_vs_peers.sh: gloo::allreduce with its ring algorithm
+// (reduce-scatter + allgather, pipelined in 1 MiB segments, as PyTorch's Gloo backend runs it) over
+// Gloo's TCP transport, float32 sum in place, timed like mpi_allreduce: per iteration, the slowest
+// rank's time, and nccl-tests' busbw. Ranks meet through a FileStore in a folder they all see.
+// Usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS
+// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS.
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+template <typename T>
+void allreduce(const std::shared_ptr<gloo::Context>& context, std::vector<T>& data,
+               void (*reduce)(void*, const void*, const void*, size_t)) {
+  gloo::AllreduceOptions options(context);
+  options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+  options.setOutput(data.data(), data.size());
+  options.setReduceFunction(reduce);
+  gloo::allreduce(options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 9) {
+    std::fprintf(stderr, "usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS\n");
+    return 2;
+  }
+  const int rank = std::atoi(argv[1]), ranks = std::atoi(argv[2]);
+  const long min_bytes = std::atol(argv[5]), max_bytes = std::atol(argv[6]), factor = std::atol(argv[7]);
+  const int iters = std::atoi(argv[8]);
+
+  gloo::transport::tcp::attr attr;
+  attr.hostname = argv[4];
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  gloo::rendezvous::FileStore store(argv[3]);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, ranks);
+  context->setTimeout(std::chrono::seconds(120));
+  context->connectFullMesh(store, device);
+
+  for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
+    std::vector<float> data(static_cast<std::size_t>(bytes / 4), 1.0f);
+    std::vector<double> times(static_cast<std::size_t>(iters));
+    for (int i = -2; i < iters; ++i) {  // two warm-up iterations
+      const auto t0 = std::chrono::steady_clock::now();
+      allreduce(context, data, &gloo::sum<float>);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      if (i >= 0) times[static_cast<std::size_t>(i)] = took.count();
+    }
+    allreduce(context, times, &gloo::max<double>);
+    if (rank == 0) {
+      double sum = 0;
+      for (double t : times) sum += t;
+      const double avg = sum / iters;
+      const double algbw = static_cast<double>(bytes) / avg / 1e9;
+      std::printf("%ld %.1f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * 2.0 * (ranks - 1) / ranks);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
