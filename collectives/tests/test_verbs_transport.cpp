@@ -5,8 +5,11 @@
 #include <cstring>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "../../harness/tests/process_util.hpp"
 #include "local_rendezvous.hpp"
+#include "rocebench/collectives/algorithms.hpp"
 #include "rocebench/collectives/module.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/collectives/verbs_flow.hpp"
@@ -276,4 +279,65 @@ TEST(VerbsTransport, AllreduceCommandSelectsVerbsAndRefusesOtherTransports) {
     ++skips;
   }
   EXPECT_EQ(skips, 1);
+}
+
+// The transport for real, ranks as threads each with its own device context: runs wherever an RDMA
+// device is up (the soft-RoCE guest's rxe0, a RoCE NIC), skipped elsewhere.
+TEST(VerbsTransport, EveryAlgorithmSumsExactlyOnARealDevice) {
+  if (verbs::device_names().empty()) GTEST_SKIP() << "no RDMA device on this host";
+  for (const int world : {2, 4}) {
+    for (const Algorithm algorithm : {Algorithm::ring, Algorithm::ps, Algorithm::rd}) {
+      rbtest::LocalRendezvous shared(world);
+      const auto errors = rbtest::on_ranks(world, [&](int r) {
+        rbtest::LocalRendezvous::Rank rdv(shared, r);
+        VerbsOptions o;
+        o.slots = 4;
+        o.slot_bytes = 4096;  // messages of up to 1.5 MiB span the 16 KiB ring many times over
+        const auto t = connect_verbs_mesh(rdv, r, world, "127.0.0.1", "host" + std::to_string(r), o, Deadline(30s));
+        CollectiveOptions options;
+        options.chunk_bytes = 10000;
+        for (const std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1001}, std::size_t{393217}}) {
+          std::vector<float> data(count);
+          for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<float>((r * 7 + i) % 5);
+          allreduce(*t, algorithm, data.data(), count, DataType::float32, ReduceOp::sum, options, Deadline(60s));
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int k = 0; k < world; ++k) want += static_cast<float>((k * 7 + i) % 5);
+            wrong += data[i] != want;
+          }
+          if (wrong) throw std::runtime_error(fmt::format("{} of {} elements wrong", wrong, count));
+        }
+        const std::vector<char> none;
+        t->wait(t->send((r + 1) % world, none.data(), 0), Deadline(10s));  // 0 bytes keep their place
+        std::vector<char> got(3);
+        const Request a = t->recv((r + world - 1) % world, nullptr, 0);
+        const Request b = t->recv((r + world - 1) % world, got.data(), 3);
+        const char hello[3] = {'h', 'i', static_cast<char>(r)};
+        t->wait(t->send((r + 1) % world, hello, 3), Deadline(10s));
+        t->wait(std::vector<Request>{a, b}, Deadline(10s));
+        if (got[2] != static_cast<char>((r + world - 1) % world)) throw std::runtime_error("3-byte message garbled");
+      });
+      for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << world << " ranks, " << to_string(algorithm) << ", rank " << r;
+    }
+  }
+}
+
+// A peer that stops answering: the wait ends at its deadline naming that peer by rank and host.
+TEST(VerbsTransport, ASilentPeerIsNamedAtTheDeadline) {
+  if (verbs::device_names().empty()) GTEST_SKIP() << "no RDMA device on this host";
+  rbtest::LocalRendezvous shared(2);
+  std::string message;
+  const auto errors = rbtest::on_ranks(2, [&](int r) {
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    const auto t = connect_verbs_mesh(rdv, r, 2, "127.0.0.1", "host" + std::to_string(r), VerbsOptions{}, Deadline(30s));
+    if (r == 1) return;  // posts nothing
+    std::vector<char> buf(64);
+    try {
+      t->wait(t->recv(1, buf.data(), buf.size()), Deadline(500ms));
+    } catch (const DeadlineExceeded& e) {
+      message = e.what();
+    }
+  });
+  EXPECT_NE(message.find("rank 1 on host host1"), std::string::npos) << message;
 }
