@@ -24,7 +24,7 @@ sweep() {
   fi
   ok=$(grep '"step":"collectives.allreduce"' "res-$name/results.jsonl" | grep -c '"status":"ok"')
   bad=$(grep '"step":"collectives.allreduce"' "res-$name/results.jsonl" | grep -vc '"status":"ok"')
-  wrong=$(grep '"step":"collectives.allreduce"' "res-$name/results.jsonl" | grep -vc '"wrong":0[,}]')
+  wrong=$(grep '"step":"collectives.allreduce"' "res-$name/results.jsonl" | grep -Evc '"wrong":0(\.0)?[,}]')
   [ "$ok" -eq "$want" ] || fail "$name: $ok ok records, expected $want"
   [ "$bad" -eq 0 ] || fail "$name: $bad records not ok: $(grep -v '"status":"ok"' "res-$name/results.jsonl" | grep collectives | head -2)"
   [ "$wrong" -eq 0 ] || fail "$name: records with wrong elements"
