@@ -1,5 +1,6 @@
 // The one place that knows every module: the arrows of DESIGN.md end here.
 #include "commands.hpp"
+#include "rocebench/collectives/dtype.hpp"
 #include "rocebench/collectives/module.hpp"
 #include "rocebench/microbench/module.hpp"
 #include "rocebench/models/module.hpp"
@@ -8,10 +9,25 @@
 
 namespace rocebench {
 
+namespace {
+
+// microbench measures the collectives' own sum kernels next to memcpy without depending on collectives.
+std::vector<microbench::SumKernel> sum_kernels() {
+  std::vector<microbench::SumKernel> out;
+  for (auto t : {collectives::DataType::float32, collectives::DataType::float16, collectives::DataType::bfloat16}) {
+    out.push_back({collectives::to_string(t), collectives::size_of(t), [t](void* dst, const void* src, std::size_t n) {
+                     collectives::reduce_into(t, collectives::ReduceOp::sum, dst, src, n);
+                   }});
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<StepKind>& all_step_kinds() {
   static const std::vector<StepKind> kinds = [] {
     std::vector<StepKind> out{rendezvous_step()};
-    for (auto&& more : {microbench::steps(), collectives::steps(), models::steps(), netcheck::steps(), reports::steps()}) {
+    for (auto&& more : {microbench::steps(sum_kernels()), collectives::steps(), models::steps(), netcheck::steps(), reports::steps()}) {
       out.insert(out.end(), more.begin(), more.end());
     }
     return out;
@@ -21,7 +37,7 @@ const std::vector<StepKind>& all_step_kinds() {
 
 std::vector<Subcommand> all_subcommands() {
   std::vector<Subcommand> out{{"run", "run a plan: launch the ranks, run its steps, record results", run_main}};
-  for (auto&& more : {microbench::subcommands(), collectives::subcommands(), models::subcommands(),
+  for (auto&& more : {microbench::subcommands(sum_kernels()), collectives::subcommands(), models::subcommands(),
                       netcheck::subcommands(), reports::subcommands()}) {
     out.insert(out.end(), more.begin(), more.end());
   }

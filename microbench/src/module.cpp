@@ -37,7 +37,8 @@ int probe_main(const Args& args) {
     ArgParser p("rocebench probe", "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest:\n"
                                    "start one side with --server, the other with --client HOST.\n"
                                    "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
-                                   "Subcommand: rocebench probe allpairs --help (all-pairs link matrix).");
+                                   "Subcommands: rocebench probe allpairs --help (all-pairs link matrix),\n"
+                                   "rocebench probe host --help (memory, sum-kernel and GPU micro-benchmarks).");
     p.positional("TRANSPORT", &spec.transport, "tcp | verbs")
         .positional("TEST", &spec.test, "lat | bw (tcp); write_lat ... read_bw (verbs)")
         .flag("--server", &server, "wait for one client, serve its tests")
@@ -108,8 +109,9 @@ int probe_main(const Args& args) {
   });
 }
 
-int probe_dispatch(const Args& args) {
+int probe_dispatch(const Args& args, const std::vector<SumKernel>& sum_kernels) {
   if (!args.empty() && args.front() == "allpairs") return allpairs_main(Args(args.begin() + 1, args.end()));
+  if (!args.empty() && args.front() == "host") return hostbench_main(Args(args.begin() + 1, args.end()), sum_kernels);
   return probe_main(args);
 }
 
@@ -147,14 +149,15 @@ void run_probe_step(StepContext& ctx) {
 
 }  // namespace
 
-std::vector<Subcommand> subcommands() {
-  return {{"probe", "verbs and TCP latency / bandwidth probes, all-pairs matrix", probe_dispatch}};
+std::vector<Subcommand> subcommands(std::vector<SumKernel> sum_kernels) {
+  return {{"probe", "verbs and TCP latency / bandwidth probes, all-pairs matrix, host/GPU micro-benchmarks",
+           [sum_kernels = std::move(sum_kernels)](const Args& args) { return probe_dispatch(args, sum_kernels); }}};
 }
 
-std::vector<StepKind> steps() {
+std::vector<StepKind> steps(std::vector<SumKernel> sum_kernels) {
   return {{"microbench.probe", "latency / bandwidth between rank pairs (2k serves, 2k+1 measures), TCP or verbs",
            probe_params_schema(), run_probe_step},
-          allpairs_step()};
+          allpairs_step(), hostbench_step(std::move(sum_kernels))};
 }
 
 }  // namespace rocebench::microbench

@@ -4,10 +4,13 @@
 
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/step.hpp"
+#include "rocebench/microbench/hostbench.hpp"
 
 namespace rocebench::microbench {
 
-std::vector<Subcommand> subcommands();
-std::vector<StepKind> steps();
+// sum_kernels: the reduction kernels `probe host` and microbench.host measure next to memcpy (the
+// harness passes collectives' own; microbench does not depend on collectives).
+std::vector<Subcommand> subcommands(std::vector<SumKernel> sum_kernels = {});
+std::vector<StepKind> steps(std::vector<SumKernel> sum_kernels = {});
 
 }  // namespace rocebench::microbench
