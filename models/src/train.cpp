@@ -91,7 +91,8 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   }
   const Summary s = summarize(step_ms);
   const double images_per_s = static_cast<double>(c.batch) * c.steps / (static_cast<double>(timed_ns) / 1e9);
-  const std::int64_t peak = proc_kib_field("/proc/self/status", "VmHWM");
+  // The host's high-water mark for cpu; the gpu engine's device allocations (buffers and workspace).
+  const std::int64_t peak = c.engine == "cpu" ? proc_kib_field("/proc/self/status", "VmHWM") : -1;
   r.metrics = {{"images_per_s", images_per_s},
                {"step_time_ms_p50", s.median},
                {"tflops", 3 * graph.forward_flops_per_image() * images_per_s / 1e12},
