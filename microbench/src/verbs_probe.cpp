@@ -160,8 +160,8 @@ class VerbsProbe final : public Probe {
       wait_completions(1);
       return;
     }
-    buf_[0] = last ? kLast : kContinue;
-    buf_[bytes_ - 1] = static_cast<char>(seq_);
+    out()[0] = last ? kLast : kContinue;
+    out()[bytes_ - 1] = static_cast<char>(seq_);
     if (spec_.test == "write_lat") {
       post_one(0, IBV_WR_RDMA_WRITE, true);
       wait_completions(1);
@@ -174,7 +174,7 @@ class VerbsProbe final : public Probe {
   }
 
   void post(bool last) override {
-    buf_[0] = last ? kLast : kContinue;
+    out()[0] = last ? kLast : kContinue;
     const ibv_wr_opcode op = spec_.test == "write_bw" ? IBV_WR_RDMA_WRITE
                              : spec_.test == "send_bw" ? IBV_WR_SEND
                                                        : IBV_WR_RDMA_READ;
@@ -185,7 +185,7 @@ class VerbsProbe final : public Probe {
     ibv_wc wc[32];
     const std::int64_t start = now_ns();
     while (true) {
-      const int n = ::ibv_poll_cq(cq_, 32, wc);
+      const int n = ::ibv_poll_cq(send_cq_, 32, wc);
       if (n < 0) throw InfraError(fmt::format("polling the completion queue failed (peer {})", peer_));
       for (int i = 0; i < n; ++i) check(wc[i]);
       if (n > 0 || !wait) return static_cast<std::size_t>(n);
@@ -217,8 +217,8 @@ class VerbsProbe final : public Probe {
         if (spec_.test == "write_lat") wait_write_arrival();
         else wait_receive();
         if (o_.validate) errors += local_validation();
-        const bool last = buf_[0] == kLast;
-        buf_[bytes - 1] = static_cast<char>(seq_);
+        const bool last = in()[0] == kLast;
+        out()[bytes - 1] = static_cast<char>(seq_);
         post_one(0, spec_.test == "write_lat" ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, true);
         wait_completions(1);
         if (last) break;
@@ -227,7 +227,7 @@ class VerbsProbe final : public Probe {
       // Keep receives posted until the client says the size is over.
       while (!control_says_done()) {
         ibv_wc wc[32];
-        const int n = ::ibv_poll_cq(cq_, 32, wc);
+        const int n = ::ibv_poll_cq(recv_cq_, 32, wc);
         for (int i = 0; i < n; ++i) {
           check(wc[i]);
           if (o_.validate) errors += local_validation();
@@ -283,8 +283,10 @@ class VerbsProbe final : public Probe {
     port_ = port;
     device_name_ = ::ibv_get_device_name(context->device);
     pd_ = must(::ibv_alloc_pd(context_), "ibv_alloc_pd");
-    const int depth = std::max(o_.tx_depth, 16) * o_.qps * 2;
-    cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
+    // Sends and receives complete on separate queues, so waiting for one never swallows the other.
+    const int depth = std::max(o_.tx_depth, 16) * o_.qps;
+    send_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
+    recv_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
     ibv_port_attr pattr{};
     if (::ibv_query_port(context_, static_cast<std::uint8_t>(port_), &pattr)) verbs_error("ibv_query_port", errno);
     active_mtu_ = 128 << pattr.active_mtu;  // IBV_MTU_256 = 1
@@ -294,7 +296,8 @@ class VerbsProbe final : public Probe {
 
   ibv_qp_init_attr qp_attr(std::uint32_t max_inline) const {
     ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
+    a.send_cq = send_cq_;
+    a.recv_cq = recv_cq_;
     a.qp_type = IBV_QPT_RC;
     a.cap.max_send_wr = static_cast<std::uint32_t>(o_.tx_depth);
     a.cap.max_recv_wr = static_cast<std::uint32_t>(o_.tx_depth);
@@ -406,9 +409,12 @@ class VerbsProbe final : public Probe {
     bytes_ = bytes;
     seq_ = 0;
     posted_ = 0;
-    buf_ = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
-    for (std::size_t i = 0; i < bytes; ++i) buf_[i] = pattern_byte(i, bytes);
-    mr_ = must(::ibv_reg_mr(pd_, buf_, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+    // Two regions: what the peer writes (and reads) and what arrives, apart from what this side sends,
+    // so a ping-pong never mistakes its own outgoing sequence byte for the peer's answer.
+    stride_ = (bytes + 4095) / 4096 * 4096;
+    buf_ = static_cast<char*>(std::aligned_alloc(4096, 2 * stride_));
+    for (std::size_t i = 0; i < bytes; ++i) in()[i] = out()[i] = pattern_byte(i, bytes);
+    mr_ = must(::ibv_reg_mr(pd_, buf_, 2 * stride_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
                "ibv_reg_mr");
     const BufferInfo mine{reinterpret_cast<std::uintptr_t>(buf_), mr_->rkey, 0};
     BufferInfo theirs{};
@@ -436,18 +442,20 @@ class VerbsProbe final : public Probe {
     buf_ = nullptr;
   }
 
+  // rdma_cm closes the device context with its last id: everything made on it goes first.
   void release() {
     release_buffer();
     for (auto* id : ids_) {
       ::rdma_disconnect(id);
       ::rdma_destroy_qp(id);
-      ::rdma_destroy_id(id);
     }
     if (ids_.empty()) {
       for (auto* qp : qps_) ::ibv_destroy_qp(qp);
     }
-    if (cq_) ::ibv_destroy_cq(cq_);
+    if (send_cq_) ::ibv_destroy_cq(send_cq_);
+    if (recv_cq_) ::ibv_destroy_cq(recv_cq_);
     if (pd_) ::ibv_dealloc_pd(pd_);
+    for (auto* id : ids_) ::rdma_destroy_id(id);
     if (own_context_ && context_) ::ibv_close_device(context_);
     if (channel_ && owns_channel_) ::rdma_destroy_event_channel(channel_);
     ::close(fd_);
@@ -458,7 +466,7 @@ class VerbsProbe final : public Probe {
 
  private:
   void post_one(std::size_t q, ibv_wr_opcode op, bool may_inline) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), static_cast<std::uint32_t>(bytes_), mr_->lkey};
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(op == IBV_WR_RDMA_READ ? in() : out()), static_cast<std::uint32_t>(bytes_), mr_->lkey};
     ibv_send_wr wr{};
     wr.wr_id = q;
     wr.sg_list = &sge;
@@ -475,7 +483,7 @@ class VerbsProbe final : public Probe {
   }
 
   void post_receive(std::size_t q) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf_), static_cast<std::uint32_t>(bytes_), mr_->lkey};
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(in()), static_cast<std::uint32_t>(bytes_), mr_->lkey};
     ibv_recv_wr wr{};
     wr.wr_id = q;
     wr.sg_list = &sge;
@@ -508,11 +516,10 @@ class VerbsProbe final : public Probe {
     const std::int64_t start = now_ns();
     ibv_wc wc{};
     while (true) {
-      const int n = ::ibv_poll_cq(cq_, 1, &wc);
+      const int n = ::ibv_poll_cq(recv_cq_, 1, &wc);
       if (n > 0) {
         check(wc);
-        if (wc.opcode == IBV_WC_RECV) break;
-        continue;
+        break;
       }
       if (now_ns() - start > spec_.wait.count() * 1'000'000) timeout("a message");
     }
@@ -522,7 +529,7 @@ class VerbsProbe final : public Probe {
   // perftest's write latency: the last byte of our buffer changes when the peer's write lands.
   void wait_write_arrival() {
     const std::int64_t start = now_ns();
-    volatile char* last = buf_ + bytes_ - 1;
+    volatile char* last = in() + bytes_ - 1;
     std::uint64_t spins = 0;
     while (*last != static_cast<char>(seq_)) {
       if ((++spins & 1023) == 0 && now_ns() - start > spec_.wait.count() * 1'000'000) timeout("a write");
@@ -539,13 +546,13 @@ class VerbsProbe final : public Probe {
 
   std::uint32_t local_validation() const {
     for (std::size_t i = 1; i + 1 < bytes_; ++i) {
-      if (buf_[i] != pattern_byte(i, bytes_)) return 1;
+      if (in()[i] != pattern_byte(i, bytes_)) return 1;
     }
     return 0;
   }
 
   [[noreturn]] void timeout(const char* what) const {
-    throw DeadlineExceeded(fmt::format("no {} from the peer {} within {} ms", what, peer_, spec_.wait.count()));
+    throw DeadlineExceeded(fmt::format("waited {} ms for {} from the peer {}", spec_.wait.count(), what, peer_));
   }
 
   ProbeSpec spec_;
@@ -558,7 +565,8 @@ class VerbsProbe final : public Probe {
   ibv_context* context_ = nullptr;
   bool own_context_ = false;
   ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
+  ibv_cq* send_cq_ = nullptr;
+  ibv_cq* recv_cq_ = nullptr;
   std::vector<ibv_qp*> qps_;
   std::string device_name_;
   int port_ = 1;
@@ -566,7 +574,11 @@ class VerbsProbe final : public Probe {
   ibv_mtu mtu_ = IBV_MTU_1024;
   int active_mtu_ = 0;
   std::uint32_t max_inline_ = 0;
+  char* in() const { return buf_; }
+  char* out() const { return buf_ + stride_; }
+
   char* buf_ = nullptr;
+  std::size_t stride_ = 0;
   ibv_mr* mr_ = nullptr;
   std::size_t bytes_ = 0;
   BufferInfo remote_{};
