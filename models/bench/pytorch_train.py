@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch CPU reference for `rocebench train --model resnet20_cifar`: the same network (ResNet-20,
 1x1 projection shortcuts), a fixed random batch, SGD with momentum 0.9 and weight decay 1e-4 at
-lr 0.01, warm-up steps then timed steps. Prints one JSON line: images_per_s and per-step times."""
+lr 0.01, warm-up steps then timed steps. Prints one JSON line: images_per_s and per-step times.
+--bf16 runs forward and loss under torch.autocast("cpu", bfloat16): fp32 weights, bf16 convolutions."""
 import argparse
 import json
 import statistics
@@ -43,6 +44,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--bf16", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -57,12 +59,14 @@ def main():
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss_fn(model(images), labels).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = loss_fn(model(images), labels)
+        loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
         if i >= a.warmup:
             times.append(dt * 1e3)
-    print(json.dumps({"torch": torch.__version__, "threads": a.threads, "batch": a.batch, "n": len(times),
+    print(json.dumps({"torch": torch.__version__, "precision": "bf16" if a.bf16 else "fp32", "threads": a.threads, "batch": a.batch, "n": len(times),
                       "images_per_s": a.batch * len(times) / (sum(times) / 1e3),
                       "step_time_ms_p50": statistics.median(times), "min": min(times), "max": max(times)}))
 

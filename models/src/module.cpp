@@ -23,7 +23,8 @@ std::string hostname() {
 void print_summary(std::ostream& out, const ResultRecord& r) {
   const auto& p = r.params;
   const std::string what = fmt::format("{} {} {} batch {}", p["model"].get<std::string>(), p["engine"].get<std::string>(),
-                                       p["precision"].get<std::string>(), p["batch"].get<int>());
+                                       p["precision"].get<std::string>(), p["batch"].get<int>()) +
+                           (p.contains("layout") ? " layout " + p["layout"].get<std::string>() : "");
   if (r.status != Status::ok) {
     out << fmt::format("{}: {}: {}\n", what, to_string(r.status), r.reason);
     return;
@@ -35,6 +36,10 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
                      what, m["images_per_s"].get<double>(), s["median"].get<double>(), s["min"].get<double>(),
                      s["max"].get<double>(), s["stdev"].get<double>(), s["n"].get<int>(), m["tflops"].get<double>(),
                      m["peak_memory_MiB"].get<double>(), m["loss"].get<double>());
+  if (m.contains("loader_images_per_s"))
+    out << fmt::format("  input: {} loader threads decode {:.1f} images/s; a step waited {:.2f} ms for its batch on average\n",
+                       p["loader_threads"].get<int>(), m["loader_images_per_s"].get<double>(),
+                       m["input_wait_ms_per_step"].get<double>());
 }
 
 int train_main(const Args& args) {
@@ -46,9 +51,14 @@ int train_main(const Args& args) {
       .option("--model", &c.model, "model from --list (default resnet50)", "NAME")
       .option("--engine", &c.engine, "cpu (oneDNN) or gpu (cuDNN) (default cpu)", "NAME")
       .option("--precision", &c.precision, "fp32, tf32, bf16 or fp16 (default fp32)", "NAME")
+      .option("--layout", &c.layout, "cpu: blocked (oneDNN's preferred layouts) or plain (NCHW throughout) (default blocked)", "NAME")
       .option("--batch", &c.batch, "images per step on this rank (default 32)")
       .option("--steps", &c.steps, "timed steps (default 20)")
       .option("--warmup", &c.warmup, "untimed steps first (default 5)")
+      .option("--data", &c.data, "train on the images of DIR/<class>/<image> (JPEG, PNG, PPM) through the data loader "
+                                 "instead of a fixed random batch", "DIR")
+      .option("--loader-threads", &c.loader_threads, "data loader: decoding threads (default 4)")
+      .option("--prefetch", &c.prefetch, "data loader: batches in flight, 2 = double buffering (default 2)")
       .option("--host", &host, "host name in records (default: this host's name)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
       .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
@@ -77,9 +87,13 @@ json params_schema() {
       "model": {"type": "string", "minLength": 1},
       "engine": {"enum": ["cpu", "gpu"]},
       "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
+      "layout": {"enum": ["blocked", "plain"]},
       "batch": {"type": "integer", "minimum": 1},
       "steps": {"type": "integer", "minimum": 1},
-      "warmup": {"type": "integer", "minimum": 0}
+      "warmup": {"type": "integer", "minimum": 0},
+      "data": {"type": "string", "minLength": 1},
+      "loader_threads": {"type": "integer", "minimum": 1},
+      "prefetch": {"type": "integer", "minimum": 2}
     }
   })");
 }
@@ -90,9 +104,13 @@ void run_step(StepContext& ctx) {
   c.model = p.at("model").get<std::string>();
   c.engine = p.value("engine", c.engine);
   c.precision = p.value("precision", c.precision);
+  c.layout = p.value("layout", c.layout);
   c.batch = p.value("batch", c.batch);
   c.steps = p.value("steps", c.steps);
   c.warmup = p.value("warmup", c.warmup);
+  c.data = p.value("data", c.data);
+  c.loader_threads = p.value("loader_threads", c.loader_threads);
+  c.prefetch = p.value("prefetch", c.prefetch);
   ctx.record(measure_training(c, ctx.world));
 }
 

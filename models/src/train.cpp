@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "data_loader.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
@@ -27,7 +28,10 @@ std::int64_t proc_kib_field(const std::string& file, const std::string& key) {
 }
 
 json identity(const TrainConfig& c) {
-  return {{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"batch", c.batch}, {"mode", "single"}};
+  json id{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"batch", c.batch}, {"mode", "single"}};
+  if (c.layout != "blocked") id["layout"] = c.layout;
+  if (!c.data.empty()) id.update({{"input", "images"}, {"loader_threads", c.loader_threads}, {"prefetch", c.prefetch}});
+  return id;
 }
 
 }  // namespace
@@ -38,8 +42,12 @@ void validate(const TrainConfig& c) {
   const auto engines = engine_names();
   if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
     throw InputError(fmt::format("unknown engine '{}'; engines: {}", c.engine, fmt::join(engines, ", ")));
+  if (c.layout != "blocked" && c.layout != "plain")
+    throw InputError(fmt::format("unknown layout '{}'; layouts: blocked, plain", c.layout));
   if (c.batch < 1 || c.steps < 1 || c.warmup < 0)
     throw InputError(fmt::format("batch ({}) and steps ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.steps, c.warmup));
+  if (!c.data.empty() && (c.loader_threads < 1 || c.prefetch < 2))
+    throw InputError(fmt::format("loader threads ({}) must be at least 1 and prefetch ({}) at least 2", c.loader_threads, c.prefetch));
   if (c.engine == "cpu") {
     const std::int64_t needed = bytes_needed(graph, c.batch);
     const std::int64_t available = proc_kib_field("/proc/meminfo", "MemAvailable");
@@ -59,27 +67,46 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   r.params = identity(c);
   std::unique_ptr<Engine> engine;
   try {
-    engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed});
+    engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed,
+                                            .plain_layout = c.layout == "plain"});
   } catch (const EngineUnavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();
     return r;
   }
 
-  // A fixed random batch, as tf_cnn_benchmarks' synthetic data: the input pipeline costs nothing.
-  std::mt19937 rng(static_cast<std::mt19937::result_type>(c.seed));
-  std::normal_distribution<float> normal;
-  std::vector<float> images(static_cast<std::size_t>(graph.input_shape().size() * c.batch));
-  for (auto& v : images) v = normal(rng);
-  std::vector<int> labels(static_cast<std::size_t>(c.batch));
-  for (auto& l : labels) l = std::uniform_int_distribution<int>(0, graph.classes() - 1)(rng);
-  engine->set_batch(images, labels);
+  // Either a folder of images through the data loader, or a fixed random batch as
+  // tf_cnn_benchmarks' synthetic data, where the input pipeline costs nothing.
+  std::unique_ptr<DataLoader> loader;
+  if (!c.data.empty()) {
+    ImageFolder folder = scan_image_folder(c.data);
+    if (static_cast<int>(folder.classes.size()) > graph.classes())
+      throw InputError(fmt::format("data folder '{}' has {} classes; {} has {} outputs", c.data, folder.classes.size(),
+                                   c.model, graph.classes()));
+    loader = std::make_unique<DataLoader>(std::move(folder), LoaderOptions{.shape = graph.input_shape(), .batch = c.batch,
+                                                                           .threads = c.loader_threads,
+                                                                           .prefetch = c.prefetch, .seed = c.seed});
+  } else {
+    std::mt19937 rng(static_cast<std::mt19937::result_type>(c.seed));
+    std::normal_distribution<float> normal;
+    std::vector<float> images(static_cast<std::size_t>(graph.input_shape().size() * c.batch));
+    for (auto& v : images) v = normal(rng);
+    std::vector<int> labels(static_cast<std::size_t>(c.batch));
+    for (auto& l : labels) l = std::uniform_int_distribution<int>(0, graph.classes() - 1)(rng);
+    engine->set_batch(images, labels);
+  }
 
   const SgdOptions sgd;
   std::vector<double> step_ms;
   std::int64_t timed_ns = 0;
+  double waited_before_timing_s = 0;
   for (int i = 0; i < c.warmup + c.steps; ++i) {
+    if (loader && i == c.warmup) waited_before_timing_s = loader->stats().waited_s;
     const std::int64_t t0 = now_ns();
+    if (loader) {
+      const Batch& batch = loader->next();
+      engine->set_batch(batch.images, batch.labels);
+    }
     engine->forward();
     engine->backward({});
     engine->update(sgd, 0.01);
@@ -98,6 +125,11 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
                {"tflops", 3 * graph.forward_flops_per_image() * images_per_s / 1e12},
                {"peak_memory_MiB", static_cast<double>(peak >= 0 ? peak : engine->bytes_allocated()) / kMiB},
                {"loss", engine->loss()}};
+  if (loader) {
+    const LoaderStats ls = loader->stats();
+    r.metrics["loader_images_per_s"] = ls.images_per_s();
+    r.metrics["input_wait_ms_per_step"] = (ls.waited_s - waited_before_timing_s) * 1e3 / c.steps;
+  }
   r.samples = to_json(s);
   return r;
 }

@@ -56,11 +56,26 @@ TEST(Train, BadInputNamesWhatExists) {
   c = tiny();
   c.batch = 0;
   expect_input_error(c, "batch (0)");
+  c = tiny();
+  c.layout = "nhwc";
+  expect_input_error(c, "unknown layout 'nhwc'; layouts: blocked, plain");
+  c = tiny();
+  c.data = "/tmp";
+  c.prefetch = 1;
+  expect_input_error(c, "prefetch (1) at least 2");
 }
 
 TEST(Train, BatchThatDoesNotFitNamesBatchAndMemory) {
   TrainConfig c{.model = "resnet50", .batch = 1'000'000};
   expect_input_error(c, "batch 1000000 of resnet50 does not fit: it needs");
+}
+
+TEST(Train, PlainLayoutIsNamedInTheRecord) {
+  auto c = tiny();
+  c.layout = "plain";
+  const ResultRecord r = measure_training(c, 1);
+  EXPECT_EQ(r.status, Status::ok);
+  EXPECT_EQ(r.params.at("layout"), "plain");
 }
 
 TEST(Train, CpuEngineRejectsReducedPrecision) {

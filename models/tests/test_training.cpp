@@ -1,5 +1,6 @@
 // Optimizer and schedules against hand-computed values; a fixed-seed training run on a learnable
 // synthetic task; bit-identical steps.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -90,9 +91,10 @@ void train_step(Engine& e, double lr) {
   e.update({.momentum = 0.9, .weight_decay = 5e-4}, lr);
 }
 
-TEST(Training, FixedSeedRunLearnsSyntheticPatterns) {
+// Trains the pattern task for 60 steps; the mean loss of the first and of the last five steps.
+std::pair<double, double> learn_patterns(Precision precision) {
   PatternTask task;
-  auto engine = make_cpu_engine(task.graph, {.batch = 16, .seed = 5});
+  auto engine = make_cpu_engine(task.graph, {.batch = 16, .precision = precision, .seed = 5});
   const WarmupCosine schedule{.base = 0.05, .warmup_epochs = 1, .total_epochs = 6};
   double first = 0, last = 0;
   constexpr int steps_per_epoch = 10, steps = 60;
@@ -102,7 +104,20 @@ TEST(Training, FixedSeedRunLearnsSyntheticPatterns) {
     if (step < 5) first += engine->loss() / 5;
     if (step >= steps - 5) last += engine->loss() / 5;
   }
+  return {first, last};
+}
+
+TEST(Training, FixedSeedRunLearnsSyntheticPatterns) {
+  const auto [first, last] = learn_patterns(Precision::fp32);
   EXPECT_NEAR(first, std::log(4.0), 0.6);  // chance level at the start
+  EXPECT_LT(last, 0.1) << "first five steps averaged " << first;
+}
+
+TEST(Training, Bf16RunLearnsSyntheticPatterns) {
+  const auto all = cpu_precisions();
+  if (std::find(all.begin(), all.end(), Precision::bf16) == all.end()) GTEST_SKIP() << "this CPU has no bf16 instructions";
+  const auto [first, last] = learn_patterns(Precision::bf16);
+  EXPECT_NEAR(first, std::log(4.0), 0.6);
   EXPECT_LT(last, 0.1) << "first five steps averaged " << first;
 }
 

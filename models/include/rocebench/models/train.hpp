@@ -12,10 +12,16 @@ struct TrainConfig {
   std::string model = "resnet50";
   std::string engine = "cpu";
   std::string precision = "fp32";
+  std::string layout = "blocked";  // cpu: oneDNN's preferred (blocked) layouts, or "plain" NCHW throughout
   int batch = 32;  // per rank
   int steps = 20;  // timed
   int warmup = 5;
   std::uint64_t seed = 1;
+  // Images from this folder (DIR/<class>/<image>) through the data loader instead of a fixed
+  // random batch; decoded on `loader_threads` threads with `prefetch` batches in flight.
+  std::string data{};
+  int loader_threads = 4;
+  int prefetch = 2;
 };
 
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
@@ -25,6 +31,9 @@ void validate(const TrainConfig& config);
 // Runs the measurement and returns the `models.train` record: params {model, engine, precision,
 // batch, mode}, metrics {images_per_s, step_time_ms_p50, tflops, peak_memory_MiB}, samples = the
 // per-step times in ms. An engine that cannot run here gives status skip with the reason.
+// A plain layout adds {layout: "plain"} to params. With `data`, params add {input: "images", loader_threads, prefetch} and metrics add
+// loader_images_per_s (the decoding pool's own throughput) and input_wait_ms_per_step (the mean
+// time a timed step waited for its batch, included in the step time).
 // TFLOP/s counts a training step as 3 × the forward FLOPs (forward, backward-data, backward-weights).
 ResultRecord measure_training(const TrainConfig& config, int world);
 
