@@ -115,6 +115,7 @@ json params_of(const std::string& run_name) {
       continue;
     }
     const std::string key = part.substr(0, colon), value = part.substr(colon + 1);
+    if (key == "min_time" || key == "repeats" || key == "iterations" || key == "threads") continue;  // Google Benchmark's own
     const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
     if (number) params[key] = std::stoll(value);
     else params[key] = value;
