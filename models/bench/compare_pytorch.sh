@@ -5,6 +5,7 @@
 #   fp32: rocebench blocked layouts, rocebench plain NCHW, PyTorch fp32
 #   bf16: rocebench bf16 (blocked), PyTorch bf16 autocast  (only where the CPU has bf16)
 # Usage: models/bench/compare_pytorch.sh ROCEBENCH_BINARY [BATCH=64] [THREADS=1] [STEPS=20] [WARMUP=5] [ROUNDS=3]
+# ROCEBENCH_BINARY: build/harness/rocebench, or build/models/models_train (the same `train` alone).
 set -euo pipefail
 bin=${1:?usage: $0 ROCEBENCH_BINARY [BATCH] [THREADS] [STEPS] [WARMUP] [ROUNDS]}
 batch=${2:-64} threads=${3:-1} steps=${4:-20} warmup=${5:-5} rounds=${6:-3}
