@@ -197,7 +197,7 @@ TEST(GpuEngine, ResNet20LearnsAFixedBatchInEveryPrecision) {
       if (step == 0) first = loss;
       last = loss;
     }
-    EXPECT_LT(last, 0.5 * first) << to_string(p) << ": memorising 32 images";
+    EXPECT_LT(last, 0.7 * first) << to_string(p) << ": memorising 32 images";
   }
 }
 
