@@ -1,7 +1,7 @@
 // The collectives.allreduce plan step with its ranks as threads of one process, over tcp (loopback)
 // and verbs in the same run: for a host or guest (the soft-RoCE one) where the full harness is not
 // wanted. Prints the sweep's table per transport and the verbs / tcp busbw ratio per size.
-//   usage: collectives_transport_sweep RANKS MIN_BYTES MAX_BYTES [ITERS]
+//   usage: collectives_transport_sweep RANKS MIN_BYTES MAX_BYTES [ITERS [SLOT_BYTES SLOTS]]
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -15,7 +15,7 @@ using namespace rocebench;
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: collectives_transport_sweep RANKS MIN_BYTES MAX_BYTES [ITERS]\n";
+    std::cerr << "usage: collectives_transport_sweep RANKS MIN_BYTES MAX_BYTES [ITERS [SLOT_BYTES SLOTS]]\n";
     return kExitBadInput;
   }
   const int ranks = std::atoi(argv[1]);
@@ -39,8 +39,11 @@ int main(int argc, char** argv) {
       ctx.deadline = std::chrono::milliseconds(120000);
       ctx.rendezvous = &rdv;
       ctx.recorder = &kept;
-      ctx.params = {{"transport", transport}, {"min_bytes", std::atol(argv[2])}, {"max_bytes", std::atol(argv[3])},
-                    {"factor", 4}, {"warmup", 2}, {"iters", iters}, {"placement", "in"}, {"check", false}};
+      if (argc > 6 && transport == "verbs") {
+        ctx.params["verbs"] = {{"slot_bytes", std::atol(argv[5])}, {"slots", std::atol(argv[6])}};
+      }
+      ctx.params.update({{"transport", transport}, {"min_bytes", std::atol(argv[2])}, {"max_bytes", std::atol(argv[3])},
+                    {"factor", 4}, {"warmup", 2}, {"iters", iters}, {"placement", "in"}, {"check", false}});
       step.run(ctx);
     });
     for (int r = 0; r < ranks; ++r) {
