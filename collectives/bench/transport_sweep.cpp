@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   const auto all = collectives::steps();
   const auto& step = *std::find_if(all.begin(), all.end(), [](const StepKind& k) { return k.name == "collectives.allreduce"; });
   std::map<std::string, std::map<std::size_t, double>> busbw;
+  std::map<std::string, std::map<std::size_t, json>> samples;  // time per operation (us), max over ranks
   for (const std::string transport : {"verbs", "tcp"}) {
     rbtest::LocalRendezvous shared(ranks);
     rbtest::KeptRecords kept;
@@ -51,13 +52,22 @@ int main(int argc, char** argv) {
     }
     for (const auto& rec : kept.records) {
       if (rec.value("status", "") != "ok") std::cout << "# " << transport << ": " << rec.value("status", "") << " " << rec.value("reason", "") << "\n";
-      else busbw[transport][rec["params"]["bytes"].get<std::size_t>()] = rec["metrics"]["busbw_GBps"].get<double>();
+      else {
+        const auto bytes = rec["params"]["bytes"].get<std::size_t>();
+        busbw[transport][bytes] = rec["metrics"]["busbw_GBps"].get<double>();
+        samples[transport][bytes] = rec["samples"];
+      }
     }
   }
   for (const auto& [bytes, verbs] : busbw["verbs"]) {
     if (busbw["tcp"].count(bytes)) {
-      std::cout << fmt::format("ratio {:>10} B: verbs {:.4f} GB/s / tcp {:.4f} GB/s = {:.2f}\n", bytes, verbs,
-                               busbw["tcp"][bytes], verbs / busbw["tcp"][bytes]);
+      const json& v = samples["verbs"][bytes];
+      const json& t = samples["tcp"][bytes];
+      std::cout << fmt::format("ratio {:>10} B: verbs {:.4f} GB/s / tcp {:.4f} GB/s = {:.2f}   (us per op, n={}: "
+                               "verbs median {:.0f} [{:.0f}..{:.0f}], tcp median {:.0f} [{:.0f}..{:.0f}])\n",
+                               bytes, verbs, busbw["tcp"][bytes], verbs / busbw["tcp"][bytes], v["n"].get<int>(),
+                               v["median"].get<double>(), v["min"].get<double>(), v["max"].get<double>(),
+                               t["median"].get<double>(), t["min"].get<double>(), t["max"].get<double>());
     }
   }
   return 0;
