@@ -122,7 +122,7 @@ run() {
   if [[ -z $outdir ]]; then outdir=$work/out; fi
   mkdir -p "$outdir" "$work/job"
   outdir=$(cd "$outdir" && pwd)
-  rm -f "$outdir/.exit_code"
+  rm -f "$outdir/.exit_code" "$outdir/script.log"
   cp "$script" "$work/job/script"
   printf '%s\n' "${args[*]}" >"$work/job/args"
   make_initramfs "$work/initramfs" "$work/initrd.cpio"
@@ -138,8 +138,12 @@ run() {
     -fsdev local,id=job,path="$work/job",security_model=none,readonly=on \
     -device virtio-9p-pci,fsdev=job,mount_tag=job \
     -fsdev local,id=out,path="$outdir",security_model=none \
-    -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null || rc=$?
-  [[ -e $outdir/script.log ]] && cat "$outdir/script.log"
+    -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null &
+  local qemu=$!
+  # SCRIPT's output as it comes (the out share is uncached, so its writes land here at once).
+  tail -n +1 -F --pid="$qemu" "$outdir/script.log" 2>/dev/null &
+  wait "$qemu" || rc=$?
+  wait
   if [[ $rc == 124 || $rc == 137 ]]; then
     echo "guest.sh: the guest did not finish within ${deadline_s} s and was killed (console: $outdir/console.log)" >&2
     exit 124

@@ -56,17 +56,22 @@ softroce_rocebench() {
   esac
 }
 
-# softroce_rounds ROCEBENCH ROUNDS LAT_ITERS BW_ITERS > FILE: perftest and rocebench interleaved, round
-# after round (so noise hits both), 64 B latency and 64 KiB write bandwidth; lines "TEST TOOL FIGURE".
+# softroce_round ROCEBENCH LAT_ITERS BW_ITERS: one round of perftest and rocebench, each test by both
+# tools back to back (so noise hits both): 64 B latency and 64 KiB write bandwidth; "TEST TOOL FIGURE" lines.
+softroce_round() {
+  for _t in write_lat send_lat read_lat; do
+    echo "$_t perftest $(softroce_perftest $_t -s 64 -n $2)"
+    echo "$_t rocebench $(softroce_rocebench "$1" $_t 64 $2)"
+  done
+  echo "write_bw perftest $(softroce_perftest write_bw -s 65536 -n $3 --report_gbits)"
+  echo "write_bw rocebench $(softroce_rocebench "$1" write_bw 64K $3)"
+}
+
+# softroce_rounds ROCEBENCH ROUNDS LAT_ITERS BW_ITERS: ROUNDS interleaved rounds.
 softroce_rounds() {
   _r=1
   while [ $_r -le "$2" ]; do
-    for _t in write_lat send_lat read_lat; do
-      echo "$_t perftest $(softroce_perftest $_t -s 64 -n $3)"
-      echo "$_t rocebench $(softroce_rocebench "$1" $_t 64 $3)"
-    done
-    echo "write_bw perftest $(softroce_perftest write_bw -s 65536 -n $4 --report_gbits)"
-    echo "write_bw rocebench $(softroce_rocebench "$1" write_bw 64K $4)"
+    softroce_round "$1" "$3" "$4"
     _r=$((_r + 1))
   done
 }
