@@ -1,0 +1,114 @@
+# Runs inside the soft-RoCE guest (ci/testbeds/softroce/guest.sh run THIS OUT -- ROCEBENCH LIB PART ROUNDS):
+# PART "checks": rocebench's verbs tests on rxe0 and their fault paths; PART "compare": rocebench next to
+# perftest in interleaved rounds. Exit 0 when every check passes, 1 otherwise; one PASS/FAIL line each.
+RB=$1
+. "$2"
+PART=$3
+ROUNDS=${4:-3}
+PORT=18515
+failures=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# server TEST ARGS...: a rocebench server in the background (its log in srv.log).
+server() {
+  softroce_wait_free $PORT
+  timeout 120 "$RB" probe verbs "$@" --server --deadline 20 >srv.log 2>&1 &
+  srv_pid=$!
+  softroce_wait_listen $PORT
+}
+
+# Every record of FILE from TEST is ok, carries nic_* metrics with packets counted, and (when asked) was validated.
+check_records() {
+  python3 - "$@" <<'EOF'
+import json, sys
+path, test, validated = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+recs = [json.loads(l) for l in open(path) if l.strip()]
+recs = [r for r in recs if r.get("params", {}).get("test") == test]
+assert recs, f"no {test} record"
+for r in recs:
+    assert r["status"] == "ok", f"{test}: status {r['status']}: {r.get('reason')}"
+    nic = {k: v for k, v in r["metrics"].items() if k.startswith("nic_")}
+    assert nic.get("nic_sent_pkts", 0) > 0 and nic.get("nic_rcvd_pkts", 0) > 0, f"{test}: no packet counters: {sorted(nic)}"
+    if validated:
+        assert r["params"].get("validated") is True, f"{test}: not validated"
+    assert r["params"].get("active_mtu") == 1024 or r["metrics"].get("active_mtu") == 1024, f"{test}: active MTU missing"
+print(f"{test}: {len(recs)} record(s), nic_sent_pkts {recs[0]['metrics']['nic_sent_pkts']}")
+EOF
+}
+
+if [ "$PART" = compare ]; then
+echo "== rocebench next to perftest on the same rxe0, interleaved rounds"
+# At least 2 rounds (a spread needs two), up to ROUNDS while the first 150 s last.
+start=$(date +%s)
+r=0
+: >compare.txt
+while [ $r -lt 2 ] || { [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 150 ]; }; do
+  softroce_round "$RB" 300 200 >>compare.txt
+  r=$((r + 1))
+done
+if softroce_compare compare.txt; then pass "rocebench agrees with perftest within the run-to-run spread ($r rounds)"
+else fail "rocebench disagrees with perftest by more than the run-to-run spread ($r rounds)"; fi
+
+else
+echo "== every test, data validated, rdma_cm and out-of-band connection"
+for spec in "write_lat cm" "send_lat cm" "read_lat cm" "write_bw cm" "send_bw cm" "read_bw cm" \
+            "write_lat oob" "send_bw oob"; do
+  set -- $spec
+  server "$1" --connect "$2"
+  if timeout 120 "$RB" probe verbs "$1" --client $SOFTROCE_IP --connect "$2" --size 4K --iters 200 --deadline 20 \
+       --validate --results "func-$1-$2.jsonl" >client.log 2>&1 && wait $srv_pid &&
+     check_records "func-$1-$2.jsonl" "$1" 1; then
+    pass "$1 over $2"
+  else
+    fail "$1 over $2"; cat client.log srv.log
+  fi
+  wait
+done
+
+echo "== read_lat in duration mode"
+server read_lat
+if timeout 120 "$RB" probe verbs read_lat --client $SOFTROCE_IP --size 64 --duration 1 --deadline 20 --results dur.jsonl \
+     >client.log 2>&1 && python3 -c '
+import json; r = [json.loads(l) for l in open("dur.jsonl")][-1]
+assert r["status"] == "ok" and r["params"]["duration_s"] == 1 and r["samples"]["n"] > 10, r'; then
+  pass "read_lat --duration"
+else
+  fail "read_lat --duration"; cat client.log srv.log
+fi
+wait
+
+echo "== bad input and faults"
+out=$(timeout 60 "$RB" probe verbs write_lat --client $SOFTROCE_IP --device mlx5_9 2>&1); rc=$?
+if [ $rc -eq 2 ] && echo "$out" | grep -q "unknown RDMA device 'mlx5_9'.*rxe0"; then pass "unknown device"; else fail "unknown device (exit $rc): $out"; fi
+
+server write_lat --connect oob
+out=$(timeout 60 "$RB" probe verbs write_lat --client $SOFTROCE_IP --connect oob --gid-index 7 2>&1); rc=$?
+if [ $rc -eq 2 ] && echo "$out" | grep -q "GID index 7 .*1 (RoCE v2"; then pass "unknown GID index"; else fail "unknown GID index (exit $rc): $out"; fi
+kill $srv_pid 2>/dev/null; wait
+
+start=$(date +%s)
+out=$(timeout 60 "$RB" probe verbs write_lat --server --deadline 3 2>&1); rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -eq 3 ] && [ $took -lt 30 ]; then pass "lonely server gave up after ${took} s"; else fail "lonely server (exit $rc, ${took} s): $out"; fi
+
+server write_bw
+timeout 120 "$RB" probe verbs write_bw --client $SOFTROCE_IP --all --iters 200 --deadline 5 --results killed.jsonl \
+  >client.log 2>&1 &
+client_pid=$!
+i=0
+while [ $i -lt 300 ] && [ "$(cat killed.jsonl 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.2; i=$((i + 1)); done
+kill -9 $srv_pid
+wait $client_pid; rc=$?
+kept=$(grep -c '"status":"ok"' killed.jsonl)
+if [ $rc -eq 3 ] && grep -q "$SOFTROCE_IP:$PORT" client.log && [ "$kept" -ge 2 ]; then
+  pass "server killed mid-sweep: exit 3, $kept earlier records kept: $(tail -1 client.log)"
+else
+  fail "server killed mid-sweep (exit $rc, $kept records kept)"; cat client.log
+fi
+wait
+
+fi
+
+echo "== $failures failure(s)"
+[ $failures -eq 0 ]

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# rocebench's verbs tests on a real (soft-RoCE) device: boots the ci/testbeds/softroce guest and runs
+# softroce_verbs_guest.sh PART in it (checks: every test and the fault paths; compare: next to perftest).
+# Skipped (77) only when no guest can boot here (no qemu, guest kernel or root); ci/setup.sh installs them.
+set -uo pipefail
+rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) part=$3  # checks | compare
+here=$(cd "$(dirname "$0")" && pwd)
+"$softroce/guest.sh" check || exit 77
+case $rocebench in /tmp/*) echo "the guest cannot see $rocebench (its /tmp is its own); build outside /tmp" >&2; exit 2 ;; esac
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run "$here/softroce_verbs_guest.sh" "$out" -- \
+  "$rocebench" "$softroce/lib.sh" "$part" "${SOFTROCE_ROUNDS:-3}"
