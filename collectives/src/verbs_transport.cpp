@@ -129,10 +129,14 @@ class VerbsTransport final : public Transport {
         continue;
       }
       if (deadline.expired()) {
-        std::vector<std::string> names;
+        std::vector<std::string> names, lost;
         for (int peer : owed) names.push_back(fmt::format("rank {} on host {}", peer, peers_[peer].host));
-        throw DeadlineExceeded(fmt::format("rank {}: verbs transport: deadline passed with transfers pending to/from {}",
-                                           rank_, fmt::join(names, ", ")));
+        // A peer lost further along (the ring's next rank) is often why the one we wait for went quiet.
+        for (const Peer& p : peers_) {
+          if (!p.broken.empty()) lost.push_back(fmt::format("; rank {} on host {} is lost: {}", p.rank, p.host, p.broken));
+        }
+        throw DeadlineExceeded(fmt::format("rank {}: verbs transport: deadline passed with transfers pending to/from {}{}",
+                                           rank_, fmt::join(names, ", "), fmt::join(lost, "")));
       }
       if (++idle > kSpinsBeforeSleep) sleep_until_completion(deadline);
     }
