@@ -102,22 +102,32 @@ def latency_cdf(data, outdir):
     # The smallest message size of each probe: the latency people quote.
     smallest = {}
     for e in entries:
-        key = re.sub(r" \S+ B ", " ", e["label"])
+        key = e["series"]
         if key not in smallest or e["bytes"] < smallest[key]["bytes"]:
             smallest[key] = e
     levels = [("lat_us_min", 0.0), ("lat_us_p50", 0.5), ("lat_us_p99", 0.99), ("lat_us_p99_9", 0.999), ("lat_us_max", 1.0)]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for e in list(smallest.values())[:MAX_LINES]:
-        pts = [(e["quantiles"][k], q) for k, q in levels if k in e["quantiles"]]
-        if len(pts) < 2:
-            continue
-        ax.step([x for x, _ in pts], [q for _, q in pts], where="post", marker="o", markersize=3, label=e["label"])
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    from_quantiles = False
+    for e in sorted(smallest.values(), key=lambda e: e["label"])[:MAX_LINES]:
+        if e.get("samples"):
+            # The empirical CDF of the recorded samples (thinned evenly by rank when there were many).
+            xs = e["samples"]
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step(xs, ys, where="post", label=f"{e['label']} (n={e['n']})")
+        else:
+            pts = [(e["quantiles"][k], q) for k, q in levels if k in e["quantiles"]]
+            if len(pts) < 2:
+                continue
+            from_quantiles = True
+            ax.step([x for x, _ in pts], [q for _, q in pts], where="post", linestyle="--", marker="o", markersize=3,
+                    label=f"{e['label']} (percentiles only)")
     ax.set_xscale("log")
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("fraction of messages")
-    ax.set_title("latency distribution (from the recorded quantiles)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.set_ylim(0, 1.02)
+    ax.set_title("latency CDF at the smallest size" + (" (dashed: records kept only percentiles)" if from_quantiles else ""))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
     save(fig, outdir, "latency_cdf")
 
 
@@ -157,9 +167,12 @@ def trends(data, outdir):
         ys = [math.nan if v is None else v / first for v in t["values"]]
         ax.plot(range(len(runs)), ys, "o-", markersize=3, label=f"{t['label']} ({t['metric']})")
     ax.axhline(1.0, color="k", alpha=0.3)
-    ax.set_xticks(range(len(runs)), runs, rotation=45, ha="right", fontsize=7)
+    times = data.get("run_times", [])
+    ticks = [f"{r}\n{t[:16].replace('T', ' ')}" if t else r for r, t in zip(runs, times)] if times else runs
+    ax.set_xticks(range(len(runs)), ticks, rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("relative to the first run")
-    ax.set_title("headline metrics across runs")
+    order = "by run time" if data.get("runs_by_time") else "in the order given (not every run has a run record)"
+    ax.set_title(f"headline metrics across runs, {order}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=6)
     save(fig, outdir, "trends")

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "rocebench/common/stats.hpp"
+#include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
 
@@ -61,8 +62,9 @@ json pick(const json& params, std::initializer_list<const char*> names) {
 struct Group {
   json key;
   std::string family;
-  std::map<double, std::map<std::string, Cell>> at;
+  std::map<double, std::map<std::string, Cell, std::less<>>> at;
   std::map<double, std::map<std::size_t, Cell>> headline_by_run;
+  std::map<double, std::vector<double>> samples;  // raw samples of the headline, where records kept them
 };
 
 class Grid {
@@ -109,11 +111,8 @@ class Builder {
   Aggregate build() {
     Aggregate a;
     a.records = d_.results.size() + d_.checks.size();
-    for (const auto& o : d_.results) {
-      const auto [it, inserted] = run_index_.try_emplace(o.run, a.runs.size());
-      if (inserted) a.runs.push_back(d_.names.str(o.run));
-      route(o, it->second);
-    }
+    order_runs(a);
+    for (const auto& o : d_.results) route(o, run_index_.at(o.run));
     training_.expect_family_xs();
     sizes_.expect_family_xs();
     probes_.expect_family_xs();
@@ -128,6 +127,31 @@ class Builder {
   }
 
  private:
+  // Nightly runs may be given in any order (a shell glob sorts by name): trends follow the time of
+  // each run's run record, when every run has one.
+  void order_runs(Aggregate& a) {
+    std::vector<std::uint32_t> ids;
+    for (const auto& o : d_.results) {
+      if (run_index_.try_emplace(o.run, ids.size()).second) ids.push_back(o.run);
+    }
+    std::map<std::string, std::string> time_of;
+    for (const auto& r : d_.runs) time_of[r.value("run", "")] = r.value("time", "");
+    std::vector<std::pair<std::optional<double>, std::uint32_t>> order;
+    for (const auto id : ids) {
+      const auto t = time_of.find(d_.names.str(id));
+      order.emplace_back(t == time_of.end() ? std::nullopt : rfc3339_seconds(t->second), id);
+    }
+    a.runs_by_time = std::all_of(order.begin(), order.end(), [](const auto& o) { return o.first.has_value(); });
+    if (a.runs_by_time) std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return *x.first < *y.first; });
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const std::string& run = d_.names.str(order[i].second);
+      run_index_[order[i].second] = i;
+      a.runs.push_back(run);
+      const auto t = time_of.find(run);
+      a.run_times.push_back(t == time_of.end() ? "" : t->second);
+    }
+  }
+
   std::string reason(const Observation& o) const {
     return o.reason == kNoName ? "status " + std::string(to_string(o.status)) : d_.names.str(o.reason);
   }
@@ -135,11 +159,20 @@ class Builder {
     if (o.status != Status::ok && o.status != Status::warn) return std::nullopt;
     return name == kNoName ? std::nullopt : o.metric(name);
   }
-  void add(Group& g, double x, const Observation& o, std::size_t run, std::initializer_list<std::pair<const char*, std::uint32_t>> metrics,
+  // The reason text is only built for a record without the value.
+  void note(Cell& cell, const Observation& o, std::uint32_t metric) const {
+    const auto value = ok_metric(o, metric);
+    cell.add(value, value ? std::string() : reason(o));
+  }
+  void add(Group& g, double x, const Observation& o, std::size_t run, std::initializer_list<std::pair<std::string_view, std::uint32_t>> metrics,
            std::uint32_t headline) {
     auto& cells = g.at[x];
-    for (const auto& [label, id] : metrics) cells[label].add(ok_metric(o, id), reason(o));
-    g.headline_by_run[x][run].add(ok_metric(o, headline), reason(o));
+    for (const auto& [label, id] : metrics) {
+      auto it = cells.find(label);
+      if (it == cells.end()) it = cells.emplace(std::string(label), Cell()).first;
+      note(it->second, o, id);
+    }
+    note(g.headline_by_run[x][run], o, headline);
   }
 
   // Where an observation goes. Computed once per distinct (step, params, world, host): building
@@ -171,12 +204,17 @@ class Builder {
       key["op"] = op;
       t.by_world = &by_world_[key.dump()];
     } else if (step == "microbench.probe") {
+      // Verbs tests name their operation (write_lat), TCP's do not (lat): the operation goes with the
+      // source, so that RoCE and TCP at the same size sit in one row.
+      const std::string test = param_text(p, "test");
+      const bool latency = test.find("lat") != std::string::npos;
+      std::string op = test.substr(0, test.rfind('_') == std::string::npos ? 0 : test.rfind('_'));
       const std::string tool = param_text(p, "tool");
-      const std::string source = param_text(p, "transport") + (tool.empty() ? "" : " (" + tool + ")");
-      const json key = {{"test", param_text(p, "test")}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")},
-                        {"source", source}};
-      t = {Kind::probe, &probes_.group(param_text(p, "test"), key), p.value("bytes", 0.0)};
-      t.latency = param_text(p, "test").find("lat") != std::string::npos;
+      const std::string source = param_text(p, "transport") + (op.empty() ? "" : " " + op) + (tool.empty() ? "" : " (" + tool + ")");
+      const std::string kind = latency ? "latency" : "bandwidth";
+      const json key = {{"test", kind}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")}, {"source", source}};
+      t = {Kind::probe, &probes_.group(kind, key), p.value("bytes", 0.0)};
+      t.latency = latency;
     } else if (step == "microbench.allpairs") {
       t.kind = Kind::pairs;
     }
@@ -199,9 +237,13 @@ class Builder {
         break;
       case Kind::probe: {
         auto& cells = t.group->at[t.x];
-        for (const auto& [id, value] : o.metrics) cells[d_.names.str(id)].add(ok_metric(o, id), reason(o));
+        for (const auto& [id, value] : o.metrics) note(cells[d_.names.str(id)], o, id);
         if (o.metrics.empty()) cells[t.latency ? "lat_us_p50" : "bw_avg_Gbps"].add(std::nullopt, reason(o));
-        t.group->headline_by_run[t.x][run].add(ok_metric(o, t.latency ? n_.lat_p50 : n_.bw_avg), reason(o));
+        note(t.group->headline_by_run[t.x][run], o, t.latency ? n_.lat_p50 : n_.bw_avg);
+        if (t.latency && o.samples.of == n_.lat_p50 && ok_metric(o, n_.lat_p50)) {
+          auto& raw = t.group->samples[t.x];
+          raw.insert(raw.end(), o.samples.values.begin(), o.samples.values.end());
+        }
         break;
       }
       case Kind::pairs:
@@ -212,11 +254,12 @@ class Builder {
     }
   }
 
-  static std::optional<double> value_of(const std::map<std::string, Cell>& cells, const char* metric) {
+  using Cells = std::map<std::string, Cell, std::less<>>;
+  static std::optional<double> value_of(const Cells& cells, const char* metric) {
     const auto it = cells.find(metric);
     return it == cells.end() ? std::nullopt : it->second.median();
   }
-  static std::string missing_of(const std::map<std::string, Cell>& cells, const char* metric) {
+  static std::string missing_of(const Cells& cells, const char* metric) {
     const auto it = cells.find(metric);
     return it == cells.end() ? "no record" : it->second.missing_text();
   }
@@ -313,6 +356,7 @@ class Builder {
         for (const auto& [metric, cell] : cells) {
           if (auto v = cell.median()) metrics[metric] = *v;
         }
+        if (auto raw = g.samples.find(bytes); raw != g.samples.end() && !raw->second.empty()) row.samples[source] = raw->second;
       }
     }
     for (auto& [id, row] : rows) t.rows.push_back(std::move(row));
@@ -441,6 +485,17 @@ class Builder {
 
 json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// The sorted samples, thinned to at most ~2000 evenly ranked ones (always keeping the extremes):
+// enough for a CDF to look exactly like the full one.
+json cdf_points(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  constexpr std::size_t kMax = 2000;
+  if (values.size() <= kMax) return values;
+  json out = json::array();
+  for (std::size_t i = 0; i < kMax; ++i) out.push_back(values[i * (values.size() - 1) / (kMax - 1)]);
+  return out;
+}
+
 }  // namespace
 
 std::string ScalingSeries::label() const { return key_label(key, {"model", "mode", "engine", "precision", "batch"}); }
@@ -459,7 +514,7 @@ std::string Curve::label() const {
 Aggregate aggregate(const Dataset& data) { return Builder(data).build(); }
 
 json plot_input(const Aggregate& a) {
-  json out = {{"runs", a.runs}};
+  json out = {{"runs", a.runs}, {"run_times", a.run_times}, {"runs_by_time", a.runs_by_time}};
   for (const auto& s : a.scaling) {
     json points = json::array();
     for (const auto& p : s.points) {
@@ -485,10 +540,13 @@ json plot_input(const Aggregate& a) {
       for (const char* k : {"lat_us_min", "lat_us_p50", "lat_us_p99", "lat_us_p99_9", "lat_us_max"}) {
         if (auto it = m.find(k); it != m.end()) q[k] = it->second;
       }
-      if (!q.empty()) {
-        out["latency"].push_back({{"label", row.test + " " + source + " " + json(row.bytes).dump() + " B " + row.host + "→" + row.peer},
-                                  {"bytes", row.bytes}, {"quantiles", q}});
+      json entry = {{"label", source + " " + bytes_text(row.bytes) + " " + row.host + "→" + row.peer},
+                    {"series", source + " " + row.host + "→" + row.peer}, {"bytes", row.bytes}, {"quantiles", q}};
+      if (auto raw = row.samples.find(source); raw != row.samples.end()) {
+        entry["n"] = raw->second.size();
+        entry["samples"] = cdf_points(raw->second);
       }
+      if (!q.empty() || entry.contains("samples")) out["latency"].push_back(std::move(entry));
     }
   }
   for (const auto& m : a.pairs) {

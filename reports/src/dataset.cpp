@@ -1,14 +1,20 @@
 #include "rocebench/reports/dataset.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <memory>
 #include <thread>
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/fast_check.hpp"
+#include "record_scan.hpp"
 
 namespace rocebench::reports {
 
@@ -74,59 +80,70 @@ Spread read_spread(const json& samples) {
   return s;
 }
 
-FlatResult flatten(const json& r) {
-  FlatResult f;
-  f.run = r["run"].get<std::string>();
-  f.step = r["step"].get<std::string>();
-  f.host = r["host"].get<std::string>();
-  f.rank = r["rank"].get<int>();
-  f.world = r["world"].get<int>();
-  const json& params = r["params"];
-  f.params = params.dump();
+// A result record that took the general path, as a view into its JSON document.
+ResultView view_of(const json& r, const std::string& params_text) {
+  ResultView v;
+  v.run = r["run"].get_ref<const std::string&>();
+  v.step = r["step"].get_ref<const std::string&>();
+  v.host = r["host"].get_ref<const std::string&>();
+  v.rank = r["rank"].get<int>();
+  v.world = r["world"].get<int>();
+  v.params = params_text;
   const std::string& status = r["status"].get_ref<const std::string&>();
   for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn}) {
-    if (status == to_string(s)) f.status = s;
+    if (status == to_string(s)) v.status = s;
   }
   if (auto it = r.find("reason"); it != r.end()) {
-    f.reason = it->get<std::string>();
-    f.has_reason = true;
+    v.reason = it->get_ref<const std::string&>();
+    v.has_reason = true;
   }
-  for (const auto& [name, value] : r["metrics"].items()) f.metrics.emplace_back(name, value.get<double>());
+  for (const auto& [name, value] : r["metrics"].items()) v.metrics.emplace_back(name, value.get<double>());
   const json& samples = r["samples"];
-  const auto declared = samples.find("metric");
-  f.sampled = declared != samples.end() && declared->is_string() ? declared->get<std::string>() : sampled_metric(f.step, params);
-  f.samples = read_spread(samples);
-  return f;
+  if (const auto declared = samples.find("metric"); declared != samples.end() && declared->is_string()) {
+    v.sampled = declared->get_ref<const std::string&>();
+  }
+  v.samples = read_spread(samples);
+  return v;
 }
 
-// A parsed line: a result taken apart, another record whole, or why it was skipped. Result
-// records are taken apart on the parsing thread, so that their JSON never crosses threads.
+// A parsed line: a result record's fields, another record whole, or why it was skipped. Most
+// result records are read straight from the line (record_scan.hpp); the others are parsed into
+// `record`, which the view then points into, so nothing JSON crosses threads twice.
 struct Parsed {
-  std::optional<FlatResult> result;
-  json other;
+  bool is_result = false;
+  ResultView result;
+  json record;
+  std::unique_ptr<std::string> params_text;  // a general-path result's params (a stable address for the view)
   std::string problem;
 };
 
 Parsed parse_line(const Line& line) {
   Parsed out;
-  json record;
+  if (scan_result(line.text, out.result)) {
+    out.is_result = true;
+    return out;
+  }
+  out.result = {};
   try {
-    record = json::parse(line.text);
+    out.record = json::parse(line.text);
   } catch (const json::parse_error& e) {
     out.problem = line.complete ? std::string("not a JSON record: ") + e.what()
                                 : "last line is cut short (the writer stopped mid-record); ignored";
     return out;
   }
-  if (!surely_valid(record)) {
-    const auto errors = result_schema().validate(record);
+  if (!surely_valid(out.record)) {
+    const auto errors = result_schema().validate(out.record);
     if (!errors.empty()) {
       const auto& first = errors.front();
       out.problem = "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message + " (record skipped)";
       return out;
     }
   }
-  if (record["kind"] == "result") out.result = flatten(record);
-  else out.other = std::move(record);
+  if (out.record["kind"] == "result") {
+    out.is_result = true;
+    out.params_text = std::make_unique<std::string>(out.record["params"].dump());
+    out.result = view_of(out.record, *out.params_text);
+  }
   return out;
 }
 
@@ -147,38 +164,86 @@ std::vector<Parsed> parse_batch(const std::vector<Line>& lines) {
 
 }  // namespace
 
-std::uint32_t Dataset::intern_params(const std::string& text) {
-  const auto [it, inserted] = params_ids_.try_emplace(text, static_cast<std::uint32_t>(params.size()));
-  if (inserted) params.push_back(json::parse(text));
+namespace {
+
+// A results file mapped read-only: a million records are ~400 MB, and reading them into a string
+// costs a zero-fill and a copy.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      const int error = errno;
+      if (fd >= 0) ::close(fd);
+      throw InputError(path.string(), 0, "", std::string("cannot open results file: ") + std::strerror(error));
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      const int error = errno;
+      ::close(fd);
+      if (data == MAP_FAILED) throw InputError(path.string(), 0, "", std::string("cannot read results file: ") + std::strerror(error));
+      data_ = static_cast<const char*>(data);
+    } else {
+      ::close(fd);
+    }
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view text() const { return {data_ ? data_ : "", size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace
+
+std::uint32_t Dataset::intern_params(std::string_view text) {
+  const std::uint32_t as_written = params_texts_.id(text);
+  if (as_written < params_of_text_.size()) return params_of_text_[as_written];
+  json value = json::parse(text);
+  const auto [it, inserted] = params_ids_.try_emplace(value.dump(), static_cast<std::uint32_t>(params.size()));
+  if (inserted) params.push_back(std::move(value));
+  params_of_text_.push_back(it->second);
   return it->second;
 }
 
-void Dataset::add(FlatResult&& f, std::uint32_t file, int line) {
+std::uint32_t Dataset::default_sampled(std::uint32_t step, std::uint32_t params_id) {
+  const auto [it, inserted] = default_sampled_.try_emplace((std::uint64_t{step} << 32) | params_id, kNoName);
+  if (inserted) {
+    const std::string metric = sampled_metric(names.str(step), params[params_id]);
+    if (!metric.empty()) it->second = names.id(metric);
+  }
+  return it->second;
+}
+
+void Dataset::add(ResultView&& r, std::uint32_t file, int line) {
   Observation o;
   o.file = file;
   o.line = line;
-  o.run = names.id(f.run);
-  o.step = names.id(f.step);
-  o.host = names.id(f.host);
-  o.rank = f.rank;
-  o.world = f.world;
-  o.params = intern_params(f.params);
-  o.status = f.status;
-  if (f.has_reason) o.reason = names.id(f.reason);
-  o.metrics.reserve(f.metrics.size());
-  for (const auto& [name, value] : f.metrics) o.metrics.emplace_back(names.id(name), value);
-  o.samples = std::move(f.samples);
-  o.samples.of = f.sampled.empty() ? kNoName : names.id(f.sampled);
+  o.run = names.id(r.run);
+  o.step = names.id(r.step);
+  o.host = names.id(r.host);
+  o.rank = r.rank;
+  o.world = r.world;
+  o.params = intern_params(r.params);
+  o.status = r.status;
+  if (r.has_reason) o.reason = names.id(r.reason);
+  o.metrics.reserve(r.metrics.size());
+  for (const auto& [name, value] : r.metrics) o.metrics.emplace_back(names.id(name), value);
+  o.samples = std::move(r.samples);
+  o.samples.of = r.sampled.empty() ? default_sampled(o.step, o.params) : names.id(r.sampled);
   results.push_back(std::move(o));
 }
 
 void Dataset::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path.string(), 0, "", std::string("cannot open results file: ") + std::strerror(errno));
-  std::string text(static_cast<std::size_t>(in.tellg()), '\0');
-  in.seekg(0);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  results.reserve(results.size() + static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  const MappedFile mapped(path);
+  const std::string_view text = mapped.text();
   const auto file = static_cast<std::uint32_t>(files.size());
   files.push_back(path.string());
 
@@ -194,9 +259,9 @@ void Dataset::load(const std::filesystem::path& path) {
         continue;
       }
       ++kept;
-      if (p.result) add(std::move(*p.result), file, batch[i].number);
-      else if (p.other["kind"] == "run") runs.push_back(std::move(p.other));
-      else if (p.other["kind"] == "check") checks.push_back({file, batch[i].number, std::move(p.other)});
+      if (p.is_result) add(std::move(p.result), file, batch[i].number);
+      else if (p.record["kind"] == "run") runs.push_back(std::move(p.record));
+      else if (p.record["kind"] == "check") checks.push_back({file, batch[i].number, std::move(p.record)});
       // events describe what happened; there is nothing in them to aggregate
     }
     batch.clear();

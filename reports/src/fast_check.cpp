@@ -18,42 +18,6 @@ bool digits(std::string_view s, std::size_t at, std::size_t count) {
   return true;
 }
 
-// ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$
-bool rfc3339(std::string_view s) {
-  if (!(digits(s, 0, 4) && s.size() > 19 && s[4] == '-' && digits(s, 5, 2) && s[7] == '-' && digits(s, 8, 2) &&
-        s[10] == 'T' && digits(s, 11, 2) && s[13] == ':' && digits(s, 14, 2) && s[16] == ':' && digits(s, 17, 2))) {
-    return false;
-  }
-  std::size_t i = 19;
-  if (s[i] == '.') {
-    const std::size_t start = ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (i == start) return false;
-  }
-  const std::string_view zone = s.substr(i);
-  if (zone == "Z") return true;
-  return zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && digits(zone, 1, 2) && zone[3] == ':' &&
-         digits(zone, 4, 2);
-}
-
-// ^[a-z0-9_]+(\.[a-z0-9_]+)+$
-bool dotted_id(std::string_view s) {
-  int parts = 0;
-  std::size_t run = 0;
-  for (char c : s) {
-    if (c == '.') {
-      if (run == 0) return false;
-      ++parts;
-      run = 0;
-    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
-      ++run;
-    } else {
-      return false;
-    }
-  }
-  return run > 0 && parts >= 1;
-}
-
 const json* field(const json& object, const char* key) {
   const auto it = object.find(key);
   return it == object.end() ? nullptr : &*it;
@@ -116,6 +80,41 @@ bool check_ok(const json& r) {
 }
 
 }  // namespace
+
+// ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$
+bool rfc3339(std::string_view s) {
+  if (!(digits(s, 0, 4) && s.size() > 19 && s[4] == '-' && digits(s, 5, 2) && s[7] == '-' && digits(s, 8, 2) &&
+        s[10] == 'T' && digits(s, 11, 2) && s[13] == ':' && digits(s, 14, 2) && s[16] == ':' && digits(s, 17, 2))) {
+    return false;
+  }
+  std::size_t i = 19;
+  if (s[i] == '.') {
+    const std::size_t start = ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i == start) return false;
+  }
+  const std::string_view zone = s.substr(i);
+  if (zone == "Z") return true;
+  return zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && digits(zone, 1, 2) && zone[3] == ':' &&
+         digits(zone, 4, 2);
+}
+
+bool dotted_id(std::string_view s) {
+  int parts = 0;
+  std::size_t run = 0;
+  for (char c : s) {
+    if (c == '.') {
+      if (run == 0) return false;
+      ++parts;
+      run = 0;
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
+      ++run;
+    } else {
+      return false;
+    }
+  }
+  return run > 0 && parts >= 1;
+}
 
 bool surely_valid(const json& record) {
   if (!record.is_object()) return false;

@@ -177,7 +177,7 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
 
 Imported parse_perftest(const std::string& text, const std::string& file, const ImportOptions& options) {
   const auto first = text.find_first_not_of(" \t\r\n");
-  return text[first] == '{' ? parse_json(text, file, options) : parse_text(text, file, options);
+  return first != std::string::npos && text[first] == '{' ? parse_json(text, file, options) : parse_text(text, file, options);
 }
 
 }  // namespace rocebench::reports

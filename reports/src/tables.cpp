@@ -167,8 +167,13 @@ Section netcheck_section(const ReportInput& in) {
 
 Section trends_section(const ReportInput& in) {
   Section s{"Trends across runs", {}, {}, plots_named(in.plots, "trends")};
+  s.notes.push_back(in.agg->runs_by_time ? "Runs are ordered by the time of their run record."
+                                         : "Runs are in the order given: not every run has a run record with its time.");
   Table t{"", "", {"series", "metric"}, {}};
-  for (const auto& r : in.agg->runs) t.columns.push_back(r);
+  for (std::size_t i = 0; i < in.agg->runs.size(); ++i) {
+    const std::string& time = in.agg->run_times[i];
+    t.columns.push_back(time.empty() ? in.agg->runs[i] : in.agg->runs[i] + " (" + time.substr(0, 16) + ")");
+  }
   for (const auto& tr : in.agg->trends) {
     std::vector<TableCell> row{{tr.label}, {tr.metric}};
     for (const auto& v : tr.values) row.push_back(value_cell(v, "no record"));

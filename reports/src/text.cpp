@@ -1,9 +1,12 @@
 #include "rocebench/reports/text.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
+
+#include "rocebench/reports/fast_check.hpp"
 
 namespace rocebench::reports {
 
@@ -100,6 +103,32 @@ std::optional<double> to_number(std::string_view token) {
   const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
   if (ec != std::errc() || ptr != token.data() + token.size()) return std::nullopt;
   return v;
+}
+
+std::optional<double> rfc3339_seconds(std::string_view time) {
+  if (!rfc3339(time)) return std::nullopt;
+  auto field = [&](std::size_t at, std::size_t n) {
+    int v = 0;
+    std::from_chars(time.data() + at, time.data() + at + n, v);
+    return v;
+  };
+  using namespace std::chrono;
+  const year_month_day date{year{field(0, 4)}, month{static_cast<unsigned>(field(5, 2))}, day{static_cast<unsigned>(field(8, 2))}};
+  if (!date.ok()) return std::nullopt;
+  double seconds = static_cast<double>(sys_days{date}.time_since_epoch().count()) * 86400 + field(11, 2) * 3600 +
+                   field(14, 2) * 60 + field(17, 2);
+  std::size_t zone = 19;
+  if (time[zone] == '.') {
+    const std::size_t start = zone;
+    while (++zone < time.size() && time[zone] >= '0' && time[zone] <= '9') {
+    }
+    seconds += std::stod(std::string(time.substr(start, zone - start)));
+  }
+  if (time[zone] != 'Z') {
+    const double offset = field(zone + 1, 2) * 3600 + field(zone + 4, 2) * 60;
+    seconds += time[zone] == '+' ? -offset : offset;
+  }
+  return seconds;
 }
 
 }  // namespace rocebench::reports

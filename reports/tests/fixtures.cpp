@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "rocebench/common/stats.hpp"
@@ -11,8 +12,26 @@ namespace rocebench::reports::testing {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Every temp dir of a test process lives under one root, removed when the process exits.
+struct TempRoot {
+  fs::path path;
+  TempRoot() {
+    std::string pattern = (fs::temp_directory_path() / "rb-reports-XXXXXX").string();
+    path = mkdtemp(pattern.data());
+  }
+  ~TempRoot() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
 fs::path temp_dir() {
-  std::string pattern = (fs::temp_directory_path() / "rb-reports-XXXXXX").string();
+  static TempRoot root;
+  std::string pattern = (root.path / "test-XXXXXX").string();
   return fs::path(mkdtemp(pattern.data()));
 }
 
@@ -119,10 +138,12 @@ std::vector<json> full_run(const std::string& run) {
     }
   }
   for (const std::string transport : {"verbs", "tcp"}) {
-    const double f = transport == "verbs" ? 1 : 8;
-    out.push_back(probe(run, transport, "write_lat", 2, 1.6 * f));
-    out.push_back(probe(run, transport, "write_lat", 4096, 2.9 * f));
-    out.push_back(probe(run, transport, "write_bw", 65536, 92 / f));
+    // microbench's test names: verbs name the operation, TCP does not.
+    const bool verbs = transport == "verbs";
+    const double f = verbs ? 1 : 8;
+    out.push_back(probe(run, transport, verbs ? "write_lat" : "lat", 2, 1.6 * f));
+    out.push_back(probe(run, transport, verbs ? "write_lat" : "lat", 4096, 2.9 * f));
+    out.push_back(probe(run, transport, verbs ? "write_bw" : "bw", 65536, 92 / f));
   }
   for (const std::string src : {"node01", "node02", "node03"}) {
     for (const std::string dst : {"node01", "node02", "node03"}) {
@@ -139,6 +160,46 @@ std::vector<json> full_run(const std::string& run) {
   out.push_back(to_json(summary, run));
   out.push_back(check(run, "node01", "roce.pfc.enabled_priorities", "3", true));
   out.push_back(check(run, "node02", "roce.pfc.enabled_priorities", "none", false));
+  return out;
+}
+
+json run_record(const std::string& run, const std::string& time, const std::vector<std::pair<std::string, int>>& hosts) {
+  json r = record_header("run", run);
+  r["time"] = time;
+  r["rocebench"] = {{"version", "0.1.0"}, {"git_revision", "abc1234"}};
+  r["plan"] = {{"name", "fixture"}, {"sha256", std::string(64, '0')}};
+  r["world"] = static_cast<int>(hosts.size()) * 2;
+  r["launcher"] = "local";
+  r["hosts"] = json::array();
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    json netdevs = json::array({json{{"name", "lo"}, {"operstate", "unknown"}}, json{{"name", "eno1"}, {"operstate", "up"}, {"speed_mbps", 1000}}});
+    if (hosts[i].second > 0) netdevs.push_back({{"name", "ens1f0np0"}, {"operstate", "up"}, {"speed_mbps", hosts[i].second}});
+    else netdevs = json::array({json{{"name", "ens1f0np0"}, {"operstate", "up"}}});  // a virtual link: no speed
+    r["hosts"].push_back({{"hostname", hosts[i].first}, {"ranks", {2 * i, 2 * i + 1}}, {"kernel", "Linux 6.1.0"},
+                          {"cpu", {{"model", "x86"}, {"cores", 64}}}, {"memory_bytes", 1LL << 39},
+                          {"rdma", {{"rdma_core", "44.0"}, {"devices", json::array()}}}, {"netdevs", netdevs},
+                          {"gpu", {{"devices", json::array()}}}});
+  }
+  return r;
+}
+
+std::vector<json> noisy_run(const std::string& run, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(1.0, 0.01);
+  std::vector<json> out = full_run(run);
+  for (auto& r : out) {
+    if (r["kind"] != "result") continue;
+    for (auto& [name, value] : r["metrics"].items()) {
+      if (name != "wrong") value = value.get<double>() * noise(rng);
+    }
+    if (r["samples"].contains("median")) {
+      const double median = r["samples"]["median"];
+      std::vector<double> xs(20);
+      for (auto& x : xs) x = median * noise(rng);
+      r["samples"] = to_json(summarize(xs));
+      r["samples"]["values"] = xs;
+    }
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 namespace rocebench::reports::testing {
 
+// A fresh folder; all of them are removed when the test process exits.
 std::filesystem::path temp_dir();
 std::string read_file(const std::filesystem::path& file);
 void write_file(const std::filesystem::path& file, const std::string& text);
@@ -21,6 +22,13 @@ json probe(const std::string& run, const std::string& transport, const std::stri
            const std::string& host = "node01", const std::string& peer = "node02");
 json pair(const std::string& run, const std::string& src, const std::string& dst, double gbps, bool flagged);
 json check(const std::string& run, const std::string& host, const std::string& id, const json& observed, bool ok);
+
+// The run record harness/src/run.cpp writes first, for hosts given with their link speed in Mb/s
+// (0: no netdev reported one); host i holds ranks 2i and 2i+1.
+json run_record(const std::string& run, const std::string& time, const std::vector<std::pair<std::string, int>>& hosts);
+
+// full_run() measured again: every metric and sample drawn with 1% noise (seeded), raw samples kept.
+std::vector<json> noisy_run(const std::string& run, unsigned seed);
 
 // A run with every kind of record: 1..8 GPU training, an allreduce sweep at 2 and 4 ranks,
 // probes on verbs and TCP, a 3-host all-pairs matrix with a bad host, netcheck on two hosts.

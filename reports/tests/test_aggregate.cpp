@@ -100,16 +100,45 @@ TEST(Collectives, BusBandwidthAgainstSizeAndRanks) {
   EXPECT_DOUBLE_EQ(*a.world_curves[0].points[1].busbw, 10.7);
 }
 
+// verbs write_lat and TCP lat (microbench's names) share a row; the operation names the source.
 TEST(Probes, RoceAndTcpSideBySide) {
   const Aggregate a = aggregate_of(full_run("r"));
-  ASSERT_EQ(a.probes.sources, (std::vector<std::string>{"verbs", "tcp"}));
-  const ProbeRow& small = a.probes.rows.at(0);
-  EXPECT_EQ(small.test, "write_bw");
+  ASSERT_EQ(a.probes.sources, (std::vector<std::string>{"verbs write", "tcp"}));
+  ASSERT_EQ(a.probes.rows.size(), 3u);
+  const ProbeRow& bw = a.probes.rows.at(0);
+  EXPECT_EQ(bw.test, "bandwidth");
+  EXPECT_DOUBLE_EQ(bw.by_source.at("verbs write").at("bw_avg_Gbps"), 92);
+  EXPECT_DOUBLE_EQ(bw.by_source.at("tcp").at("bw_avg_Gbps"), 11.5);
   const auto& lat = a.probes.rows.at(1);
-  EXPECT_EQ(lat.test, "write_lat");
+  EXPECT_EQ(lat.test, "latency");
   EXPECT_DOUBLE_EQ(lat.bytes, 2);
-  EXPECT_DOUBLE_EQ(lat.by_source.at("verbs").at("lat_us_p50"), 1.6);
+  EXPECT_DOUBLE_EQ(lat.by_source.at("verbs write").at("lat_us_p50"), 1.6);
   EXPECT_DOUBLE_EQ(lat.by_source.at("tcp").at("lat_us_p50"), 12.8);
+  EXPECT_TRUE(lat.samples.empty());  // the fixture's records keep only the summary
+}
+
+// The latency CDF is drawn from the raw samples when records kept them, not from percentiles.
+TEST(Probes, LatencyCdfUsesTheRawSamples) {
+  auto records = full_run("r");
+  std::vector<double> raw;
+  for (auto& r : records) {
+    if (r.value("step", "") != "microbench.probe" || r["params"]["test"] != "write_lat") continue;
+    const double p50 = r["metrics"]["lat_us_p50"];
+    r["samples"]["values"] = {p50 * 0.9, p50, p50, p50 * 1.1, p50 * 3};
+    if (r["params"]["bytes"] == 2) raw = r["samples"]["values"].get<std::vector<double>>();
+  }
+  const Aggregate a = aggregate_of(records);
+  EXPECT_EQ(a.probes.rows.at(1).samples.at("verbs write"), raw);
+  const json plot = plot_input(a);
+  std::size_t with_samples = 0;
+  for (const auto& e : plot["latency"]) {
+    if (!e.contains("samples")) continue;
+    ++with_samples;
+    if (e["bytes"] == 2) {
+      EXPECT_EQ(e["samples"], json({1.6 * 0.9, 1.6, 1.6, 1.6 * 1.1, 1.6 * 3}));
+    }
+  }
+  EXPECT_EQ(with_samples, 2u);  // verbs at 2 B and 4 KiB; TCP kept only percentiles
 }
 
 TEST(AllPairs, MatrixWithFlaggedPairsAndBadHosts) {
@@ -128,6 +157,22 @@ TEST(Netcheck, CrossHostDifferences) {
   ASSERT_EQ(a.netcheck.rows.size(), 1u);
   EXPECT_TRUE(a.netcheck.rows[0].differs);
   EXPECT_EQ(a.netcheck.rows[0].by_host.at("node02").status, "fail");
+}
+
+// Nightly files given newest first (as a glob may order them) still trend oldest to newest.
+TEST(Trends, RunsAreOrderedByTheirRunRecordsTime) {
+  std::vector<json> records{run_record("night-b", "2026-11-28T02:00:00.5+01:00", {{"node01", 100000}})};
+  for (const auto& r : full_run("night-b")) records.push_back(r);
+  records.push_back(run_record("night-a", "2026-11-27T23:59:59Z", {{"node01", 100000}}));
+  for (const auto& r : full_run("night-a")) records.push_back(r);
+  const Aggregate a = aggregate_of(records);
+  EXPECT_TRUE(a.runs_by_time);
+  EXPECT_EQ(a.runs, (std::vector<std::string>{"night-a", "night-b"}));
+  EXPECT_EQ(a.run_times.at(1), "2026-11-28T02:00:00.5+01:00");
+  records.erase(records.begin());  // night-b without its run record: the order given
+  const Aggregate given = aggregate_of(records);
+  EXPECT_FALSE(given.runs_by_time);
+  EXPECT_EQ(given.runs, (std::vector<std::string>{"night-b", "night-a"}));
 }
 
 TEST(Trends, OneValuePerRunInOrder) {

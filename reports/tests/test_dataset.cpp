@@ -7,6 +7,7 @@
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/dataset.hpp"
 #include "rocebench/reports/fast_check.hpp"
+#include "../src/record_scan.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -86,11 +87,167 @@ TEST(FastCheck, NeverAcceptsWhatTheSchemaRejects) {
     failed_without_reason.erase("reason");
     cases.push_back(failed_without_reason);
   }
-  std::size_t accepted = 0;
+  std::size_t accepted = 0, scanned = 0;
   for (const auto& c : cases) {
+    ResultView view;
+    if (scan_result(c.dump(), view)) {
+      ++scanned;
+      EXPECT_TRUE(result_schema().validate(c).empty()) << c.dump();
+    }
     if (!surely_valid(c)) continue;
     ++accepted;
     EXPECT_TRUE(result_schema().validate(c).empty()) << c.dump();
   }
   EXPECT_GT(accepted, 30u);
+  EXPECT_GT(scanned, 30u);
+}
+
+namespace {
+
+// A record spelled unlike nlohmann's dump: keys in reverse order, blanks around every token.
+std::string respelled(const json& v) {
+  if (v.is_object()) {
+    std::vector<std::string> members;
+    for (const auto& [key, value] : v.items()) members.insert(members.begin(), json(key).dump() + " :  " + respelled(value));
+    std::string out = "{ ";
+    for (std::size_t i = 0; i < members.size(); ++i) out += (i ? " ,\t" : "") + members[i];
+    return out + " }";
+  }
+  if (v.is_array()) {
+    std::string out = "[ ";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? " , " : "") + respelled(v[i]);
+    return out + " ]";
+  }
+  return v.dump();
+}
+
+void expect_same_view(const ResultView& v, const json& r, const std::string& line) {
+  EXPECT_EQ(v.run, r["run"].get<std::string>()) << line;
+  EXPECT_EQ(v.step, r["step"].get<std::string>()) << line;
+  EXPECT_EQ(v.host, r["host"].get<std::string>()) << line;
+  EXPECT_EQ(v.rank, r["rank"].get<int>()) << line;
+  EXPECT_EQ(v.world, r["world"].get<int>()) << line;
+  EXPECT_EQ(to_string(v.status), r["status"].get<std::string>()) << line;
+  EXPECT_EQ(v.has_reason, r.contains("reason")) << line;
+  if (v.has_reason) {
+    EXPECT_EQ(v.reason, r["reason"].get<std::string>()) << line;
+  }
+  EXPECT_EQ(json::parse(v.params), r["params"]) << line;
+  std::vector<std::pair<std::string, double>> metrics;
+  for (const auto& [name, value] : r["metrics"].items()) metrics.emplace_back(name, value.get<double>());
+  ASSERT_EQ(v.metrics.size(), metrics.size()) << line;
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    EXPECT_EQ(v.metrics[i].first, metrics[i].first) << line;
+    EXPECT_EQ(v.metrics[i].second, metrics[i].second) << line;
+  }
+  const json& s = r["samples"];
+  EXPECT_EQ(v.samples.n, s.contains("n") ? s["n"].get<std::size_t>() : s.value("values", json::array()).size()) << line;
+  EXPECT_EQ(v.samples.median, s.value("median", 0.0)) << line;
+  EXPECT_EQ(v.samples.has_ci, s.contains("median_ci95")) << line;
+  EXPECT_EQ(v.samples.values, s.value("values", std::vector<double>{})) << line;
+}
+
+}  // namespace
+
+// The fast reader and the general path (nlohmann::json + the schema) must agree on every line the
+// fast reader accepts, and every line it declines must still be judged by the general path.
+TEST(RecordScan, ReadsWhatTheGeneralPathReadsOrDeclines) {
+  std::vector<std::string> lines;
+  std::size_t results = 0;  // the lines the fast reader must read: every result record, however spelled
+  for (const auto& r : full_run("run-1")) {
+    lines.push_back(r.dump());
+    lines.push_back(respelled(r));
+    results += r["kind"] == "result" ? 2 : 0;
+  }
+  json sampled = collective("r", "allreduce", 4, 1024, 100, 8);
+  sampled["samples"]["values"] = {99.5, 100, 100.25, 1e2, -0.0, 2.5e-3};
+  sampled["samples"]["metric"] = "time_us";
+  sampled["reason"] = "ünïcode → fine";
+  lines.push_back(sampled.dump());
+  ++results;
+  const std::string good = collective("r", "allreduce", 4, 1024, 100, 8).dump();
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = good;
+    const auto at = line.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return line.replace(at, from.size(), to);
+  };
+  // Valid records the fast reader must decline or read exactly: escapes, 1.0 as an integer, a BOM.
+  const std::vector<std::string> general = {
+      with("\"host\":\"node01\"", "\"host\":\"node\\\"01\""), with("\"rank\":0", "\"rank\":0.0"),
+      with("\"world\":4", "\"world\":4e0"), "\xEF\xBB\xBF" + good, with("\"host\":\"node01\"", "\"host\":\"n\\u00f6de\""),
+      with("\"metrics\":{", "\"metrics\":{\"busbw_GBps\":1,")};  // a repeated key: the general parser keeps the last
+  // Lines that are not valid JSON records, which the fast reader must never accept.
+  const std::vector<std::string> broken = {
+      with("\"rank\":0", "\"rank\":01"),      with("\"world\":4", "\"world\":4."),
+      with("\"world\":4", "\"world\":+4"),    with("\"wrong\":0", "\"wrong\":.5"),
+      with("\"wrong\":0", "\"wrong\":NaN"),   with("\"wrong\":0", "\"wrong\":1e"),
+      with("\"host\":\"node01\"", "\"host\":\"node\xFF\""), with("\"host\":\"node01\"", "\"host\":\"no\tde\""),
+      with("\"host\":\"node01\"", "\"host\":\"\xC0\xAF\""), with("\"host\":\"node01\"", "\"host\":\"\xED\xA0\x80\""),
+      good + " x",                                good.substr(0, good.size() - 1),
+      with("\"rank\":0", "\"rank\":-1"),      with("\"world\":4", "\"world\":0"),
+      with("\"status\":\"ok\"", "\"status\":\"fail\""), with("\"step\":\"collectives.allreduce\"", "\"step\":\"Collectives\""),
+      with("\"wrong\":0", "\"wrong\":\"0\""),  with("\"params\":{", "\"params\":[{"),
+  };
+  for (const auto& l : general) lines.push_back(l);
+  for (const auto& l : broken) lines.push_back(l);
+
+  std::size_t read = 0;
+  for (const auto& line : lines) {
+    ResultView view;
+    const bool fast = scan_result(line, view);
+    json dom;
+    bool valid = true;
+    try {
+      dom = json::parse(line);
+      valid = result_schema().validate(dom).empty();
+    } catch (const json::parse_error&) {
+      valid = false;
+    }
+    if (!fast) continue;
+    ++read;
+    ASSERT_TRUE(valid) << line;
+    expect_same_view(view, dom, line);
+  }
+  EXPECT_GE(read, results);
+  for (const auto& line : broken) {
+    ResultView view;
+    EXPECT_FALSE(scan_result(line, view)) << line;
+  }
+}
+
+// A file mixing both paths loads the same observations as its canonical spelling.
+TEST(Dataset, RespelledRecordsLoadLikeCanonicalOnes) {
+  const auto dir = temp_dir();
+  auto records = full_run("r1");
+  records[3]["reason"] = "a \"quoted\" reason";
+  records[3]["status"] = "warn";
+  std::ofstream(dir / "respelled.jsonl") << [&] {
+    std::string text;
+    for (const auto& r : records) text += respelled(r) + "\n";
+    return text;
+  }();
+  Dataset a, b;
+  a.load(write_records(dir / "canonical.jsonl", records));
+  b.load(dir / "respelled.jsonl");
+  ASSERT_EQ(a.results.size(), b.results.size());
+  ASSERT_TRUE(a.issues.empty() && b.issues.empty());
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    const Observation& x = a.results[i];
+    const Observation& y = b.results[i];
+    EXPECT_EQ(a.names.str(x.step), b.names.str(y.step));
+    EXPECT_EQ(a.names.str(x.host), b.names.str(y.host));
+    EXPECT_EQ(a.params_of(x), b.params_of(y));
+    EXPECT_EQ(x.status, y.status);
+    EXPECT_EQ(x.reason == kNoName ? "" : a.names.str(x.reason), y.reason == kNoName ? "" : b.names.str(y.reason));
+    ASSERT_EQ(x.metrics.size(), y.metrics.size());
+    for (std::size_t m = 0; m < x.metrics.size(); ++m) {
+      EXPECT_EQ(a.names.str(x.metrics[m].first), b.names.str(y.metrics[m].first));
+      EXPECT_EQ(x.metrics[m].second, y.metrics[m].second);
+    }
+    EXPECT_EQ(x.samples.of == kNoName ? "" : a.names.str(x.samples.of), y.samples.of == kNoName ? "" : b.names.str(y.samples.of));
+    EXPECT_EQ(x.samples.median, y.samples.median);
+    EXPECT_EQ(x.samples.ci_low, y.samples.ci_low);
+  }
+  EXPECT_EQ(a.params.size(), b.params.size());
 }

@@ -1,6 +1,8 @@
 // The subcommands end to end: report, compare, import.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fixtures.hpp"
 #include "rocebench/reports/module.hpp"
 #include "rocebench/reports/plots.hpp"
@@ -116,6 +118,52 @@ TEST(ImportCommand, ImportedRecordsFeedTheReport) {
   EXPECT_EQ(run("import", {"osu", (source_dir() / "osu_allreduce.txt").string(), "-o", out.string()}), 2);
   EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), out.string()}), 0);
   const std::string md = read_file(dir / "r" / "report.md");
-  EXPECT_NE(md.find("verbs (perftest)"), std::string::npos);
+  EXPECT_NE(md.find("verbs write (perftest)"), std::string::npos);
   EXPECT_NE(md.find("allreduce nccl nccl float out-of-place"), std::string::npos);
+}
+
+// Two runs of the same build on the same hardware differ only by noise: they must get the same
+// verdicts, from thresholds and against a baseline written from either, and judging the same
+// records twice must give the same files.
+TEST(Report, SameBuildOnSameHardwareGetsTheSameVerdicts) {
+  const auto dir = temp_dir();
+  write_file(dir / "thresholds.json", R"({"thresholds": [
+    {"name": "busbw at 64MiB", "step": "collectives.allreduce", "where": {"bytes": 67108864}, "metric": "busbw_GBps", "op": ">=", "value": 10.0},
+    {"name": "busbw at 64MiB, 12 GB/s", "step": "collectives.allreduce", "where": {"bytes": 67108864}, "metric": "busbw_GBps", "op": ">=", "value": 12.0},
+    {"name": "efficiency at 8 GPUs", "metric": "efficiency", "where": {"mode": "allreduce-rdma"}, "gpus": 8, "op": ">=", "value": 0.75},
+    {"name": "RoCE latency", "step": "microbench.probe", "where": {"transport": "verbs", "test": "write_lat", "bytes": 2}, "metric": "lat_us_p50", "op": "<=", "value": 3},
+    {"name": "alltoall", "step": "collectives.alltoall", "metric": "busbw_GBps", "op": ">", "value": 1}]})");
+  std::vector<std::string> outcomes;
+  for (unsigned seed : {1u, 2u}) {
+    const auto results = write_records(dir / ("run" + std::to_string(seed) + ".jsonl"), noisy_run("run" + std::to_string(seed), seed));
+    const fs::path out = dir / ("report" + std::to_string(seed));
+    EXPECT_EQ(run("report", {"--no-plots", "-o", out.string(), "--thresholds", (dir / "thresholds.json").string(), results.string()}), 1);
+    std::string junit = read_file(out / "junit.xml");
+    const auto suites = junit.find("<testcase");
+    ASSERT_NE(suites, std::string::npos);
+    // Outcomes per verdict, without the measured values, which differ by noise.
+    std::string summary;
+    for (auto at = junit.find("<testcase", suites); at != std::string::npos; at = junit.find("<testcase", at + 1)) {
+      const auto end = junit.find("</testcase>", at);
+      const std::string tc = junit.substr(at, end - at);
+      const auto failure = tc.find("<failure type=\"");
+      summary += tc.substr(0, tc.find('>')) + " " + (failure == std::string::npos ? "pass" : tc.substr(failure + 15, 4)) + "\n";
+    }
+    outcomes.push_back(summary);
+    EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "again").string(), "--thresholds", (dir / "thresholds.json").string(), results.string()}), 1);
+    EXPECT_EQ(read_file(dir / "again" / "junit.xml"), junit);
+    EXPECT_EQ(read_file(dir / "again" / "report.md"), read_file(out / "report.md"));
+  }
+  EXPECT_EQ(outcomes[0], outcomes[1]);
+  EXPECT_EQ(std::count(outcomes[0].begin(), outcomes[0].end(), '\n'), 5);
+  EXPECT_NE(outcomes[0].find("12 GB/s\" fail"), std::string::npos) << outcomes[0];
+  EXPECT_NE(outcomes[0].find("alltoall\" miss"), std::string::npos) << outcomes[0];
+
+  // Each run against a baseline of the other: nothing regressed, both ways.
+  for (const auto& [base, now] : {std::pair{"run1", "run2"}, std::pair{"run2", "run1"}}) {
+    const auto baseline = dir / (std::string(base) + "-baseline.json");
+    EXPECT_EQ(run("compare", {"--write-baseline", baseline.string(), "--machine", "m", (dir / (std::string(base) + ".jsonl")).string()}), 0);
+    EXPECT_EQ(run("compare", {"--machine", "m", baseline.string(), (dir / (std::string(now) + ".jsonl")).string()}), 0);
+    EXPECT_EQ(run("compare", {(dir / (std::string(base) + ".jsonl")).string(), (dir / (std::string(now) + ".jsonl")).string()}), 0);
+  }
 }

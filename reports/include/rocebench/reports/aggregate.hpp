@@ -56,10 +56,13 @@ struct Curve {
   std::string label() const;
 };
 
+// One probe point. RoCE and TCP share a row: `test` is "latency" or "bandwidth", and the verbs
+// operation (write, send, read) is part of the source.
 struct ProbeRow {
   std::string test, host, peer;
   double bytes = 0;
-  std::map<std::string, std::map<std::string, double>> by_source;  // "verbs" / "tcp" / "verbs (perftest)" -> metrics
+  std::map<std::string, std::map<std::string, double>> by_source;  // "verbs write" / "tcp" / "verbs write (perftest)" -> metrics
+  std::map<std::string, std::vector<double>> samples;  // latency: the raw samples records kept, by source
 };
 
 struct ProbeTable {
@@ -96,14 +99,17 @@ struct NetcheckTable {
   std::vector<CheckRow> rows;
 };
 
-// A headline metric across runs, in the order the runs were given.
+// A headline metric across runs, in the order of Aggregate::runs.
 struct Trend {
   std::string label, metric;
   std::vector<std::optional<double>> values;  // one per run; missing runs stay empty
 };
 
 struct Aggregate {
-  std::vector<std::string> runs;  // run ids, in the order first seen
+  // Run ids, by the time of their run record when every run has one, else in the order first seen.
+  std::vector<std::string> runs;
+  std::vector<std::string> run_times;  // the run record's time, "" without one
+  bool runs_by_time = false;
   std::size_t records = 0;
   std::vector<ScalingSeries> scaling;
   std::vector<Curve> size_curves, world_curves;

@@ -61,16 +61,7 @@ struct CheckObservation {
   json record;
 };
 
-// A result record taken apart on a parsing thread, before its strings are interned.
-struct FlatResult {
-  std::string run, step, host, params, reason;  // params as compact JSON text
-  int rank = 0, world = 1;
-  Status status = Status::ok;
-  bool has_reason = false;
-  std::vector<std::pair<std::string, double>> metrics;
-  std::string sampled;  // the metric the samples describe
-  Spread samples;
-};
+struct ResultView;  // record_scan.hpp
 
 struct LoadIssue {
   std::string file;
@@ -98,9 +89,13 @@ class Dataset {
   std::uint32_t name_id(std::string_view name) const { return names.find(name); }
 
  private:
-  void add(FlatResult&& result, std::uint32_t file, int line);
-  std::uint32_t intern_params(const std::string& text);
-  std::unordered_map<std::string, std::uint32_t> params_ids_;
+  void add(ResultView&& result, std::uint32_t file, int line);
+  std::uint32_t intern_params(std::string_view text);
+  std::uint32_t default_sampled(std::uint32_t step, std::uint32_t params);
+  Interner params_texts_;                        // params as written, which may differ in spacing and order
+  std::vector<std::uint32_t> params_of_text_;    // -> index into params
+  std::unordered_map<std::string, std::uint32_t> params_ids_;  // canonical text -> index into params
+  std::unordered_map<std::uint64_t, std::uint32_t> default_sampled_;  // (step, params) -> metric name
 };
 
 // The metric a record's samples describe when the record does not say (samples.metric):

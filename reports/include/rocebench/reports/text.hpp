@@ -18,5 +18,7 @@ std::vector<std::string> split_ws(std::string_view line);  // split on blanks an
 std::string trim(std::string_view s);
 // Strict number parse of a whole token; nullopt for "N/A" and the like.
 std::optional<double> to_number(std::string_view token);
+// Seconds since the epoch of an RFC 3339 time (the records' "time"); nullopt when it is not one.
+std::optional<double> rfc3339_seconds(std::string_view time);
 
 }  // namespace rocebench::reports
