@@ -456,11 +456,11 @@ class Builder {
       }
     };
     collect(training_, "images_per_s", [](const Group& g, double x) {
-      return "train " + key_label(g.key, {"model", "mode", "engine", "precision", "batch"}) + " @ " + json(x).dump() + " GPUs";
+      return "train " + key_label(g.key, {"model", "mode", "engine", "precision", "batch"}) + " @ " + number(x) + " GPUs";
     }, true);
     collect(sizes_, "busbw_GBps", [](const Group& g, double x) {
       return g.family.substr(0, g.family.find('\n')) + " " +
-             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "world"}) + " @ " + json(x).dump() + " B";
+             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "world"}) + " @ " + bytes_text(x);
     }, true);
     for (bool latency : {true, false}) {
       Grid subset;
@@ -468,7 +468,7 @@ class Builder {
         if ((g.key["test"].get<std::string>().find("lat") != std::string::npos) == latency) subset.group(g.family, g.key) = g;
       }
       collect(subset, latency ? "lat_us_p50" : "bw_avg_Gbps", [](const Group& g, double x) {
-        return "probe " + key_label(g.key, {"test", "source", "host", "peer"}) + " @ " + json(x).dump() + " B";
+        return "probe " + key_label(g.key, {"test", "source", "host", "peer"}) + " @ " + bytes_text(x);
       }, !latency);
     }
     return out;
