@@ -63,6 +63,7 @@ json synthetic(std::size_t i, const std::string& run) {
   const double noise = 1.0 + static_cast<double>(i % 7) * 0.003;
   switch (i % 5) {
     case 0: {
+      // Every series sweeps every point, as a plan's sweeps do: the point varies fastest.
       const int gpus = 1 << (i / 5 % 8);
       r.step = "models.train";
       r.world = gpus;
@@ -76,10 +77,10 @@ json synthetic(std::size_t i, const std::string& run) {
     }
     case 1: {
       const std::size_t bytes = std::size_t{8} << (i / 5 % 24);
-      const int ranks = 2 << (i / 120 % 6);
+      const int ranks = 2 << (i / 480 % 6);
       r.step = "collectives.allreduce";
       r.world = ranks;
-      r.params = {{"algorithm", (i / 10) % 2 ? "ring" : "ps"}, {"transport", (i / 20) % 2 ? "verbs" : "tcp"},
+      r.params = {{"algorithm", (i / 120) % 2 ? "ring" : "ps"}, {"transport", (i / 240) % 2 ? "verbs" : "tcp"},
                   {"bytes", bytes}, {"count", bytes / 4}, {"dtype", "float32"}, {"op", "sum"}, {"inplace", false},
                   {"ranks", ranks}};
       const double t = 10 + static_cast<double>(bytes) / 10e3 * noise;
@@ -90,11 +91,12 @@ json synthetic(std::size_t i, const std::string& run) {
       break;
     }
     case 2: {
-      const bool verbs = (i / 10) % 2;
+      const bool verbs = (i / 60) % 2;
       r.step = "microbench.probe";
       r.world = 2;
+      r.host = host(i / 120);
       r.params = {{"transport", verbs ? "verbs" : "tcp"}, {"test", verbs ? "write_lat" : "lat"},
-                  {"bytes", 2 << (i / 20 % 12)}, {"peer", host(i + 1)}, {"iterations", 1000}};
+                  {"bytes", 2 << (i / 5 % 12)}, {"peer", host(i / 120 + 1)}, {"iterations", 1000}};
       if (!verbs) r.params["mode"] = "busy";
       const double lat = (verbs ? 1.6 : 12.0) * noise;
       r.metrics = {{"lat_us_min", lat * 0.9}, {"lat_us_max", lat * 4}, {"lat_us_p50", lat}, {"lat_us_avg", lat * 1.02},
@@ -104,11 +106,12 @@ json synthetic(std::size_t i, const std::string& run) {
       break;
     }
     case 3: {
-      const bool verbs = (i / 10) % 2;
+      const bool verbs = (i / 115) % 2;
       r.step = "microbench.probe";
       r.world = 2;
+      r.host = host(i / 230);
       r.params = {{"transport", verbs ? "verbs" : "tcp"}, {"test", verbs ? "write_bw" : "bw"},
-                  {"bytes", 2 << (i / 20 % 23)}, {"peer", host(i + 1)}, {"iterations", 5000}};
+                  {"bytes", 2 << (i / 5 % 23)}, {"peer", host(i / 230 + 1)}, {"iterations", 5000}};
       const double gbps = (verbs ? 92.0 : 38.0) * noise;
       r.metrics = {{"bw_peak_Gbps", gbps * 1.01}, {"bw_avg_Gbps", gbps}, {"msg_rate_Mpps", gbps / 8 / 65536 * 1e3}};
       r.samples = samples_around(gbps, 20, i);
