@@ -9,16 +9,14 @@
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/stats.hpp"
+#include "rocebench/common/temp_dir.hpp"
 
 using namespace rocebench;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  std::string pattern = (fs::temp_directory_path() / "rb-records-XXXXXX").string();
-  return fs::path(mkdtemp(pattern.data()));
-}
+fs::path temp_dir() { return make_temp_dir("records"); }
 
 ResultRecord sample_result() {
   ResultRecord r;

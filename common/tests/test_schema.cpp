@@ -10,6 +10,7 @@
 
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/common/temp_dir.hpp"
 
 using namespace rocebench;
 
@@ -95,8 +96,7 @@ TEST(Schema, ReferenceValidatorAgrees) {
   if (std::system((std::string(python) + " -c 'import jsonschema' 2>/dev/null").c_str()) != 0) {
     GTEST_SKIP() << "python3-jsonschema is not installed (ci/setup.sh installs it)";
   }
-  const auto dir = std::filesystem::temp_directory_path() / ("rb-schema-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = rocebench::make_temp_dir("schema");
   std::ofstream(dir / "good.json") << valid_result().dump();
   json bad = valid_result();
   bad["metrics"]["busbw_GBps"] = "fast";
@@ -111,5 +111,4 @@ TEST(Schema, ReferenceValidatorAgrees) {
   };
   EXPECT_EQ(check("good.json"), 0);
   EXPECT_NE(check("bad.json"), 0);
-  std::filesystem::remove_all(dir);
 }

@@ -15,14 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "rocebench/common/temp_dir.hpp"
+
 namespace rbtest {
 
 namespace fs = std::filesystem;
 
-inline fs::path temp_dir(const std::string& tag) {
-  std::string pattern = (fs::temp_directory_path() / ("rb-" + tag + "-XXXXXX")).string();
-  return fs::path(::mkdtemp(pattern.data()));
-}
+// Removed when the test process exits (rocebench/common/temp_dir.hpp).
+inline fs::path temp_dir(const std::string& tag) { return rocebench::make_temp_dir(tag); }
 
 inline std::string slurp(const fs::path& file) {
   std::ifstream in(file);
