@@ -123,8 +123,11 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       // Out of place: the result lands in a second buffer, so the copy is part of the operation.
       std::vector<char> source(input);
       std::vector<double> times_us;
+      // In place, each timed operation reduces the previous result again, as in nccl-tests: restoring the
+      // input in between would start the ranks out of step (measured: lower busbw). The check below runs
+      // once more on a fresh input.
+      std::memcpy(work.data(), input.data(), bytes);
       for (int it = -config.warmup; it < config.iters; ++it) {
-        if (in_place) std::memcpy(work.data(), input.data(), bytes);  // restore the input, untimed
         const Deadline deadline(ctx.deadline);  // each operation must finish within the step's wait limit
         const std::int64_t t0 = now_ns();
         if (!in_place) std::memcpy(work.data(), source.data(), bytes);
@@ -133,6 +136,10 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
         if (it >= 0) times_us.push_back(us);
       }
       const Deadline deadline(ctx.deadline);
+      if (config.check && in_place) {
+        std::memcpy(work.data(), input.data(), bytes);
+        spec.run(t, work.data(), count, config, deadline);
+      }
       // The slowest rank sets each iteration's time, as nccl-tests reduces with max.
       allreduce(t, Algorithm::rd, times_us.data(), times_us.size(), DataType::float64, ReduceOp::max, {}, deadline);
 
