@@ -11,8 +11,6 @@
 # iterations of the slowest rank's time. Open MPI gets mpi_yield_when_idle so that ranks
 # outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
 # load), then summarised over rounds as median [min..max]. Needs root for the emulated hosts.
-# One difference remains: rocebench's sweep restores its input before each in-place iteration
-# (untimed, but the ranks then start out of step), the peers keep summing into the same buffer.
 set -euo pipefail
 rocebench=$(realpath "${1:?usage: allreduce_vs_peers.sh ROCEBENCH [options]}")
 shift
