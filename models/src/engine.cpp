@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "gpu_engine_device.hpp"
 
 namespace rocebench::models {
 
@@ -37,13 +38,7 @@ std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph,
 }
 
 bool dropout_keeps(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p) {
-  // splitmix64 of the coordinates: independent of thread count and evaluation order.
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (pass << 40) ^ (static_cast<std::uint64_t>(node) << 24) ^
-                    static_cast<std::uint64_t>(index) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53 >= p;
+  return gpu::dropout_keeps_hd(seed, pass, node, index, p);  // one hash for both engines
 }
 
 }  // namespace rocebench::models

@@ -62,7 +62,8 @@ ROCEBENCH_HD inline std::int64_t nhwc_to_nchw_index(std::int64_t i, int c, int h
   return ((image * c + channel) * h + y) * w + x;
 }
 
-// dropout_keeps() of engine.cpp for the device: element `index` counts in NCHW order.
+// The dropout draw of both engines (dropout_keeps() calls it on the host): splitmix64 of the
+// coordinates, independent of thread count and evaluation order; `index` counts in NCHW order.
 ROCEBENCH_HD inline bool dropout_keeps_hd(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p) {
   std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (pass << 40) ^ (static_cast<std::uint64_t>(node) << 24) ^
                     static_cast<std::uint64_t>(index) * 0xBF58476D1CE4E5B9ull;
