@@ -155,7 +155,10 @@ int accept_one(int listen_fd, const Deadline& deadline) {
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    // A reset connection or a listener has no peer address left: name our own end instead of "?".
+    return fmt::format("the peer of {}:{} (not connected)", local_address(fd), local_port(fd));
+  }
   char host[NI_MAXHOST], serv[NI_MAXSERV];
   if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
