@@ -6,7 +6,6 @@ set -uo pipefail
 rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) part=$3  # checks | compare
 here=$(cd "$(dirname "$0")" && pwd)
 "$softroce/guest.sh" check || exit 77
-case $rocebench in /tmp/*) echo "the guest cannot see $rocebench (its /tmp is its own); build outside /tmp" >&2; exit 2 ;; esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run "$here/softroce_verbs_guest.sh" "$out" -- \

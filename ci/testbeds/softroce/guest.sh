@@ -83,7 +83,16 @@ done
 # The host's root, read-only; loose caching lets binaries and libraries be mapped and executed.
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /host || { echo "softroce-guest: no host root"; poweroff -f; }
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
+# The guest's /tmp is its own tmpfs, but what the host keeps in /tmp (a CI checkout, a build) stays
+# visible at the same paths, read-only: each top-level entry is bound into the guest's /tmp.
+mkdir -p /hosttmp && mount -o bind /host/tmp /hosttmp
 mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run 2>/dev/null
+for e in /hosttmp/* /hosttmp/.[!.]*; do
+  n=${e#/hosttmp/}
+  case $n in job|out|'*'|'.[!.]*') continue ;; esac
+  if [ -d "$e" ]; then mkdir -p "/host/tmp/$n"; else touch "/host/tmp/$n"; fi
+  mount -o bind "$e" "/host/tmp/$n" 2>/dev/null || echo "softroce-guest: cannot show the host's /tmp/$n"
+done
 mkdir -p /host/tmp/job /host/tmp/out /host/dev/pts /host/dev/shm
 mount -t devpts pts /host/dev/pts; mount -t tmpfs shm /host/dev/shm
 mount -t 9p -o trans=virtio,version=9p2000.L,ro job /host/tmp/job
