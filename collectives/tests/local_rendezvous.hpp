@@ -89,4 +89,18 @@ std::vector<std::string> on_ranks(int world, Body body) {
   return errors;
 }
 
+// What the harness hands a rank's sweep step, with ranks as threads.
+inline rocebench::StepContext sweep_context(int rank, int world, rocebench::Rendezvous& rdv, rocebench::Recorder& kept) {
+  rocebench::StepContext ctx;
+  ctx.run_id = "t";
+  ctx.step = "collectives.allreduce";
+  ctx.scope = "step0";
+  ctx.host = "host" + std::to_string(rank);
+  ctx.rank = rank;
+  ctx.world = world;
+  ctx.rendezvous = &rdv;
+  ctx.recorder = &kept;
+  return ctx;
+}
+
 }  // namespace rbtest

@@ -29,20 +29,6 @@ std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int w
 // Element i of rank r: distinct per rank and element, exact in every type when summed.
 double value(int r, std::size_t i) { return static_cast<double>((r * 7 + i) % 5); }
 
-// What the harness hands a rank's sweep step, with ranks as threads.
-StepContext sweep_context(int rank, int world, Rendezvous& rdv, Recorder& kept) {
-  StepContext ctx;
-  ctx.run_id = "t";
-  ctx.step = "collectives.allreduce";
-  ctx.scope = "step0";
-  ctx.host = "host" + std::to_string(rank);
-  ctx.rank = rank;
-  ctx.world = world;
-  ctx.rendezvous = &rdv;
-  ctx.recorder = &kept;
-  return ctx;
-}
-
 void expect_all_ok(const std::vector<std::string>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
@@ -288,7 +274,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(shared, r, world);
     rbtest::LocalRendezvous::Rank rdv(shared, r);
-    StepContext ctx = sweep_context(r, world, rdv, kept);
+    StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
     if (run_sweep(ctx, *t, allreduce_spec(), config) != 0) throw std::runtime_error("wrong elements");
   }));
   ASSERT_EQ(kept.records.size(), 6u);  // 3 sizes x in/out of place, from rank 0
@@ -320,7 +306,7 @@ TEST(Sweep, AWrongElementFailsTheStepNamingRankAndOffset) {
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(shared, r, world);
     rbtest::LocalRendezvous::Rank rdv(shared, r);
-    StepContext ctx = sweep_context(r, world, rdv, kept);
+    StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
     wrong[r] = run_sweep(ctx, *t, broken, config);
   }));
   EXPECT_EQ(wrong[0], 1u);

@@ -236,17 +236,9 @@ TEST(VerbsTransport, TheSweepStepRecordsASkipWithoutADevice) {
   rbtest::KeptRecords kept;
   const auto errors = rbtest::on_ranks(2, [&](int r) {
     rbtest::LocalRendezvous::Rank rdv(shared, r);
-    StepContext ctx;
-    ctx.run_id = "t";
-    ctx.step = "collectives.allreduce";
-    ctx.scope = "step0";
-    ctx.host = "host" + std::to_string(r);
-    ctx.rank = r;
-    ctx.world = 2;
+    StepContext ctx = rbtest::sweep_context(r, 2, rdv, kept);
     ctx.address = "127.0.0.1";
     ctx.deadline = 10s;
-    ctx.rendezvous = &rdv;
-    ctx.recorder = &kept;
     ctx.params = {{"transport", "verbs"}, {"min_bytes", 1024}, {"max_bytes", 1024}};
     kind->run(ctx);
   });

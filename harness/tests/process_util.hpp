@@ -24,6 +24,12 @@ namespace fs = std::filesystem;
 // Removed when the test process exits (rocebench/common/temp_dir.hpp).
 inline fs::path temp_dir(const std::string& tag) { return rocebench::make_temp_dir(tag); }
 
+// Writes a fixture file (one line), making its folders.
+inline void write_file(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text << "\n";
+}
+
 inline std::string slurp(const fs::path& file) {
   std::ifstream in(file);
   std::stringstream s;

@@ -9,30 +9,23 @@
 using namespace rocebench::microbench;
 namespace fs = std::filesystem;
 
-namespace {
-
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << text << "\n";
-}
-
-}  // namespace
+using rbtest::write_file;
 
 TEST(Counters, DeltasOfPortAndHwCountersAroundAProbe) {
   const fs::path root = rbtest::temp_dir("counters");
   const fs::path port = root / "sys/class/infiniband/mlx5_0/ports/1";
-  write(port / "counters/port_xmit_data", "1000");
-  write(port / "hw_counters/out_of_buffer", "7");
-  write(port / "hw_counters/np_cnp_sent", "0");
-  write(port / "hw_counters/rp_cnp_handled", "3");
-  write(port / "hw_counters/lifespan", "not-a-number");  // skipped, not fatal
+  write_file(port / "counters/port_xmit_data", "1000");
+  write_file(port / "hw_counters/out_of_buffer", "7");
+  write_file(port / "hw_counters/np_cnp_sent", "0");
+  write_file(port / "hw_counters/rp_cnp_handled", "3");
+  write_file(port / "hw_counters/lifespan", "not-a-number");  // skipped, not fatal
   const CounterSnapshot before = read_counters(root, "mlx5_0", 1);
   EXPECT_EQ(before.size(), 4u);
   EXPECT_EQ(before.at("out_of_buffer"), 7u);
 
-  write(port / "counters/port_xmit_data", "251000");
-  write(port / "hw_counters/np_cnp_sent", "12");
-  write(port / "hw_counters/rp_cnp_handled", "1");  // went back (reset): no delta
+  write_file(port / "counters/port_xmit_data", "251000");
+  write_file(port / "hw_counters/np_cnp_sent", "12");
+  write_file(port / "hw_counters/rp_cnp_handled", "1");  // went back (reset): no delta
   const auto d = counter_deltas(before, read_counters(root, "mlx5_0", 1));
   EXPECT_EQ(d["nic_port_xmit_data"], 250000);
   EXPECT_EQ(d["nic_np_cnp_sent"], 12);

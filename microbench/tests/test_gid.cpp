@@ -14,10 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << text << "\n";
-}
+using rbtest::write_file;
 
 // mlx5_0 port 1: GIDs 0/1 link-local (v1, v2), 2/3 for 192.168.1.10 (v1, v2), 4 for 10.0.0.7 (v2),
 // 5 unused (zeros, no type: reading the type fails on a real host, here the file is absent).
@@ -31,11 +28,11 @@ fs::path fixture() {
       {3, "0000:0000:0000:0000:0000:ffff:c0a8:010a", "RoCE v2"},
       {4, "0000:0000:0000:0000:0000:ffff:0a00:0007", "RoCE v2"}};
   for (const auto& [i, gid, type] : gids) {
-    write(port / "gids" / std::to_string(i), gid);
-    write(port / "gid_attrs/types" / std::to_string(i), type);
-    write(port / "gid_attrs/ndevs" / std::to_string(i), "ens1f0np0");
+    write_file(port / "gids" / std::to_string(i), gid);
+    write_file(port / "gid_attrs/types" / std::to_string(i), type);
+    write_file(port / "gid_attrs/ndevs" / std::to_string(i), "ens1f0np0");
   }
-  write(port / "gids/5", "0000:0000:0000:0000:0000:0000:0000:0000");
+  write_file(port / "gids/5", "0000:0000:0000:0000:0000:0000:0000:0000");
   fs::create_directories(root / "sys/class/infiniband/mlx5_1/ports/1");
   return root;
 }
