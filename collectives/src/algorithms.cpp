@@ -57,62 +57,70 @@ char* receive_space(std::size_t bytes) {
   return space.data();
 }
 
-}  // namespace
+// One pass of the ring, written once for reduce-scatter, allgather and the allreduce that fuses
+// them. In step s a rank receives segment (first - 1 - s) from its left neighbour; in the first
+// `reduce_steps` steps it sums what arrives into its own copy, later it receives in place. Each
+// chunk goes on to the right as soon as it is final, so chunk i of step s + 1 leaves right after
+// chunk i of step s lands. Fusing the halves matters: the chunks summed in the last reduce step are
+// the allgather's first sends, so the outgoing link never idles for a segment between the halves.
+struct RingPass {
+  int first;         // the segment sent before step 0
+  int reduce_steps;  // steps that sum into the buffer
+  int steps;         // all steps
+};
 
-// Both halves forward each chunk as soon as it is final: the segment a rank receives in step s is
-// the one it sends in step s + 1, so chunk i goes out again right after it lands (and, in the
-// reduce-scatter, is summed) instead of after the whole step. Sends complete at the end: no step
-// writes into a segment that a pending send still reads (that would take n steps).
-void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
-                         std::size_t chunk_bytes, int shift, const Deadline& deadline) {
+void ring_pass(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, std::size_t chunk_bytes,
+               const RingPass& pass, const Deadline& deadline) {
   const int n = t.world(), r = t.rank();
-  if (n == 1) return;
   const std::size_t esize = size_of(dtype);
-  char* buf = static_cast<char*>(data);
   const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
-  char* incoming = receive_space((segment_begin(count, n, 1) + 1) * esize);
   const int right = mod(r + 1, n), left = mod(r - 1, n);
+  char* incoming = pass.reduce_steps > 0 ? receive_space((segment_begin(count, n, 1) + 1) * esize) : nullptr;
   auto segment_chunks = [&](int seg) { return chunks_of(segment_begin(count, n, seg), segment_begin(count, n, seg + 1), chunk); };
 
-  std::vector<Request> sends;
-  for (const auto& c : segment_chunks(mod(r + shift - 1, n))) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
-  for (int step = 0; step < n - 1; ++step) {
-    const auto in = segment_chunks(mod(r + shift - 2 - step, n));
+  // Sends per segment: a receive into a segment first waits for the sends that still read it.
+  std::vector<std::vector<Request>> sends(static_cast<std::size_t>(n));
+  auto send = [&](int seg, const Range& c) { sends[seg].push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize)); };
+
+  const int first = mod(pass.first, n);
+  for (const auto& c : segment_chunks(first)) send(first, c);
+  for (int step = 0; step < pass.steps; ++step) {
+    const int seg = mod(pass.first - 1 - step, n);
+    const bool reduce = step < pass.reduce_steps;
+    const auto in = segment_chunks(seg);
     const std::size_t base = in.front().begin;
+    if (!reduce) {
+      t.wait(sends[seg], deadline);
+      sends[seg].clear();
+    }
     std::vector<Request> receives;
-    for (const auto& c : in) receives.push_back(t.recv(left, incoming + (c.begin - base) * esize, (c.end - c.begin) * esize));
+    for (const auto& c : in) {
+      char* into = reduce ? incoming + (c.begin - base) * esize : buf + c.begin * esize;
+      receives.push_back(t.recv(left, into, (c.end - c.begin) * esize));
+    }
     for (std::size_t i = 0; i < in.size(); ++i) {
       t.wait(receives[i], deadline);
-      char* target = buf + in[i].begin * esize;
-      reduce_into(dtype, op, target, incoming + (in[i].begin - base) * esize, in[i].end - in[i].begin);
-      if (step + 1 < n - 1) sends.push_back(t.send(right, target, (in[i].end - in[i].begin) * esize));
+      if (reduce) reduce_into(dtype, op, buf + in[i].begin * esize, incoming + (in[i].begin - base) * esize, in[i].end - in[i].begin);
+      if (step + 1 < pass.steps) send(seg, in[i]);
     }
   }
-  t.wait(sends, deadline);
+  for (const auto& pending : sends) t.wait(pending, deadline);
 }
 
-void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
-                    const Deadline& deadline) {
-  const int n = t.world(), r = t.rank();
-  if (n == 1) return;
-  const std::size_t esize = size_of(dtype);
-  char* buf = static_cast<char*>(data);
-  const std::size_t chunk = chunk_elements(chunk_bytes, dtype);
-  const int right = mod(r + 1, n), left = mod(r - 1, n);
-  auto segment_chunks = [&](int seg) { return chunks_of(segment_begin(count, n, seg), segment_begin(count, n, seg + 1), chunk); };
+}  // namespace
 
-  std::vector<Request> sends;
-  for (const auto& c : segment_chunks(mod(r + shift, n))) sends.push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize));
-  for (int step = 0; step < n - 1; ++step) {
-    const auto in = segment_chunks(mod(r + shift - 1 - step, n));
-    std::vector<Request> receives;
-    for (const auto& c : in) receives.push_back(t.recv(left, buf + c.begin * esize, (c.end - c.begin) * esize));
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      t.wait(receives[i], deadline);
-      if (step + 1 < n - 1) sends.push_back(t.send(right, buf + in[i].begin * esize, (in[i].end - in[i].begin) * esize));
-    }
-  }
-  t.wait(sends, deadline);
+void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
+                         std::size_t chunk_bytes, const Deadline& deadline) {
+  const int n = t.world();
+  if (n == 1) return;
+  ring_pass(t, static_cast<char*>(data), count, dtype, op, chunk_bytes, {t.rank() - 1, n - 1, n - 1}, deadline);
+}
+
+void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
+                    const Deadline& deadline) {
+  const int n = t.world();
+  if (n == 1) return;
+  ring_pass(t, static_cast<char*>(data), count, dtype, ReduceOp::sum, chunk_bytes, {t.rank(), 0, n - 1}, deadline);
 }
 
 namespace {
@@ -222,8 +230,7 @@ void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count,
   if (t.world() > 1) {
     switch (algorithm) {
       case Algorithm::ring:
-        ring_reduce_scatter(t, buf, count, dtype, op, options.chunk_bytes, 1, deadline);
-        ring_allgather(t, buf, count, dtype, options.chunk_bytes, 1, deadline);
+        ring_pass(t, buf, count, dtype, op, options.chunk_bytes, {t.rank(), t.world() - 1, 2 * (t.world() - 1)}, deadline);
         break;
       case Algorithm::ps: parameter_server(t, buf, count, dtype, op, options.servers, deadline); break;
       case Algorithm::rd: recursive_doubling(t, buf, count, dtype, op, deadline); break;

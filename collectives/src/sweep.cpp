@@ -54,7 +54,7 @@ const CollectiveSpec& reduce_scatter_spec() {
       "reduce_scatter",
       [](int n) { return static_cast<double>(n - 1) / n; },
       [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
-        ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, 0, d);
+        ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, d);
         if (c.op == ReduceOp::avg) {
           const std::size_t b = segment_begin(count, t.world(), t.rank()), e = segment_begin(count, t.world(), t.rank() + 1);
           finish_average(c.dtype, static_cast<char*>(data) + b * size_of(c.dtype), e - b, t.world());
@@ -72,7 +72,7 @@ const CollectiveSpec& allgather_spec() {
       "allgather",
       [](int n) { return static_cast<double>(n - 1) / n; },
       [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
-        ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, 0, d);
+        ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, d);
       },
       [](int rank, int ranks, std::size_t i, std::size_t count) {
         return owner_of(i, count, ranks) == rank ? check_value(rank, i) : kNotChecked;

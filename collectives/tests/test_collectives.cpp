@@ -62,32 +62,58 @@ TEST(DataTypes, ReductionsAccumulateInFloat32) {
   }
 }
 
-// The vector sums of float16 / bfloat16 (AVX2, F16C) against the element-wise definition: every
-// 16-bit pattern as src, against dst values that cover zeros, denormals, rounding ties, overflow to
-// infinity, infinities and NaN; odd lengths so the scalar tail runs too.
+// Every 16-bit sum kernel this CPU runs (AVX-512, AVX2 + F16C, portable) against the element-wise
+// definition: every 16-bit pattern as src, against dst values that cover zeros, denormals, rounding
+// ties, overflow to infinity, infinities and NaN; odd lengths so the masked or scalar tail runs too.
 TEST(DataTypes, SixteenBitSumsMatchTheElementWiseDefinitionForEveryPattern) {
   const std::vector<float> dst_values{0.0f, -0.0f, 1.0f, -1.0f, 3.140625f, 65504.0f, -65504.0f, 1e-7f, 6e-5f,
-                                      1.00390625f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 0.333f};
-  for (const DataType t : {DataType::float16, DataType::bfloat16}) {
-    const bool half = t == DataType::float16;
-    auto to_float = [&](std::uint16_t b) { return half ? half_to_float(b) : bfloat16_to_float(b); };
-    auto from_float = [&](float f) { return half ? float_to_half(f) : float_to_bfloat16(f); };
-    const std::size_t n = 65536 + 5;
-    std::vector<std::uint16_t> src(n);
-    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::uint16_t>(i);
-    for (const float v : dst_values) {
-      std::vector<std::uint16_t> dst(n, from_float(v));
-      reduce_into(t, ReduceOp::sum, dst.data(), src.data(), n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const float want = to_float(from_float(v)) + to_float(src[i]);
-        if (std::isnan(want)) {
-          ASSERT_TRUE(std::isnan(to_float(dst[i]))) << to_string(t) << " " << v << " + pattern " << src[i];
-        } else {
-          ASSERT_EQ(dst[i], from_float(want)) << to_string(t) << " " << v << " + pattern " << src[i];
+                                      1.00390625f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 0.333f, 1e-40f};
+  const std::vector<std::string> kernels = sum_kernels();
+  ASSERT_EQ(kernels.back(), "portable");
+  for (const std::string& kernel : kernels) {
+    for (const DataType t : {DataType::float16, DataType::bfloat16}) {
+      const bool half = t == DataType::float16;
+      auto to_float = [&](std::uint16_t b) { return half ? half_to_float(b) : bfloat16_to_float(b); };
+      auto from_float = [&](float f) { return half ? float_to_half(f) : float_to_bfloat16(f); };
+      const std::size_t n = 65536 + 5;
+      std::vector<std::uint16_t> src(n);
+      for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::uint16_t>(i);
+      for (const float v : dst_values) {
+        std::vector<std::uint16_t> dst(n, from_float(v));
+        sum_16bit_with(kernel, t, dst.data(), src.data(), n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float want = to_float(from_float(v)) + to_float(src[i]);
+          const std::string what = fmt::format("{} {} {} + pattern {:#06x}", kernel, to_string(t), v, src[i]);
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(to_float(dst[i]))) << what;
+          } else {
+            ASSERT_EQ(dst[i], from_float(want)) << what;
+          }
         }
       }
     }
   }
+}
+
+// A kernel touches exactly `count` elements, whatever the length (the masked tail of AVX-512).
+TEST(DataTypes, SixteenBitSumsWriteOnlyTheirElements) {
+  for (const std::string& kernel : sum_kernels()) {
+    for (const DataType t : {DataType::float16, DataType::bfloat16}) {
+      for (std::size_t n = 0; n <= 70; ++n) {
+        std::vector<std::uint16_t> dst(n + 8), src(n + 8);
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          store(t, dst.data(), i, 1.0);
+          store(t, src.data(), i, static_cast<double>(i % 7));
+        }
+        sum_16bit_with(kernel, t, dst.data(), src.data(), n);
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          ASSERT_EQ(load(t, dst.data(), i), i < n ? 1.0 + static_cast<double>(i % 7) : 1.0)
+              << kernel << " " << to_string(t) << " n=" << n << " i=" << i;
+        }
+      }
+    }
+  }
+  EXPECT_THROW(sum_16bit_with("no-such-kernel", DataType::float16, nullptr, nullptr, 0), InputError);
 }
 
 TEST(Sweep, SizesAreWholeSegments) {
@@ -158,8 +184,8 @@ TEST(RingHalves, ReduceScatterAndAllgatherOwnSegmentRank) {
     for (std::size_t i = 0; i < count; ++i) rs[i] = static_cast<float>(value(r, i));
     const std::size_t b = segment_begin(count, world, r), e = segment_begin(count, world, r + 1);
     for (std::size_t i = b; i < e; ++i) ag[i] = static_cast<float>(r);
-    ring_reduce_scatter(*t, rs.data(), count, DataType::float32, ReduceOp::sum, 128, 0, Deadline(10s));
-    ring_allgather(*t, ag.data(), count, DataType::float32, 128, 0, Deadline(10s));
+    ring_reduce_scatter(*t, rs.data(), count, DataType::float32, ReduceOp::sum, 128, Deadline(10s));
+    ring_allgather(*t, ag.data(), count, DataType::float32, 128, Deadline(10s));
     for (std::size_t i = b; i < e; ++i) {
       double want = 0;
       for (int k = 0; k < world; ++k) want += value(k, i);

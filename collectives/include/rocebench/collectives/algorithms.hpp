@@ -25,13 +25,13 @@ struct CollectiveOptions {
 void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
                const CollectiveOptions& options, const Deadline& deadline);
 
-// The ring's halves. Segment s of `data` is elements [count*s/n, count*(s+1)/n); rank r owns
-// segment (r + shift) % n: 0 for the standalone collectives, 1 inside allreduce (which saves a step).
+// The ring's halves (allreduce runs them fused, as one pass). Segment s of `data` is elements
+// [count*s/n, count*(s+1)/n); rank r owns segment r.
 // reduce_scatter: afterwards the owned segment holds the reduction of everyone's.
 void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
-                         std::size_t chunk_bytes, int shift, const Deadline& deadline);
+                         std::size_t chunk_bytes, const Deadline& deadline);
 // allgather: every rank starts with its owned segment and ends with all of them.
-void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes, int shift,
+void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
                     const Deadline& deadline);
 
 // Refuses (InputError, on every rank) to go on when the ranks hold different values of `what` —
