@@ -58,6 +58,14 @@ BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int
   return f;
 }
 
+void sum_directions(ResultRecord& r) {
+  for (const char* name : {"bw_avg_Gbps", "bw_peak_Gbps", "msg_rate_Mpps"}) {
+    const double fwd = r.metrics.value(name, 0.0), rev = r.metrics.value(std::string("rev_") + name, 0.0);
+    r.metrics[std::string("fwd_") + name] = fwd;
+    r.metrics[name] = fwd + rev;
+  }
+}
+
 json latency_metrics(const Summary& s) {
   return {{"lat_us_min", s.min}, {"lat_us_max", s.max},     {"lat_us_p50", s.median},  {"lat_us_avg", s.avg},
           {"lat_us_stdev", s.stdev}, {"lat_us_p99", s.p99}, {"lat_us_p99_9", s.p999}};
@@ -116,10 +124,14 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
   return r;
 }
 
-ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
-  ResultRecord r = base_record(probe, o, bytes);
+// perftest's run_iter_bw: keep up to tx_depth messages in flight; the post time of every message and
+// the time its completion was seen. A warm-up (untimed) fills and drains the window first.
+struct WindowTimes {
+  std::vector<std::int64_t> posted, completed;
+};
+
+WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));
-  // Warm-up: fill and drain the window a few times.
   const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
   std::size_t warm_done = 0;
   for (int i = 0; i < warmup; ++i) {
@@ -128,14 +140,15 @@ ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t
   }
   while (warm_done < static_cast<std::size_t>(warmup)) warm_done += probe.poll(true);
 
-  std::vector<std::int64_t> posted, completed;
+  WindowTimes t;
+  auto& [posted, completed] = t;
   LoopBound bound{o.iterations > 0 ? o.iterations : kBandwidthIterations, o.duration_s};
   bool last = false;
   while (!last) {
     while (posted.size() - completed.size() >= depth) {
       const std::size_t n = probe.poll(true);
-      const std::int64_t t = now_ns();
-      completed.insert(completed.end(), n, t);
+      const std::int64_t now = now_ns();
+      completed.insert(completed.end(), n, now);
     }
     last = !bound.more(posted.size());
     posted.push_back(now_ns());
@@ -147,6 +160,12 @@ ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t
     const std::size_t n = probe.poll(true);
     completed.insert(completed.end(), n, now_ns());
   }
+  return t;
+}
+
+ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
+  ResultRecord r = base_record(probe, o, bytes);
+  const auto [posted, completed] = run_windows(probe, o);
   const BandwidthFigures f = bandwidth_figures(bytes, posted, completed);
   r.metrics = {{"bw_peak_Gbps", f.peak_Gbps}, {"bw_avg_Gbps", f.avg_Gbps}, {"msg_rate_Mpps", f.msg_rate_Mpps}};
 
@@ -183,6 +202,7 @@ void run_active(Probe& probe, const DriverOptions& options, const RecordSink& si
         r.params[name] = value;
       }
     }
+    if (r.metrics.contains("rev_bw_avg_Gbps")) sum_directions(r);
     sink(r);
   }
   probe.begin_size(0);
@@ -191,6 +211,10 @@ void run_active(Probe& probe, const DriverOptions& options, const RecordSink& si
 int run_passive(Probe& probe) {
   int served = 0;
   while (const std::size_t bytes = probe.next_size()) {
+    if (const auto loop = probe.reverse_loop()) {  // bidirectional: this side sends its own windows
+      const auto [posted, completed] = run_windows(probe, *loop);
+      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed));
+    }
     probe.serve(bytes);
     ++served;
   }

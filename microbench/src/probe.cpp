@@ -51,6 +51,9 @@ void validate(const ProbeSpec& spec) {
   } else {
     throw UsageError(fmt::format("unknown transport '{}' (verbs, tcp)", spec.transport));
   }
+  if (spec.verbs.bidirectional && (spec.transport != "verbs" || kind_of(spec) != ProbeKind::bandwidth)) {
+    throw UsageError("--bidirectional is for the verbs bandwidth tests (write_bw, send_bw, read_bw)");
+  }
   if (spec.driver.sizes.empty()) throw UsageError("no message sizes");
 }
 

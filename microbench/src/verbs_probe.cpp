@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -68,6 +69,11 @@ struct BufferInfo {
 struct SizeReport {  // the server's answer to the end of a size
   std::uint32_t validation_errors;
   std::uint32_t pad;
+  BandwidthFigures reverse;  // bidirectional: the server's own direction
+};
+struct LoopSpec {  // bidirectional: the client's window loop, which the server runs too
+  std::int32_t iterations, warmup, tx_depth, pad;
+  double duration_s;
 };
 
 class VerbsProbe final : public Probe {
@@ -130,7 +136,24 @@ class VerbsProbe final : public Probe {
     (void)listener;
   }
 
+  // Bidirectional: the client tells the server its window loop (and TX depth, which sizes the QPs).
+  void exchange_loop() {
+    const Deadline deadline(spec_.wait);
+    const DriverOptions& d = spec_.driver;
+    LoopSpec loop{d.iterations, d.warmup, o_.tx_depth, 0, d.duration_s};
+    if (active_) {
+      net::send_all(fd_, &loop, sizeof loop, deadline);
+      return;
+    }
+    net::recv_all(fd_, &loop, sizeof loop, deadline);
+    reverse_loop_ = DriverOptions{.iterations = loop.iterations, .warmup = loop.warmup,
+                                  .duration_s = loop.duration_s, .tx_depth = loop.tx_depth};
+    o_.tx_depth = loop.tx_depth;
+  }
+
   ProbeKind kind() const override { return spec_.test.ends_with("lat") ? ProbeKind::latency : ProbeKind::bandwidth; }
+  std::optional<DriverOptions> reverse_loop() const override { return reverse_loop_; }
+  void set_reverse_figures(const BandwidthFigures& own) override { reverse_ = own; }
   double round_trip_divisor() const override { return spec_.test == "read_lat" ? 1.0 : 2.0; }
   json params() const override {
     json p = {{"transport", "verbs"}, {"test", spec_.test}};
@@ -185,6 +208,7 @@ class VerbsProbe final : public Probe {
     ibv_wc wc[32];
     const std::int64_t start = now_ns();
     while (true) {
+      if (receives_while_sending_) repost_arrived_receives();
       const int n = ::ibv_poll_cq(send_cq_, 32, wc);
       if (n < 0) throw InfraError(fmt::format("polling the completion queue failed (peer {})", peer_));
       for (int i = 0; i < n; ++i) check(wc[i]);
@@ -196,11 +220,23 @@ class VerbsProbe final : public Probe {
   json end_size() override {
     const std::uint64_t done = 0;  // a zero in place of a size: the measured loop is over
     net::send_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    // Bidirectional send_bw: the server's messages still need receives until its report says it is done.
+    const Deadline deadline(spec_.wait);
+    while (receives_while_sending_ && !control_readable()) {
+      repost_arrived_receives();
+      if (deadline.expired()) timeout("the end of its messages");
+    }
     SizeReport report{};
     net::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
     json out = counter_deltas(before_, read_counters(o_.root, device_name_, port_));
     out["active_mtu"] = active_mtu_;
-    std::uint32_t errors = report.validation_errors + (o_.validate && active_ ? local_validation() : 0);
+    if (o_.bidirectional) {
+      out["rev_bw_avg_Gbps"] = report.reverse.avg_Gbps;
+      out["rev_bw_peak_Gbps"] = report.reverse.peak_Gbps;
+      out["rev_msg_rate_Mpps"] = report.reverse.msg_rate_Mpps;
+    }
+    std::uint32_t errors = report.validation_errors + validation_errors_ +
+                           (o_.validate && active_ && !receives_while_sending_ ? local_validation() : 0);
     if (o_.validate) {
       out["validated"] = true;
       if (errors) out["failure"] = fmt::format("{} message(s) arrived with wrong data", errors);
@@ -210,7 +246,7 @@ class VerbsProbe final : public Probe {
   }
 
   void serve(std::size_t bytes) override {
-    std::uint32_t errors = 0;
+    std::uint32_t errors = 0;  // of latency messages; those of send_bw count in validation_errors_
     if (spec_.test == "write_lat" || spec_.test == "send_lat") {
       do {
         ++seq_;
@@ -225,22 +261,14 @@ class VerbsProbe final : public Probe {
       } while (true);
     } else if (spec_.test == "send_bw") {
       // Keep receives posted until the client says the size is over.
-      while (!control_says_done()) {
-        ibv_wc wc[32];
-        const int n = ::ibv_poll_cq(recv_cq_, 32, wc);
-        for (int i = 0; i < n; ++i) {
-          check(wc[i]);
-          if (o_.validate) errors += local_validation();
-          post_receive(qp_index_of(wc[i].qp_num));
-        }
-      }
+      while (!control_says_done()) repost_arrived_receives();
     }
     if (spec_.test != "send_bw") {
       std::uint64_t done = 1;
       net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
     }
     if (o_.validate && spec_.test == "write_bw") errors += local_validation();
-    const SizeReport report{errors, 0};
+    const SizeReport report{errors + validation_errors_, 0, reverse_};
     net::send_all(fd_, &report, sizeof report, Deadline(spec_.wait));
     release_buffer();
   }
@@ -409,6 +437,8 @@ class VerbsProbe final : public Probe {
     bytes_ = bytes;
     seq_ = 0;
     posted_ = 0;
+    validation_errors_ = 0;
+    reverse_ = {};
     // Two regions: what the peer writes (and reads) and what arrives, apart from what this side sends,
     // so a ping-pong never mistakes its own outgoing sequence byte for the peer's answer.
     stride_ = (bytes + 4095) / 4096 * 4096;
@@ -536,9 +566,25 @@ class VerbsProbe final : public Probe {
     }
   }
 
-  bool control_says_done() {
+  // send_bw: a fresh receive for every message that arrived (its data checked when asked).
+  void repost_arrived_receives() {
+    ibv_wc wc[32];
+    const int n = ::ibv_poll_cq(recv_cq_, 32, wc);
+    if (n < 0) throw InfraError(fmt::format("polling the receive queue failed (peer {})", peer_));
+    for (int i = 0; i < n; ++i) {
+      check(wc[i]);
+      if (o_.validate) validation_errors_ += local_validation();
+      post_receive(qp_index_of(wc[i].qp_num));
+    }
+  }
+
+  bool control_readable() const {
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
+    return ::poll(&p, 1, 0) > 0;
+  }
+
+  bool control_says_done() {
+    if (!control_readable()) return false;
     std::uint64_t done = 1;
     net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
     return true;
@@ -584,9 +630,18 @@ class VerbsProbe final : public Probe {
   BufferInfo remote_{};
   std::uint64_t seq_ = 0, posted_ = 0;
   CounterSnapshot before_;
+  // Bidirectional: the server's copy of the client's loop, its own figures, and whether send_bw's
+  // receives must be reposted while this side sends.
+  std::optional<DriverOptions> reverse_loop_;
+  BandwidthFigures reverse_;
+  bool receives_while_sending_ = o_.bidirectional && spec_.test == "send_bw";
+  std::uint32_t validation_errors_ = 0;
 };
 
-std::string hello_of(const ProbeSpec& s) { return fmt::format("rocebench-verbs {} {} {}", s.test, s.verbs.connect, s.verbs.qps); }
+std::string hello_of(const ProbeSpec& s) {
+  return fmt::format("rocebench-verbs {} {} {}{}", s.test, s.verbs.connect, s.verbs.qps,
+                     s.verbs.bidirectional ? " bidirectional" : "");
+}
 
 // Both sides agree on the test over the control socket before any verbs resource exists.
 void handshake(int fd, const ProbeSpec& spec, bool client, const std::string& peer) {
@@ -633,6 +688,7 @@ class VerbsServer final : public ProbeServer {
     auto probe = std::make_unique<VerbsProbe>(spec_, fd, peer, false);
     probe->owns_channel_ = false;
     handshake(fd, spec_, false, peer);
+    if (spec_.verbs.bidirectional) probe->exchange_loop();
     probe->accept_server(listener_, channel_);
     return probe;
   }
@@ -657,18 +713,17 @@ json verbs_params(const VerbsOptions& o) {
 }
 
 std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::string& address, int port) {
-  if (spec.verbs.bidirectional) throw UsageError("--bidirectional is not built yet for verbs");
   return std::make_unique<VerbsServer>(spec, address, port);
 }
 
 std::unique_ptr<Probe> verbs_connect(const ProbeSpec& spec, const std::string& host, int port) {
-  if (spec.verbs.bidirectional) throw UsageError("--bidirectional is not built yet for verbs");
   ProbeSpec s = spec;
   s.verbs.device = pick_device(spec.verbs);
   const int fd = net::connect_to(host, port, Deadline(spec.wait));
   const std::string peer = fmt::format("{}:{}", host, port);
   auto probe = std::make_unique<VerbsProbe>(s, fd, peer, true);
   handshake(fd, s, true, peer);
+  if (s.verbs.bidirectional) probe->exchange_loop();
   probe->connect_client(host, port);
   return probe;
 }

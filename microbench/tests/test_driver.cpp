@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/microbench/driver.hpp"
@@ -89,4 +91,71 @@ TEST(Spec, SchemaAcceptsWhatTheStepReads) {
   EXPECT_TRUE(schema.validate(json::parse(R"({"transport":"tcp","test":"lat","bytes":64,"mode":"blocking"})")).empty());
   EXPECT_FALSE(schema.validate(json::parse(R"({"transport":"tcp","bogus":1})")).empty());
   EXPECT_FALSE(schema.validate(json::parse(R"({"bytes":0})")).empty());
+}
+
+TEST(Bidirectional, RecordIsTheSumOfBothDirectionsAsPerftestB) {
+  ResultRecord r;
+  r.metrics = {{"bw_avg_Gbps", 3.0}, {"bw_peak_Gbps", 4.0}, {"msg_rate_Mpps", 0.5},
+               {"rev_bw_avg_Gbps", 1.0}, {"rev_bw_peak_Gbps", 2.0}, {"rev_msg_rate_Mpps", 0.25}};
+  sum_directions(r);
+  EXPECT_DOUBLE_EQ(r.metrics["bw_avg_Gbps"], 4.0);
+  EXPECT_DOUBLE_EQ(r.metrics["bw_peak_Gbps"], 6.0);
+  EXPECT_DOUBLE_EQ(r.metrics["msg_rate_Mpps"], 0.75);
+  EXPECT_DOUBLE_EQ(r.metrics["fwd_bw_avg_Gbps"], 3.0);
+  EXPECT_DOUBLE_EQ(r.metrics["rev_bw_avg_Gbps"], 1.0);
+}
+
+namespace {
+// A passive side whose messages complete at once: what the driver's mirrored loop does with it.
+class EchoProbe final : public Probe {
+ public:
+  ProbeKind kind() const override { return ProbeKind::bandwidth; }
+  json params() const override { return json::object(); }
+  std::string peer() const override { return "fake"; }
+  void begin_size(std::size_t) override {}
+  void ping(bool) override {}
+  void post(bool last) override {
+    ++posted;
+    lasts += last;
+  }
+  std::size_t poll(bool) override { return posted - std::exchange(reported, posted); }
+  std::size_t next_size() override { return sizes_left-- > 0 ? 4096 : 0; }
+  void serve(std::size_t) override { ++served; }
+  std::optional<DriverOptions> reverse_loop() const override { return loop; }
+  void set_reverse_figures(const BandwidthFigures& f) override { figures.push_back(f); }
+
+  std::optional<DriverOptions> loop;
+  int sizes_left = 2, served = 0, lasts = 0;
+  std::size_t posted = 0, reported = 0;
+  std::vector<BandwidthFigures> figures;
+};
+}  // namespace
+
+TEST(Bidirectional, ThePassiveSideRunsTheActiveSidesLoopOnlyWhenAsked) {
+  EchoProbe one_way;
+  EXPECT_EQ(run_passive(one_way), 2);
+  EXPECT_EQ(one_way.posted, 0u);  // a plain server only serves
+  EXPECT_TRUE(one_way.figures.empty());
+
+  EchoProbe both_ways;
+  both_ways.loop = DriverOptions{.iterations = 50, .warmup = 8, .tx_depth = 4};
+  EXPECT_EQ(run_passive(both_ways), 2);
+  EXPECT_EQ(both_ways.served, 2);
+  EXPECT_EQ(both_ways.posted, 2u * (50 + 8));  // per size: the warm-up, then the timed messages
+  EXPECT_EQ(both_ways.lasts, 2);                // each timed loop marks its last message
+  ASSERT_EQ(both_ways.figures.size(), 2u);
+  EXPECT_GT(both_ways.figures[0].avg_Gbps, 0);
+}
+
+TEST(Bidirectional, OnlyForTheVerbsBandwidthTests) {
+  ProbeSpec s;
+  s.verbs.bidirectional = true;
+  s.transport = "verbs";
+  s.test = "send_bw";
+  EXPECT_NO_THROW(validate(s));
+  s.test = "write_lat";
+  EXPECT_THROW(validate(s), UsageError);
+  s.transport = "tcp";
+  s.test = "bw";
+  EXPECT_THROW(validate(s), UsageError);
 }

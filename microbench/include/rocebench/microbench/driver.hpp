@@ -16,6 +16,20 @@ namespace rocebench::microbench {
 
 enum class ProbeKind { latency, bandwidth };
 
+struct DriverOptions {
+  std::vector<std::size_t> sizes{2};
+  int iterations = 0;        // 0 = the test's default (perftest: 1000 latency, 5000 bandwidth)
+  int warmup = -1;           // -1 = default
+  double duration_s = 0;     // > 0: duration mode instead of an iteration count
+  int tx_depth = 128;        // bandwidth: messages in flight
+  std::string step = "microbench.probe";
+};
+
+// Bandwidth as perftest computes it from post and completion times (ns) of every message.
+struct BandwidthFigures {
+  double peak_Gbps = 0, avg_Gbps = 0, msg_rate_Mpps = 0;
+};
+
 // One connected endpoint pair of one transport running one test. The active side (the client)
 // drives; the passive side (the server) answers until the active side's last message.
 class Probe {
@@ -38,15 +52,12 @@ class Probe {
   // Passive side: the next size the peer announces (0 = done), then serve it to its last message.
   virtual std::size_t next_size() = 0;
   virtual void serve(std::size_t bytes) = 0;
-};
 
-struct DriverOptions {
-  std::vector<std::size_t> sizes{2};
-  int iterations = 0;        // 0 = the test's default (perftest: 1000 latency, 5000 bandwidth)
-  int warmup = -1;           // -1 = default
-  double duration_s = 0;     // > 0: duration mode instead of an iteration count
-  int tx_depth = 128;        // bandwidth: messages in flight
-  std::string step = "microbench.probe";
+  // Bidirectional bandwidth (perftest -b): the passive side also posts windows, in the loop the
+  // active side runs (returned here), before serve(); its own figures go back to the active side,
+  // whose end_size() returns them as rev_bw_avg_Gbps, rev_bw_peak_Gbps and rev_msg_rate_Mpps.
+  virtual std::optional<DriverOptions> reverse_loop() const { return std::nullopt; }
+  virtual void set_reverse_figures(const BandwidthFigures& /*own*/) {}
 };
 
 // Sizes: "2..8M" style sweep (every power of two, perftest -a), or one size.
@@ -54,12 +65,12 @@ std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std:
 // "64", "4K", "8M", "1G" → bytes. Throws UsageError.
 std::size_t parse_bytes(const std::string& text);
 
-// Bandwidth as perftest computes it from post and completion times (ns) of every message.
-struct BandwidthFigures {
-  double peak_Gbps = 0, avg_Gbps = 0, msg_rate_Mpps = 0;
-};
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
                                    const std::vector<std::int64_t>& completed_ns);
+
+// A bidirectional record as perftest -b reports it: bw_avg_Gbps, bw_peak_Gbps and msg_rate_Mpps become
+// the sums of both directions; this side's own figures stay as fwd_*, the peer's are the rev_* ones.
+void sum_directions(ResultRecord& r);
 
 // Latency records as the contract names them.
 json latency_metrics(const Summary& s);
