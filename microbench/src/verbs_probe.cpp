@@ -26,6 +26,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/net.hpp"
+#include "rocebench/common/verbs_rc.hpp"
 #include "rocebench/microbench/counters.hpp"
 
 namespace rocebench::microbench {
@@ -39,11 +40,7 @@ constexpr int kMaxRdAtomic = 16;
 
 // The device the options name (or the first); ProbeUnavailable when this host has none.
 std::string pick_device(const VerbsOptions& o) {
-  int n = 0;
-  ibv_device** list = ::ibv_get_device_list(&n);
-  std::vector<std::string> names;
-  for (int i = 0; list && i < n; ++i) names.emplace_back(::ibv_get_device_name(list[i]));
-  if (list) ::ibv_free_device_list(list);
+  const std::vector<std::string> names = verbs::device_names();
   if (!o.device.empty() && std::find(names.begin(), names.end(), o.device) == names.end()) {
     throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", o.device,
                                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
@@ -58,10 +55,6 @@ std::string pick_device(const VerbsOptions& o) {
 
 char pattern_byte(std::size_t i, std::size_t bytes) { return static_cast<char>((i * 7 + bytes) & 0xff); }
 
-struct QpInfo {  // what oob exchanges per QP
-  std::uint32_t qpn, psn;
-  std::uint8_t gid[16];
-};
 struct BufferInfo {
   std::uint64_t addr;
   std::uint32_t rkey, pad;
@@ -358,17 +351,12 @@ class VerbsProbe final : public Probe {
     check_device_port(o_.root, name, o_.ib_port);
     const std::string address = o_.address.empty() ? net::local_address(fd_) : o_.address;
     gid_index_ = choose_gid(read_gids(o_.root, name, o_.ib_port), o_.gid_index, address);
-    int n = 0;
-    ibv_device** list = ::ibv_get_device_list(&n);
-    ibv_context* context = nullptr;
-    for (int i = 0; i < n && !context; ++i) {
-      if (name == ::ibv_get_device_name(list[i])) context = ::ibv_open_device(list[i]);
-    }
-    ::ibv_free_device_list(list);
     own_context_ = true;
-    open_resources(must(context, "ibv_open_device"), o_.ib_port);
+    open_resources(must(verbs::open_device(name), "ibv_open_device"), o_.ib_port);
+    ibv_gid gid{};
+    if (::ibv_query_gid(context_, static_cast<std::uint8_t>(o_.ib_port), gid_index_, &gid)) verbs_error("ibv_query_gid", errno);
     std::mt19937 rng(std::random_device{}());
-    std::vector<QpInfo> mine;
+    std::vector<verbs::RcEndpoint> mine;
     for (int q = 0; q < o_.qps; ++q) {
       ibv_qp_init_attr a = qp_attr(kMaxInline);
       ibv_qp* qp = ::ibv_create_qp(pd_, &a);
@@ -378,56 +366,17 @@ class VerbsProbe final : public Probe {
       }
       max_inline_ = a.cap.max_inline_data;
       qps_.push_back(qp);
-      ibv_qp_attr init{};
-      init.qp_state = IBV_QPS_INIT;
-      init.port_num = static_cast<std::uint8_t>(o_.ib_port);
-      init.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-      if (::ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        verbs_error("ibv_modify_qp INIT", errno);
-      }
-      QpInfo info{qp->qp_num, static_cast<std::uint32_t>(rng() & 0xffffff), {}};
-      ibv_gid gid{};
-      if (::ibv_query_gid(context_, static_cast<std::uint8_t>(o_.ib_port), gid_index_, &gid)) verbs_error("ibv_query_gid", errno);
-      std::memcpy(info.gid, gid.raw, 16);
-      mine.push_back(info);
+      verbs::rc_to_init(qp, o_.ib_port);
+      verbs::RcEndpoint me{.qpn = qp->qp_num, .psn = static_cast<std::uint32_t>(rng() & 0xffffff)};
+      std::memcpy(me.gid, gid.raw, 16);
+      mine.push_back(me);
     }
-    std::vector<QpInfo> theirs(mine.size());
+    std::vector<verbs::RcEndpoint> theirs(mine.size());
     const Deadline deadline(spec_.wait);
-    net::send_all(fd_, mine.data(), mine.size() * sizeof(QpInfo), deadline);
-    net::recv_all(fd_, theirs.data(), theirs.size() * sizeof(QpInfo), deadline);
-    for (std::size_t q = 0; q < qps_.size(); ++q) to_rts(qps_[q], mine[q], theirs[q]);
-  }
-
-  void to_rts(ibv_qp* qp, const QpInfo& mine, const QpInfo& theirs) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = mtu_;
-    a.dest_qp_num = theirs.qpn;
-    a.rq_psn = theirs.psn;
-    a.max_dest_rd_atomic = kMaxRdAtomic;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    std::memcpy(a.ah_attr.grh.dgid.raw, theirs.gid, 16);
-    a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(o_.tos, 0));
-    a.ah_attr.port_num = static_cast<std::uint8_t>(o_.ib_port);
-    if (::ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-      verbs_error("ibv_modify_qp RTR", errno);
-    }
-    ibv_qp_attr r{};
-    r.qp_state = IBV_QPS_RTS;
-    r.timeout = 14;
-    r.retry_cnt = 7;
-    r.rnr_retry = 7;
-    r.sq_psn = mine.psn;
-    r.max_rd_atomic = kMaxRdAtomic;
-    if (::ibv_modify_qp(qp, &r,
-                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                            IBV_QP_MAX_QP_RD_ATOMIC)) {
-      verbs_error("ibv_modify_qp RTS", errno);
+    net::send_all(fd_, mine.data(), mine.size() * sizeof(verbs::RcEndpoint), deadline);
+    net::recv_all(fd_, theirs.data(), theirs.size() * sizeof(verbs::RcEndpoint), deadline);
+    for (std::size_t q = 0; q < qps_.size(); ++q) {
+      verbs::rc_to_rts(qps_[q], o_.ib_port, gid_index_, mtu_, mine[q].psn, theirs[q], o_.tos, kMaxRdAtomic);
     }
   }
 
