@@ -93,23 +93,33 @@ void combine_16bit(bool half, void* __restrict dst, const void* __restrict src, 
 }
 
 #if defined(__x86_64__)
-// The sums in 256-bit vectors (AVX2; F16C for float16), chosen at run time so the binary still
-// runs on any x86-64. The compiler cannot vectorise the portable loops above:
+// The sums in vectors, chosen at run time so the binary still runs on any x86-64: AVX-512 (32
+// elements per iteration, the last partial one under a mask) where the CPU has it, else AVX2 +
+// F16C (16 per iteration, a scalar tail). The compiler cannot vectorise the portable loops above:
 // without F16C every float16 conversion is a library call (~1000x slower than memcpy), and the
 // bfloat16 rounding branch keeps that loop scalar (~20x). Results are bit-identical to them:
 // F16C rounds to nearest even, and the bfloat16 rounding below is float_to_bfloat16's.
+__attribute__((target("avx2,f16c"))) inline void sum_half_8(std::uint16_t* d, const std::uint16_t* s) {
+  const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+  const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm256_cvtps_ph(_mm256_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT));
+}
+
 __attribute__((target("avx2,f16c"))) std::size_t sum_half_avx2(std::uint16_t* d, const std::uint16_t* s, std::size_t n) {
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i)));
-    const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT));
+  for (; i + 16 <= n; i += 16) {
+    sum_half_8(d + i, s + i);
+    sum_half_8(d + i + 8, s + i + 8);
+  }
+  if (i + 8 <= n) {
+    sum_half_8(d + i, s + i);
+    i += 8;
   }
   return i;
 }
 
-// bfloat16 → float32 is a 16-bit shift: interleaving zeros below each element does it, 16
-// elements at a time, and packing the rounded high halves back undoes the interleaving exactly.
+// bfloat16 → float32 is a 16-bit shift: interleaving zeros below each element does it, and
+// packing the rounded high halves back undoes the interleaving exactly (both work per 128-bit lane).
 __attribute__((target("avx2"))) inline __m256i round_to_bfloat16_bits(__m256 sum) {
   const __m256i bits = _mm256_castps_si256(sum);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
@@ -135,6 +145,93 @@ __attribute__((target("avx2"))) std::size_t sum_bfloat16_avx2(std::uint16_t* d, 
   return i;
 }
 
+// The AVX-512 forms: one body per 32 elements, run under a full mask in the loop and a partial
+// one for the last elements (masked lanes are neither read nor written), so every length runs here.
+// GCC 12 takes the _mm512_undefined_*() inside its own intrinsics for uninitialised reads.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ROCEBENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+ROCEBENCH_AVX512 inline __mmask32 first_lanes(std::size_t k) {
+  return k >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << k) - 1);
+}
+
+ROCEBENCH_AVX512 inline void sum_half_32(std::uint16_t* d, const std::uint16_t* s, __mmask32 lanes) {
+  for (int half = 0; half < 2; ++half) {
+    const auto m = static_cast<__mmask16>(lanes >> (16 * half));
+    const __m512 a = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, d + 16 * half));
+    const __m512 b = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + 16 * half));
+    __m256i sum = _mm512_cvtps_ph(_mm512_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    // Keeps the conversion in a register: GCC would fold it into vcvtps2ph's store form, which
+    // AMD's cores run several times slower than the register form and a separate store.
+    asm("" : "+v"(sum));
+    _mm256_mask_storeu_epi16(d + 16 * half, m, sum);
+  }
+}
+
+ROCEBENCH_AVX512 inline __m512i round_to_bfloat16_bits(__m512 sum) {
+  const __m512i bits = _mm512_castps_si512(sum);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+  const __mmask16 nan = _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q);
+  return _mm512_srli_epi32(_mm512_mask_or_epi32(rounded, nan, bits, _mm512_set1_epi32(0x00400000)), 16);
+}
+
+ROCEBENCH_AVX512 inline void sum_bfloat16_32(std::uint16_t* d, const std::uint16_t* s, __mmask32 lanes) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i a = _mm512_maskz_loadu_epi16(lanes, d);
+  const __m512i b = _mm512_maskz_loadu_epi16(lanes, s);
+  const __m512 lo = _mm512_add_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, a)),
+                                  _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, b)));
+  const __m512 hi = _mm512_add_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, a)),
+                                  _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, b)));
+  _mm512_mask_storeu_epi16(d, lanes, _mm512_packus_epi32(round_to_bfloat16_bits(lo), round_to_bfloat16_bits(hi)));
+}
+
+// bfloat16 with the CPU's own conversion (AVX512_BF16): vcvtne2ps2bf16 rounds to nearest even and
+// quiets NaN as float_to_bfloat16 does, but flushes float32 denormals to zero, so a block with a
+// denormal sum takes the integer rounding instead. Even elements widen by a shift, odd ones by
+// clearing their low neighbour; one permute puts the two converted halves back in order.
+#define ROCEBENCH_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,f16c")))
+ROCEBENCH_AVX512_BF16 inline void sum_bfloat16_32_bf16(std::uint16_t* d, const std::uint16_t* s, __mmask32 lanes) {
+  const __m512i a = _mm512_maskz_loadu_epi16(lanes, d);
+  const __m512i b = _mm512_maskz_loadu_epi16(lanes, s);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 even = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)));
+  const __m512 odd = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)), _mm512_castsi512_ps(_mm512_and_si512(b, high)));
+  constexpr int kDenormal = 0x20;
+  __m512i out;
+  if (_mm512_fpclass_ps_mask(even, kDenormal) | _mm512_fpclass_ps_mask(odd, kDenormal)) {
+    out = _mm512_or_si512(round_to_bfloat16_bits(even), _mm512_slli_epi32(round_to_bfloat16_bits(odd), 16));
+  } else {
+    const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));  // evens, then odds
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    out = _mm512_permutexvar_epi16(order, halves);
+  }
+  _mm512_mask_storeu_epi16(d, lanes, out);
+}
+
+enum class Block { half, bfloat16, bfloat16_instruction };
+
+template <Block B>
+ROCEBENCH_AVX512_BF16 inline void sum_32(std::uint16_t* d, const std::uint16_t* s, __mmask32 lanes) {
+  if constexpr (B == Block::half) sum_half_32(d, s, lanes);
+  else if constexpr (B == Block::bfloat16) sum_bfloat16_32(d, s, lanes);
+  else sum_bfloat16_32_bf16(d, s, lanes);
+}
+
+// Only called where the CPU has what sum_32<B> uses (AVX512_BF16 for bfloat16_instruction alone).
+template <Block B>
+ROCEBENCH_AVX512_BF16 std::size_t sum_16bit_avx512(std::uint16_t* d, const std::uint16_t* s, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) sum_32<B>(d + i, s + i, ~__mmask32{0});
+  if (i < n) sum_32<B>(d + i, s + i, first_lanes(n - i));
+  return n;
+}
+#undef ROCEBENCH_AVX512
+#undef ROCEBENCH_AVX512_BF16
+#pragma GCC diagnostic pop
+
 // float32 in 256-bit vectors (the portable build is limited to SSE2's 128).
 __attribute__((target("avx2"))) void sum_float_avx2(float* __restrict d, const float* __restrict s, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) d[i] += s[i];
@@ -142,6 +239,15 @@ __attribute__((target("avx2"))) void sum_float_avx2(float* __restrict d, const f
 
 bool has_avx2_f16c() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+bool has_avx512() {
+  static const bool yes = has_avx2_f16c() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+bool has_avx512_bf16() {
+  static const bool yes = has_avx512() && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
   return yes;
 }
 #endif
@@ -154,14 +260,32 @@ void sum_float(void* dst, const void* src, std::size_t count) {
   combine_native<float>(dst, src, count, [](float a, float b) { return a + b; });
 }
 
-void sum_16bit(bool half, void* dst, const void* src, std::size_t count) {
+// avx512bf16 differs from avx512 in bfloat16 only (float16 runs the same F16C loop).
+enum class Kernel { avx512bf16, avx512, avx2, portable };
+constexpr const char* kKernelNames[] = {"avx512bf16", "avx512", "avx2", "portable"};
+
+std::vector<Kernel> kernels_here() {
+  std::vector<Kernel> out;
+#if defined(__x86_64__)
+  if (has_avx512_bf16()) out.push_back(Kernel::avx512bf16);
+  if (has_avx512()) out.push_back(Kernel::avx512);
+  if (has_avx2_f16c()) out.push_back(Kernel::avx2);
+#endif
+  out.push_back(Kernel::portable);
+  return out;
+}
+
+void sum_16bit(Kernel kernel, bool half, void* dst, const void* src, std::size_t count) {
   std::size_t done = 0;
 #if defined(__x86_64__)
-  if (has_avx2_f16c()) {
-    auto* d = static_cast<std::uint16_t*>(dst);
-    const auto* s = static_cast<const std::uint16_t*>(src);
-    done = half ? sum_half_avx2(d, s, count) : sum_bfloat16_avx2(d, s, count);
+  auto* d = static_cast<std::uint16_t*>(dst);
+  const auto* s = static_cast<const std::uint16_t*>(src);
+  if (kernel == Kernel::avx512bf16 || kernel == Kernel::avx512) {
+    done = half                           ? sum_16bit_avx512<Block::half>(d, s, count)
+           : kernel == Kernel::avx512bf16 ? sum_16bit_avx512<Block::bfloat16_instruction>(d, s, count)
+                                          : sum_16bit_avx512<Block::bfloat16>(d, s, count);
   }
+  if (kernel == Kernel::avx2) done = half ? sum_half_avx2(d, s, count) : sum_bfloat16_avx2(d, s, count);
 #endif
   combine_16bit(half, static_cast<std::uint16_t*>(dst) + done, static_cast<const std::uint16_t*>(src) + done,
                 count - done, [](float a, float b) { return a + b; });
@@ -183,12 +307,27 @@ void reduce_into(DataType t, ReduceOp op, void* dst, const void* src, std::size_
   if (op != ReduceOp::max && t == DataType::float32) {
     sum_float(dst, src, count);
   } else if (op != ReduceOp::max && (t == DataType::float16 || t == DataType::bfloat16)) {
-    sum_16bit(t == DataType::float16, dst, src, count);
+    static const Kernel best = kernels_here().front();
+    sum_16bit(best, t == DataType::float16, dst, src, count);
   } else if (op == ReduceOp::max) {
     combine_any(t, dst, src, count, [](auto a, auto b) { return a > b ? a : b; });
   } else {
     combine_any(t, dst, src, count, [](auto a, auto b) { return a + b; });
   }
+}
+
+std::vector<std::string> sum_kernels() {
+  std::vector<std::string> out;
+  for (const Kernel k : kernels_here()) out.emplace_back(kKernelNames[static_cast<int>(k)]);
+  return out;
+}
+
+void sum_16bit_with(const std::string& kernel, DataType t, void* dst, const void* src, std::size_t count) {
+  if (t != DataType::float16 && t != DataType::bfloat16) throw InputError("sum_16bit_with takes float16 or bfloat16");
+  for (const Kernel k : kernels_here()) {
+    if (kernel == kKernelNames[static_cast<int>(k)]) return sum_16bit(k, t == DataType::float16, dst, src, count);
+  }
+  throw InputError("sum kernel '" + kernel + "' does not run on this CPU");
 }
 
 double load(DataType t, const void* data, std::size_t i) {

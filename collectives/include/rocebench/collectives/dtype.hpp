@@ -18,6 +18,10 @@ ReduceOp parse_op(const std::string& name);
 
 // dst[i] = dst[i] (op) src[i] for count elements; avg reduces as sum (finish_average divides).
 void reduce_into(DataType t, ReduceOp op, void* dst, const void* src, std::size_t count);
+// The 16-bit sum kernels this CPU runs, best first ("avx512bf16", "avx512", "avx2", "portable"); reduce_into
+// uses the first. sum_16bit_with runs a named one, so tests hold each to the element-wise sum.
+std::vector<std::string> sum_kernels();
+void sum_16bit_with(const std::string& kernel, DataType t, void* dst, const void* src, std::size_t count);
 // Divides every element by `ranks` (the last step of avg).
 void finish_average(DataType t, void* data, std::size_t count, int ranks);
 
