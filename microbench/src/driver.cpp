@@ -76,6 +76,7 @@ namespace {
 constexpr int kLatencyIterations = 1000;  // perftest's defaults
 constexpr int kBandwidthIterations = 5000;
 constexpr std::size_t kBandwidthChunks = 20;  // spread of bandwidth: Gb/s of consecutive slices
+constexpr std::size_t kMaxRawSamples = 10000;  // latency values a record keeps (~100 KB of JSON)
 
 double elapsed_s(std::int64_t since) { return static_cast<double>(now_ns() - since) / 1e9; }
 
@@ -90,6 +91,18 @@ ResultRecord base_record(const Probe& probe, const DriverOptions& o, std::size_t
                                                  : (probe.kind() == ProbeKind::latency ? kLatencyIterations
                                                                                        : kBandwidthIterations);
   return r;
+}
+
+// The per-iteration latencies in measurement order, so a report draws their CDF rather than one
+// through the percentiles: all of them up to kMaxRawSamples, else every k-th (`values_every` says k).
+// Rounded to the nanosecond the clock resolves.
+void keep_values(json& samples, const std::vector<double>& us) {
+  const std::size_t every = std::max<std::size_t>(1, (us.size() + kMaxRawSamples - 1) / kMaxRawSamples);
+  json values = json::array();
+  for (std::size_t i = 0; i < us.size(); i += every) values.push_back(std::round(us[i] * 1e3) / 1e3);
+  samples["values"] = std::move(values);
+  samples["values_every"] = every;
+  samples["metric"] = "lat_us_p50";  // what the values are samples of (the reports' latency headline)
 }
 
 // Keeps going while the iteration count or the duration says so.
@@ -121,6 +134,7 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
   r.metrics = latency_metrics(s);
   r.samples = to_json(s);
   r.samples["unit"] = "us";
+  keep_values(r.samples, us);
   return r;
 }
 

@@ -37,23 +37,47 @@ bool wait_for_lines(const rbtest::fs::path& file, std::size_t lines, double seco
   return false;
 }
 
-}  // namespace
-
-TEST(ProbeCli, TcpServerAndClientLikePerftest) {
-  const auto dir = rbtest::temp_dir("probe-cli");
+// A TCP latency client and server at 64 B; the client's records go to dir/r.jsonl.
+void tcp_latency_run(const rbtest::fs::path& dir, int iterations) {
   const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
   auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
                               dir, "server");
   const int rc = rbtest::run({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--size", "64",
-                              "--iters", "300", "--results", (dir / "r.jsonl").string()},
+                              "--iters", std::to_string(iterations), "--results", (dir / "r.jsonl").string()},
                              dir, "client");
   EXPECT_EQ(rc, 0) << rbtest::slurp(dir / "client.err");
   EXPECT_EQ(server.wait(10), 0) << server.stderr_text();
+}
+
+}  // namespace
+
+TEST(ProbeCli, TcpServerAndClientLikePerftest) {
+  const auto dir = rbtest::temp_dir("probe-cli");
+  tcp_latency_run(dir, 300);
   EXPECT_NE(rbtest::slurp(dir / "client.out").find("t_typical"), std::string::npos);
   const auto records = results_of(dir / "r.jsonl");
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["params"]["bytes"], 64);
   EXPECT_EQ(records[0]["samples"]["n"], 298);
+  rbtest::fs::remove_all(dir);
+}
+
+// End to end: the report of a probe run draws the latency CDF from the record's raw samples (a
+// solid line), not the dashed one through the percentiles that records without them get.
+TEST(ProbeCli, TheReportOfATcpLatencyRunDrawsTheCdfFromRawSamples) {
+  const auto dir = rbtest::temp_dir("probe-report");
+  tcp_latency_run(dir, 300);
+  ASSERT_EQ(rbtest::run({kBinary, "report", "-o", (dir / "report").string(), (dir / "r.jsonl").string()}, dir, "report"), 0)
+      << rbtest::slurp(dir / "report.err");
+  const auto plots = dir / "report" / "plots";
+  ASSERT_TRUE(rbtest::fs::exists(plots / "plot-input.json")) << rbtest::slurp(dir / "report.out");
+  const json input = json::parse(rbtest::slurp(plots / "plot-input.json"));
+  ASSERT_EQ(input["latency"].size(), 1u) << input.dump();
+  const json& tcp = input["latency"][0];
+  ASSERT_TRUE(tcp.contains("samples")) << "the CDF would be drawn from percentiles only: " << tcp.dump();
+  EXPECT_EQ(tcp["n"], 300);
+  EXPECT_EQ(tcp["samples"].size(), 300u);
+  EXPECT_GT(rbtest::fs::file_size(plots / "latency_cdf.png"), 0u);
   rbtest::fs::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 // The TCP probes for real, on loopback: a server thread and a client in this process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -55,6 +56,11 @@ TEST(TcpProbe, LatencyPingPongInBothModes) {
       EXPECT_EQ(r.params["test"], "lat");
       EXPECT_EQ(r.params["mode"], mode);
       EXPECT_EQ(r.samples["n"], 198);  // 200 iterations, perftest drops the 2 largest
+      ASSERT_EQ(r.samples["values"].size(), 200u);  // the raw samples keep every iteration
+      EXPECT_EQ(r.samples["values_every"], 1);
+      EXPECT_EQ(r.samples["metric"], "lat_us_p50");
+      const auto values = r.samples["values"].get<std::vector<double>>();
+      EXPECT_NEAR(*std::min_element(values.begin(), values.end()), r.metrics["lat_us_min"].get<double>(), 1e-3);
       EXPECT_GT(r.metrics["lat_us_min"].get<double>(), 0);
       EXPECT_LE(r.metrics["lat_us_min"].get<double>(), r.metrics["lat_us_p50"].get<double>());
       EXPECT_LE(r.metrics["lat_us_p50"].get<double>(), r.metrics["lat_us_p99"].get<double>());
@@ -62,6 +68,15 @@ TEST(TcpProbe, LatencyPingPongInBothModes) {
     }
     EXPECT_EQ(records[1].params["bytes"], 4096);
   }
+}
+
+TEST(TcpProbe, LatencyRecordsThinTheirRawSamplesPastTenThousand) {
+  const auto records = run_pair(tcp_spec("lat", {2}, 12000, "blocking"));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].samples["n"], 11998);
+  EXPECT_EQ(records[0].samples["values_every"], 2);  // every 2nd of 12000
+  EXPECT_EQ(records[0].samples["values"].size(), 6000u);
+  expect_valid(records[0]);
 }
 
 TEST(TcpProbe, BandwidthCountsEveryMessage) {
