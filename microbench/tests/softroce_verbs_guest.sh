@@ -2,6 +2,7 @@
 # PART "checks": rocebench's verbs tests on rxe0 and their fault paths; PART "compare": rocebench next to
 # perftest in interleaved rounds. Exit 0 when every check passes, 1 otherwise; one PASS/FAIL line each.
 RB=$1
+SOFTROCE_DIR=$(dirname "$2")
 . "$2"
 PART=$3
 ROUNDS=${4:-3}
@@ -38,17 +39,28 @@ EOF
 }
 
 if [ "$PART" = compare ]; then
-echo "== rocebench next to perftest on the same rxe0, interleaved rounds"
-# At least 2 rounds (a spread needs two), up to ROUNDS while the first 150 s last.
+echo "== rocebench next to perftest on the same rxe0, interleaved rounds (ROUND TEST TOOL FIGURE)"
+# 3 rounds, then more (up to ROUNDS) while a test is too noisy to judge and the first 180 s last.
 start=$(date +%s)
 r=0
+verdict=77
 : >compare.txt
-while [ $r -lt 2 ] || { [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 150 ]; }; do
-  softroce_round "$RB" 300 200 >>compare.txt
+while [ $r -lt 3 ] || { [ $verdict -eq 77 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 180 ]; }; do
   r=$((r + 1))
+  softroce_round "$RB" 1000 1000 $r | tee -a compare.txt
+  if [ $r -ge 3 ]; then softroce_compare compare.txt >verdict.txt; verdict=$?; fi
 done
-if softroce_compare compare.txt; then pass "rocebench agrees with perftest within the run-to-run spread ($r rounds)"
-else fail "rocebench disagrees with perftest by more than the run-to-run spread ($r rounds)"; fi
+cat verdict.txt
+case $verdict in
+  0) pass "rocebench agrees with perftest within the run-to-run spread ($r rounds)"
+     # The rule can fail: the same rounds, with rocebench reporting half of each figure, must disagree.
+     softroce_compare compare.txt --scale 0.5 >halved.txt
+     if [ "$(grep -c ': agree$' halved.txt)" -eq 0 ]; then pass "the same rounds with rocebench's figures halved disagree"
+     else fail "a comparison with rocebench's figures halved still agrees:"; cat halved.txt; fi ;;
+  77) echo "SKIP too noisy to judge after $r rounds (a busy host): neither agreement nor disagreement shown"
+      too_noisy=1 ;;
+  *) fail "rocebench disagrees with perftest beyond the run-to-run spread ($r rounds)" ;;
+esac
 
 else
 echo "== every test, data validated, rdma_cm and out-of-band connection"
@@ -62,6 +74,29 @@ for spec in "write_lat cm" "send_lat cm" "read_lat cm" "write_bw cm" "send_bw cm
     pass "$1 over $2"
   else
     fail "$1 over $2"; cat client.log srv.log
+  fi
+  wait
+done
+
+echo "== bidirectional bandwidth (perftest -b): both sides post windows, the record sums both directions"
+for spec in "write_bw cm" "send_bw oob" "read_bw cm"; do
+  set -- $spec
+  server "$1" --connect "$2" --bidirectional
+  if timeout 120 "$RB" probe verbs "$1" --client $SOFTROCE_IP --connect "$2" --bidirectional --size 4K --iters 200 \
+       --deadline 20 --validate --results "bidi-$1.jsonl" >client.log 2>&1 && wait $srv_pid &&
+     check_records "bidi-$1.jsonl" "$1" 1 && python3 - "bidi-$1.jsonl" <<'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+m = r["metrics"]
+assert r["params"].get("bidirectional") is True, r["params"]
+assert m["fwd_bw_avg_Gbps"] > 0 and m["rev_bw_avg_Gbps"] > 0, m
+assert abs(m["bw_avg_Gbps"] - m["fwd_bw_avg_Gbps"] - m["rev_bw_avg_Gbps"]) < 1e-9, m
+print(f"both ways {m['bw_avg_Gbps']:.3f} Gb/s = {m['fwd_bw_avg_Gbps']:.3f} + {m['rev_bw_avg_Gbps']:.3f}")
+EOF
+  then
+    pass "$1 --bidirectional over $2"
+  else
+    fail "$1 --bidirectional over $2"; cat client.log srv.log
   fi
   wait
 done
@@ -111,4 +146,5 @@ wait
 fi
 
 echo "== $failures failure(s)"
-[ $failures -eq 0 ]
+[ $failures -eq 0 ] || exit 1
+[ -z "${too_noisy:-}" ] || exit 77  # CTest: skipped, with the reason above

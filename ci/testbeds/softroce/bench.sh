@@ -10,6 +10,7 @@ rocebench=$(realpath "$1")
 guest_script=$(mktemp)
 trap 'rm -f "$guest_script"' EXIT
 cat >"$guest_script" <<'GUEST'
+SOFTROCE_DIR=$(dirname "$2")
 . "$2"
 softroce_rounds "$1" "$3" "$4" "$5" >rounds.txt
 softroce_compare rounds.txt || true

@@ -56,49 +56,37 @@ softroce_rocebench() {
   esac
 }
 
-# softroce_round ROCEBENCH LAT_ITERS BW_ITERS: one round of perftest and rocebench, each test by both
-# tools back to back (so noise hits both): 64 B latency and 64 KiB write bandwidth; "TEST TOOL FIGURE" lines.
+# softroce_round ROCEBENCH LAT_ITERS BW_ITERS ROUND: one round of perftest and rocebench, each test by both
+# tools back to back (so a passing load hits both; the first tool alternates with the round's parity):
+# 64 B latency and 64 KiB write bandwidth; "ROUND TEST TOOL FIGURE" lines (no FIGURE: the run gave none).
 softroce_round() {
-  for _t in write_lat send_lat read_lat; do
-    echo "$_t perftest $(softroce_perftest $_t -s 64 -n $2)"
-    echo "$_t rocebench $(softroce_rocebench "$1" $_t 64 $2)"
+  for _t in write_lat send_lat read_lat write_bw; do
+    case $_t in
+      *lat) _pt="-s 64 -n $2" _rb="64 $2" ;;
+      *bw) _pt="-s 65536 -n $3 --report_gbits" _rb="64K $3" ;;
+    esac
+    if [ $(($4 % 2)) -eq 1 ]; then
+      echo "$4 $_t perftest $(softroce_perftest $_t $_pt)"
+      echo "$4 $_t rocebench $(softroce_rocebench "$1" $_t $_rb)"
+    else
+      echo "$4 $_t rocebench $(softroce_rocebench "$1" $_t $_rb)"
+      echo "$4 $_t perftest $(softroce_perftest $_t $_pt)"
+    fi
   done
-  echo "write_bw perftest $(softroce_perftest write_bw -s 65536 -n $3 --report_gbits)"
-  echo "write_bw rocebench $(softroce_rocebench "$1" write_bw 64K $3)"
 }
 
 # softroce_rounds ROCEBENCH ROUNDS LAT_ITERS BW_ITERS: ROUNDS interleaved rounds.
 softroce_rounds() {
   _r=1
   while [ $_r -le "$2" ]; do
-    softroce_round "$1" "$3" "$4"
+    softroce_round "$1" "$3" "$4" $_r
     _r=$((_r + 1))
   done
 }
 
-# softroce_compare FILE: per test, both tools' figures, medians, ratio and run-to-run spread (the larger
-# range of the two tools over the rounds); exits 1 when the medians differ by more than that spread.
+# softroce_compare FILE [--scale F]: judges the rounds (ci/testbeds/softroce/compare.py: per test the median
+# of the per-round ratios, within a tolerance from their spread); exit 1 when a test disagrees or is too
+# noisy to judge. Needs SOFTROCE_DIR (this folder) set before sourcing.
 softroce_compare() {
-  python3 - "$1" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    f = line.split()
-    runs.setdefault(f[0], {}).setdefault(f[1], []).append(float(f[2]) if len(f) > 2 else float("nan"))
-ok = True
-for test, tools in runs.items():
-    pt, rb = tools["perftest"], tools["rocebench"]
-    unit = "BW average Gb/s" if test.endswith("bw") else "t_typical us"
-    if any(v != v for v in pt + rb):
-        print(f"{test:9} {unit}: a run gave no figure: perftest {pt} rocebench {rb}")
-        ok = False
-        continue
-    spread = max(max(pt) - min(pt), max(rb) - min(rb))
-    mp, mr = statistics.median(pt), statistics.median(rb)
-    agree = abs(mr - mp) <= spread
-    print(f"{test:9} {unit}: perftest median {mp:.3f} {pt}, rocebench median {mr:.3f} {rb}, "
-          f"ratio {mr / mp:.3f}, n={len(pt)} rounds, spread {spread:.3f}: {'agree' if agree else 'DISAGREE'}")
-    ok &= agree
-sys.exit(0 if ok else 1)
-PY
+  python3 "${SOFTROCE_DIR:?set SOFTROCE_DIR to ci/testbeds/softroce before sourcing lib.sh}/compare.py" "$@"
 }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The rule that judges rocebench next to perftest (ci/testbeds/softroce/compare.py) on fixture rounds:
+# agreement passes; a halved bandwidth, a slower latency, a missing figure fail (1); a run too noisy to
+# tell a factor 2 cannot judge (77); TCG's mode jumps are dropped; a malformed line is bad input (2).
+set -uo pipefail
+compare=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+expect() {  # expect RC GREP FILE [ARGS...]
+  local want=$1 pattern=$2 file=$3
+  shift 3
+  out=$(python3 "$compare" "$dir/$file" "$@" 2>&1); rc=$?
+  if [[ $rc == "$want" ]] && grep -q -- "$pattern" <<<"$out"; then
+    echo "PASS $file $*: exit $rc, '$pattern'"
+  else
+    echo "FAIL $file $*: exit $rc (want $want and '$pattern'):"; echo "$out"; failures=$((failures + 1))
+  fi
+}
+# rounds FILE RB_BW_FACTOR RB_LAT_FACTOR NOISE: 6 rounds; both tools see the same per-round load (NOISE
+# scales the round), rocebench off by a small per-round jitter and the given factors.
+rounds() {
+  python3 - "$dir/$1" "$2" "$3" "$4" <<'PY'
+import sys
+path, bw_f, lat_f, noise = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+load = [1.0, 1.0 + noise, 1.0 - noise / 2, 1.0 + noise / 3, 1.0 - noise, 1.0 + noise / 2]
+jitter = [1.00, 1.01, 0.99, 1.005, 0.995, 1.0]
+with open(path, "w") as f:
+    for r, (l, j) in enumerate(zip(load, jitter), 1):
+        f.write(f"{r} write_lat perftest {14.0 * l:.3f}\n{r} write_lat rocebench {14.0 * l * j * lat_f:.3f}\n")
+        f.write(f"{r} write_bw perftest {0.3 / l:.3f}\n{r} write_bw rocebench {0.3 / l / j * bw_f:.3f}\n")
+PY
+}
+rounds agree.txt 1 1 0.05
+expect 0 "write_bw .*: agree" agree.txt
+expect 1 "write_bw .*ratio 0.4[0-9]*.*DISAGREE" agree.txt --scale 0.5
+rounds halved_bw.txt 0.5 1 0.05
+expect 1 "write_bw .*DISAGREE" halved_bw.txt
+expect 1 "write_lat .*: agree" halved_bw.txt
+rounds slow_lat.txt 1 1.2 0.05
+expect 1 "write_lat .*ratio 1.2.*DISAGREE" slow_lat.txt
+# Both tools jump around within a factor 3: their spread cannot tell a factor 2.
+printf '%s\n' "1 write_bw perftest 0.30" "1 write_bw rocebench 0.12" "2 write_bw perftest 0.12" "2 write_bw rocebench 0.30" \
+  "3 write_bw perftest 0.30" "3 write_bw rocebench 0.30" "4 write_bw perftest 0.12" "4 write_bw rocebench 0.12" >"$dir/noisy.txt"
+expect 77 "TOO NOISY" noisy.txt
+# A whole run on the 2000 us mode (either tool) is dropped; the rest still agree.
+printf '%s\n' "1 send_lat perftest 14.1" "1 send_lat rocebench 3990.2" "2 send_lat perftest 1994.5" "2 send_lat rocebench 14.3" \
+  "3 send_lat perftest 14.0" "3 send_lat rocebench 14.2" "4 send_lat perftest 14.3" "4 send_lat rocebench 14.0" >"$dir/jumps.txt"
+expect 0 "2 mode jump(s) dropped.*ratio 1.00.*agree" jumps.txt
+printf '%s\n' "1 read_lat perftest 14.2" "1 read_lat rocebench" "2 read_lat perftest 14.0" "2 read_lat rocebench 14.1" >"$dir/missing.txt"
+expect 1 "runs without a figure: {'rocebench': 1}" missing.txt
+printf '%s\n' "1 read_lat perftest 14.2" "1 read_lat ib_read_lat 14.1" >"$dir/bad.txt"
+expect 2 "bad.txt:2: expected" bad.txt
+echo "== $failures failure(s)"
+[[ $failures == 0 ]]
