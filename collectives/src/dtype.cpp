@@ -160,11 +160,7 @@ ROCEBENCH_AVX512 inline void sum_half_32(std::uint16_t* d, const std::uint16_t* 
     const auto m = static_cast<__mmask16>(lanes >> (16 * half));
     const __m512 a = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, d + 16 * half));
     const __m512 b = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + 16 * half));
-    __m256i sum = _mm512_cvtps_ph(_mm512_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    // Keeps the conversion in a register: GCC would fold it into vcvtps2ph's store form, which
-    // AMD's cores run several times slower than the register form and a separate store.
-    asm("" : "+v"(sum));
-    _mm256_mask_storeu_epi16(d + 16 * half, m, sum);
+    _mm256_mask_storeu_epi16(d + 16 * half, m, _mm512_cvtps_ph(_mm512_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
 }
 
