@@ -152,6 +152,12 @@ int accept_one(int listen_fd, const Deadline& deadline) {
   }
 }
 
+std::string this_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;

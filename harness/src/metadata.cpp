@@ -87,12 +87,6 @@ json netdevs(const fs::path& root) {
 
 }  // namespace
 
-std::string this_hostname() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name[0] ? name : "localhost";
-}
-
 json build_info() { return {{"version", kRocebenchVersion}, {"git_revision", kRocebenchGitRevision}}; }
 
 json collect_rdma_info() {

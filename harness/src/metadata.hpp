@@ -19,8 +19,6 @@ json collect_gpu_info();
 // Merges per-rank host infos into one entry per hostname, with the ranks on it.
 json merge_hosts(const std::vector<json>& per_rank);
 
-std::string this_hostname();
-
 // rocebench version and the git revision it was built from.
 json build_info();
 

@@ -107,7 +107,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
 
 int rank_main(const RunOptions& options) {
   const RankEnv env = rank_env_from(current_environment());
-  const std::string host = this_hostname();
+  const std::string host = net::this_hostname();
   const auto& kinds = all_step_kinds();
 
   // Rank 0 alone reads the plan and owns the results; the others receive both from it.

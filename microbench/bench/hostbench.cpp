@@ -1,7 +1,5 @@
 #include "rocebench/microbench/hostbench.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include "gpubench.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::microbench {
@@ -339,12 +338,6 @@ std::vector<ResultRecord> records_of_run(const json& gbench, const std::string& 
   return records;
 }
 
-std::string hostname() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
 }  // namespace
 
 int hostbench_main(const Args& args, const std::vector<SumKernel>& kernels) {
@@ -377,7 +370,7 @@ int hostbench_main(const Args& args, const std::vector<SumKernel>& kernels) {
     std::vector<ResultRecord> records = records_of_run(gbench, "microbench.host");
     std::cout << hostbench_table(records);
     const std::string run_id = fmt::format("probe-host-{}", utc_now_rfc3339());
-    const std::string host = hostname();
+    const std::string host = net::this_hostname();
     if (writer) {
       for (ResultRecord& r : records) {
         r.host = host;

@@ -1,8 +1,6 @@
 // rocebench probe (CLI) and the microbench plan steps.
 #include "rocebench/microbench/module.hpp"
 
-#include <unistd.h>
-
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -11,6 +9,7 @@
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
 #include "rocebench/microbench/allpairs.hpp"
 #include "rocebench/microbench/probe.hpp"
 
@@ -19,12 +18,6 @@ namespace rocebench::microbench {
 namespace {
 
 constexpr int kDefaultPort = 18515;  // perftest's
-
-std::string hostname() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
 
 // `rocebench probe TRANSPORT TEST --server | --client HOST`.
 int probe_main(const Args& args) {
@@ -75,7 +68,7 @@ int probe_main(const Args& args) {
     const std::string run_id = fmt::format("probe-{}", utc_now_rfc3339());
     std::optional<RecordWriter> writer;
     if (!results.empty()) writer.emplace(results);
-    const std::string host = hostname();
+    const std::string host = net::this_hostname();
     auto emit = [&](ResultRecord r) {
       r.host = host;
       if (writer) writer->append(to_json(r, run_id));

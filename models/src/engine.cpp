@@ -1,5 +1,7 @@
 #include "rocebench/models/engine.hpp"
 
+#include <random>
+
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
@@ -35,6 +37,17 @@ std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph,
   if (name == "cpu") return make_cpu_engine(graph, options);
   if (name == "gpu") return make_gpu_engine(graph, options);
   throw InputError(fmt::format("unknown engine '{}'; engines: {}", name, fmt::join(engine_names(), ", ")));
+}
+
+SyntheticBatch synthetic_batch(const Graph& graph, int batch, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  SyntheticBatch b;
+  b.images.resize(static_cast<std::size_t>(graph.input_shape().size() * batch));
+  for (auto& v : b.images) v = normal(rng);
+  b.labels.resize(static_cast<std::size_t>(batch));
+  for (auto& l : b.labels) l = std::uniform_int_distribution<int>(0, graph.classes() - 1)(rng);
+  return b;
 }
 
 bool dropout_keeps(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p) {

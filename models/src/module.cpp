@@ -1,24 +1,18 @@
 #include "rocebench/models/module.hpp"
 
-#include <unistd.h>
-
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
 #include "rocebench/models/train.hpp"
 
 namespace rocebench::models {
 namespace {
 
 constexpr const char* kProgram = "rocebench train";
-
-std::string hostname() {
-  char name[256] = {};
-  return gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
-}
 
 void print_summary(std::ostream& out, const ResultRecord& r) {
   const auto& p = r.params;
@@ -68,7 +62,7 @@ int train_main(const Args& args) {
     return kExitOk;
   }
   ResultRecord r = measure_training(c, 1);
-  r.host = host.empty() ? hostname() : host;
+  r.host = host.empty() ? net::this_hostname() : host;
   if (!out.empty()) {
     RecordWriter writer(out);
     writer.append(to_json(r, run_id.empty() ? "train-" + utc_now_rfc3339() : run_id));

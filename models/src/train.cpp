@@ -1,7 +1,6 @@
 #include "rocebench/models/train.hpp"
 
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -87,13 +86,8 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
                                                                            .threads = c.loader_threads,
                                                                            .prefetch = c.prefetch, .seed = c.seed});
   } else {
-    std::mt19937 rng(static_cast<std::mt19937::result_type>(c.seed));
-    std::normal_distribution<float> normal;
-    std::vector<float> images(static_cast<std::size_t>(graph.input_shape().size() * c.batch));
-    for (auto& v : images) v = normal(rng);
-    std::vector<int> labels(static_cast<std::size_t>(c.batch));
-    for (auto& l : labels) l = std::uniform_int_distribution<int>(0, graph.classes() - 1)(rng);
-    engine->set_batch(images, labels);
+    const SyntheticBatch b = synthetic_batch(graph, c.batch, static_cast<std::uint32_t>(c.seed));
+    engine->set_batch(b.images, b.labels);
   }
 
   const SgdOptions sgd;

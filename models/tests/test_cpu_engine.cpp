@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -49,13 +48,8 @@ Step run_step(const Graph& g, EngineOptions options) {
   options.seed = 3;
   options.input_gradient = true;
   auto engine = make_cpu_engine(g, options);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  std::vector<float> images(static_cast<std::size_t>(g.input_shape().size() * options.batch));
-  for (auto& v : images) v = normal(rng);
-  std::vector<int> labels(static_cast<std::size_t>(options.batch));
-  for (auto& l : labels) l = std::uniform_int_distribution<int>(0, g.classes() - 1)(rng);
-  engine->set_batch(images, labels);
+  const SyntheticBatch b = synthetic_batch(g, options.batch, 5);
+  engine->set_batch(b.images, b.labels);
   engine->forward();
   Step s;
   s.loss = engine->loss();

@@ -4,7 +4,6 @@
 // that does not fit. Every test skips, with the reason, on a machine without a GPU.
 #include <cmath>
 #include <functional>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -22,21 +21,6 @@ namespace {
   } catch (const EngineUnavailable& e) {                     \
     GTEST_SKIP() << e.what();                                \
   }
-
-struct Batch {
-  std::vector<float> images;
-  std::vector<int> labels;
-};
-
-Batch random_batch(const Graph& g, int batch, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  Batch b;
-  b.images.resize(static_cast<std::size_t>(g.input_shape().size() * batch));
-  for (auto& v : b.images) v = normal(rng);
-  for (int i = 0; i < batch; ++i) b.labels.push_back(std::uniform_int_distribution<int>(0, g.classes() - 1)(rng));
-  return b;
-}
 
 // Largest |gpu − cpu| over the vector, relative to atol + rtol·max|cpu|: ≤ 1 passes.
 double mismatch(const std::vector<float>& gpu, const std::vector<float>& cpu, double atol, double rtol) {
@@ -57,7 +41,7 @@ void expect_same_as_cpu(const Graph& g, Precision precision, Tolerance tol, int 
   const EngineOptions options{.batch = batch, .precision = precision, .seed = 7, .input_gradient = true};
   GPU_ENGINE_OR_SKIP(gpu, g, options);
   auto cpu = make_cpu_engine(g, {.batch = batch, .seed = 7, .input_gradient = true});
-  const Batch b = random_batch(g, batch, 3);
+  const SyntheticBatch b = synthetic_batch(g, batch, 3);
   for (Engine* e : {gpu.get(), cpu.get()}) {
     e->set_batch(b.images, b.labels);
     e->forward();
@@ -141,7 +125,7 @@ TEST(GpuVsCpu, Bf16AndFp16GradientsMatchLoosely) {
 TEST(GpuEngine, AnnouncesEveryGradientOnDeviceWithAnEventInReverseOrder) {
   Graph g = tiny([](Graph& gr, int x) { return gr.relu(gr.batch_norm(gr.conv(x, 3, square(3), 1, true))); });
   GPU_ENGINE_OR_SKIP(engine, g, {.batch = 2});
-  const Batch b = random_batch(g, 2, 1);
+  const SyntheticBatch b = synthetic_batch(g, 2, 1);
   engine->set_batch(b.images, b.labels);
   engine->forward();
   std::vector<int> order;
@@ -159,7 +143,7 @@ TEST(GpuEngine, AnnouncesEveryGradientOnDeviceWithAnEventInReverseOrder) {
 TEST(GpuEngine, Fp16OverflowSkipsTheStepAndKeepsTheWeights) {
   Graph g = tiny([](Graph& gr, int x) { return gr.relu(gr.conv(x, 4, square(3, 1, 1))); });
   GPU_ENGINE_OR_SKIP(engine, g, {.batch = 4, .precision = Precision::fp16});
-  const Batch b = random_batch(g, 4, 2);
+  const SyntheticBatch b = synthetic_batch(g, 4, 2);
   engine->set_batch(b.images, b.labels);
   // Weights of 3e4 give activations far beyond fp16's 65504: the gradients overflow.
   std::vector<float> huge(static_cast<std::size_t>(g.params()[0].size()), 3e4f);
@@ -185,7 +169,7 @@ TEST(GpuEngine, ResNet20LearnsAFixedBatchInEveryPrecision) {
   const Graph g = build_model("resnet20_cifar");
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16}) {
     GPU_ENGINE_OR_SKIP(engine, g, {.batch = 32, .precision = p});
-    const Batch b = random_batch(g, 32, 4);
+    const SyntheticBatch b = synthetic_batch(g, 32, 4);
     engine->set_batch(b.images, b.labels);
     double first = 0, last = 0;
     for (int step = 0; step < 30; ++step) {

@@ -2,7 +2,6 @@
 // reference forward pass, on tiny graphs (each ends in linear → softmax cross-entropy).
 #include <cmath>
 #include <functional>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -26,13 +25,7 @@ struct Checked {
 // central differences of the reference loss.
 Checked check_gradients(const Graph& g, int batch) {
   auto engine = make_cpu_engine(g, {.batch = batch, .seed = kSeed, .input_gradient = true});
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  std::vector<float> images(static_cast<std::size_t>(g.input_shape().size() * batch));
-  for (auto& v : images) v = normal(rng);
-  std::vector<int> labels(static_cast<std::size_t>(batch));
-  for (auto& l : labels) l = std::uniform_int_distribution<int>(0, g.classes() - 1)(rng);
-
+  const auto [images, labels] = synthetic_batch(g, batch, 3);
   engine->set_batch(images, labels);
   engine->forward();
   engine->backward({});

@@ -1,13 +1,12 @@
 #include "rocebench/netcheck/module.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/netcheck/checks.hpp"
 #include "rocebench/netcheck/host_state.hpp"
@@ -19,12 +18,6 @@ namespace {
 
 constexpr const char* kProgram = "rocebench netcheck";
 constexpr double kToolTimeoutS = 10.0;
-
-std::string this_hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
 
 // Tools describe the machine they run on, so they only run when the root is that machine.
 ToolSource tool_source(const std::string& root, const std::string& capture, bool run_tools, double timeout_s) {
@@ -87,7 +80,7 @@ int check_main(const Args& args) {
     std::cout << profile.values.dump(2) << "\n";
     return kExitOk;
   }
-  if (host.empty()) host = this_hostname();
+  if (host.empty()) host = net::this_hostname();
   if (run_id.empty()) run_id = "netcheck-" + utc_now_rfc3339();
   const auto checks = check_host(root, profile, tool_source(root, capture, !no_tools, tool_timeout_s), host);
 

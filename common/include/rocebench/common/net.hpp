@@ -30,6 +30,8 @@ std::string peer_name(int fd);
 // The numeric local IP address of a connected socket.
 std::string local_address(int fd);
 void set_nodelay(int fd);
+// This host's name as records carry it ("localhost" if the system has none).
+std::string this_hostname();
 // A TCP port free on `address` right now.
 int pick_free_port(const std::string& address);
 

@@ -89,6 +89,14 @@ std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions&
 std::vector<Precision> cpu_precisions();
 std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options);
 
+// The fixed random batch a rank trains on when it reads no data (tf_cnn_benchmarks' synthetic input):
+// N(0, 1) images, then uniform labels, drawn from one mt19937 seeded with `seed`.
+struct SyntheticBatch {
+  std::vector<float> images;
+  std::vector<int> labels;
+};
+SyntheticBatch synthetic_batch(const Graph& graph, int batch, std::uint32_t seed);
+
 // Whether inverted dropout keeps element `index` of node `node` in forward pass number `pass`:
 // a pure function of its arguments, so a reference implementation can draw the same mask.
 bool dropout_keeps(std::uint64_t seed, std::uint64_t pass, int node, std::int64_t index, float p);
