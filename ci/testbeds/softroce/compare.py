@@ -11,8 +11,9 @@ The rule, per test, from each tool's n runs:
   spread      s = 1.4826 * MAD / median of each tool (robust relative run-to-run standard deviation)
   tolerance   tol = max(target, 3 * 1.2533 * sqrt(s_pt^2 / n_pt + s_rb^2 / n_rb))  (three standard errors
               of the ratio of two medians; target 5% latency, 2% bandwidth: never asked closer than that)
-  verdict     |R - 1| <= tol: agree; else DISAGREE. A test left with a tolerance of 50% or more (or fewer
-              than 2 runs of a tool) could not tell a factor 2 from agreement: TOO NOISY.
+  verdict     |R - 1| <= tol: agree; else DISAGREE. A test left with a tolerance of 1/3 or more (or fewer
+              than 2 runs of a tool) could not tell a factor 2 from agreement: TOO NOISY. Why 1/3: a test
+              that agrees has R up to 1 + tol; halved, R/2 disagrees for sure only while 1 - (1 + tol)/2 > tol.
 Exit 0 when every test agrees, 1 when one disagrees or lacks a figure, 77 when none disagrees but one was
 too noisy to judge, 2 on bad input. --scale F multiplies every rocebench figure by F first (a
 deliberately wrong comparison: 0.5 halves the bandwidth and the latency).
@@ -23,7 +24,7 @@ import statistics
 import sys
 
 TARGET = {"lat": 0.05, "bw": 0.02}
-TOO_NOISY = 0.5
+TOO_NOISY = 1 / 3  # the widest tolerance at which every agreeing test, halved, disagrees
 MODE_JUMP = 3.0
 AGREE, DISAGREE, NOISY = 0, 1, 77
 
