@@ -34,7 +34,7 @@ std::size_t parse_bytes(const std::string& text) {
 }
 
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
-                                   const std::vector<std::int64_t>& completed_ns) {
+                                   const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod) {
   BandwidthFigures f;
   const std::size_t n = std::min(posted_ns.size(), completed_ns.size());
   if (n == 0) return f;
@@ -44,15 +44,19 @@ BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int
     f.avg_Gbps = bits * static_cast<double>(n) / total_ns;  // bits per ns = Gb/s
     f.msg_rate_Mpps = static_cast<double>(n) / total_ns * 1e3;
   }
-  // perftest's peak: the smallest mean time per message over any run of consecutive messages
-  // (posted i .. completed j). Quadratic, so long runs are strided to stay within ~4M pairs.
-  const std::size_t stride = std::max<std::size_t>(1, n / 2048);
+  // perftest's peak: the smallest mean time per message over a run of consecutive messages, posted
+  // i .. completed j, where j is a signaled completion (cq_mod - 1, 2 cq_mod - 1, ..., and the last).
+  // Quadratic, so long runs stride over i to stay within ~4M pairs.
+  const std::size_t grid = std::max<std::size_t>(1, cq_mod);
+  const std::size_t stride = std::max<std::size_t>(1, n * (n / grid + 1) / (std::size_t{4} << 20));
   double best = std::numeric_limits<double>::infinity();
+  auto consider = [&](std::size_t i, std::size_t j) {
+    const double t = static_cast<double>(completed_ns[j] - posted_ns[i]) / static_cast<double>(j - i + 1);
+    if (t > 0 && t < best) best = t;
+  };
   for (std::size_t i = 0; i < n; i += stride) {
-    for (std::size_t j = i; j < n; j += stride) {
-      const double t = static_cast<double>(completed_ns[j] - posted_ns[i]) / static_cast<double>(j - i + 1);
-      if (t > 0 && t < best) best = t;
-    }
+    for (std::size_t j = (i / grid + 1) * grid - 1; j < n; j += grid) consider(i, j);
+    if (n % grid) consider(i, n - 1);
   }
   f.peak_Gbps = std::isfinite(best) ? bits / best : f.avg_Gbps;
   return f;
@@ -177,10 +181,13 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   return t;
 }
 
+// perftest lowers its CQ moderation to the TX depth.
+std::size_t peak_grid(const DriverOptions& o) { return static_cast<std::size_t>(std::max(1, std::min(o.cq_mod, o.tx_depth))); }
+
 ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
   ResultRecord r = base_record(probe, o, bytes);
   const auto [posted, completed] = run_windows(probe, o);
-  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed);
+  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed, peak_grid(o));
   r.metrics = {{"bw_peak_Gbps", f.peak_Gbps}, {"bw_avg_Gbps", f.avg_Gbps}, {"msg_rate_Mpps", f.msg_rate_Mpps}};
 
   // The spread: Gb/s of each of up to 20 consecutive slices of the run.
@@ -227,7 +234,7 @@ int run_passive(Probe& probe) {
   while (const std::size_t bytes = probe.next_size()) {
     if (const auto loop = probe.reverse_loop()) {  // bidirectional: this side sends its own windows
       const auto [posted, completed] = run_windows(probe, *loop);
-      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed));
+      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed, peak_grid(*loop)));
     }
     probe.serve(bytes);
     ++served;

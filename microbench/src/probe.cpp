@@ -51,6 +51,7 @@ void validate(const ProbeSpec& spec) {
   } else {
     throw UsageError(fmt::format("unknown transport '{}' (verbs, tcp)", spec.transport));
   }
+  if (spec.driver.cq_mod < 1) throw UsageError("--cq-mod must be at least 1");
   if (spec.verbs.bidirectional && (spec.transport != "verbs" || kind_of(spec) != ProbeKind::bandwidth)) {
     throw UsageError("--bidirectional is for the verbs bandwidth tests (write_bw, send_bw, read_bw)");
   }
@@ -101,6 +102,7 @@ ProbeSpec spec_from_params(const json& p) {
   s.verbs.connect = p.value("connect", "cm");
   s.verbs.tos = p.value("tos", -1);
   s.verbs.tx_depth = s.driver.tx_depth = p.value("tx_depth", 128);
+  s.driver.cq_mod = p.value("cq_mod", 100);
   s.verbs.qps = p.value("qps", 1);
   s.verbs.bidirectional = p.value("bidirectional", false);
   s.verbs.validate = p.value("validate", false);
@@ -127,6 +129,7 @@ json probe_params_schema() {
       "connect": {"enum": ["cm", "oob"]},
       "tos": {"type": "integer", "minimum": 0, "maximum": 255},
       "tx_depth": {"type": "integer", "minimum": 1},
+      "cq_mod": {"type": "integer", "minimum": 1},
       "qps": {"type": "integer", "minimum": 1},
       "bidirectional": {"type": "boolean"},
       "validate": {"type": "boolean"}

@@ -82,7 +82,7 @@ struct SizeReport {  // the server's answer to the end of a size
   BandwidthFigures reverse;  // bidirectional: the server's own direction
 };
 struct LoopSpec {  // bidirectional: the client's window loop, which the server runs too
-  std::int32_t iterations, warmup, tx_depth, pad;
+  std::int32_t iterations, warmup, tx_depth, cq_mod;
   double duration_s;
 };
 
@@ -150,14 +150,14 @@ class VerbsProbe final : public Probe {
   void exchange_loop() {
     const Deadline deadline(spec_.wait);
     const DriverOptions& d = spec_.driver;
-    LoopSpec loop{d.iterations, d.warmup, o_.tx_depth, 0, d.duration_s};
+    LoopSpec loop{d.iterations, d.warmup, o_.tx_depth, d.cq_mod, d.duration_s};
     if (active_) {
       net::send_all(fd_, &loop, sizeof loop, deadline);
       return;
     }
     net::recv_all(fd_, &loop, sizeof loop, deadline);
     reverse_loop_ = DriverOptions{.iterations = loop.iterations, .warmup = loop.warmup,
-                                  .duration_s = loop.duration_s, .tx_depth = loop.tx_depth};
+                                  .duration_s = loop.duration_s, .tx_depth = loop.tx_depth, .cq_mod = loop.cq_mod};
     o_.tx_depth = loop.tx_depth;
   }
 

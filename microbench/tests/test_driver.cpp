@@ -30,19 +30,31 @@ TEST(Sizes, ParsesUnitsAndRejectsNonsense) {
 
 TEST(Bandwidth, AverageAndRateFromPostAndCompletionTimes) {
   // 4 messages of 1000 bytes, posted at 0,10,20,30 ns, completed at 100,200,300,400 ns.
-  const auto f = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 200, 300, 400});
+  const auto f = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 200, 300, 400}, 1);
   EXPECT_DOUBLE_EQ(f.avg_Gbps, 4 * 8000.0 / 400.0);  // bits per ns = Gb/s
   EXPECT_DOUBLE_EQ(f.msg_rate_Mpps, 4.0 / 400.0 * 1e3);
   // perftest's peak: best (completed[j] - posted[i]) / (j - i + 1); here i=0, j=0: 100 ns.
   EXPECT_DOUBLE_EQ(f.peak_Gbps, 8000.0 / 100.0);
   // Pipelined completions: the whole run, i=0..j=3, is best: 130 ns / 4 messages.
-  const auto g = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 110, 120, 130});
+  const auto g = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 110, 120, 130}, 1);
   EXPECT_DOUBLE_EQ(g.peak_Gbps, 8000.0 / 32.5);
   EXPECT_GE(g.peak_Gbps, g.avg_Gbps);
 }
 
+TEST(Bandwidth, PeakRunsEndOnlyWherePerftestSeesACompletion) {
+  // Message 0 completes fast, but with CQ moderation 2 perftest times only messages 1, 3 and the last.
+  const auto every = bandwidth_figures(1000, {0, 10, 20, 30}, {50, 200, 300, 400}, 1);
+  EXPECT_DOUBLE_EQ(every.peak_Gbps, 8000.0 / 50.0);
+  const auto moderated = bandwidth_figures(1000, {0, 10, 20, 30}, {50, 200, 300, 400}, 2);
+  EXPECT_DOUBLE_EQ(moderated.peak_Gbps, 8000.0 / 100.0);  // i=0..j=1: 200 ns for 2 messages
+  // 5 messages: the last (index 4) is signaled too, and the whole run is the best: 410 ns / 5.
+  const auto last = bandwidth_figures(1000, {0, 10, 20, 30, 40}, {100, 200, 300, 400, 410}, 2);
+  EXPECT_DOUBLE_EQ(last.peak_Gbps, 8000.0 / 82.0);
+  EXPECT_DOUBLE_EQ(last.avg_Gbps, 5 * 8000.0 / 410.0);  // the average ignores the grid
+}
+
 TEST(Bandwidth, NoMessagesGiveZeros) {
-  const auto f = bandwidth_figures(64, {}, {});
+  const auto f = bandwidth_figures(64, {}, {}, 100);
   EXPECT_EQ(f.avg_Gbps, 0);
   EXPECT_EQ(f.peak_Gbps, 0);
 }

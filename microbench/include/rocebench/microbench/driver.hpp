@@ -22,6 +22,7 @@ struct DriverOptions {
   int warmup = -1;           // -1 = default
   double duration_s = 0;     // > 0: duration mode instead of an iteration count
   int tx_depth = 128;        // bandwidth: messages in flight
+  int cq_mod = 100;          // bandwidth peak: runs end at every cq_mod-th completion (perftest -Q, at most tx_depth)
   std::string step = "microbench.probe";
 };
 
@@ -65,8 +66,10 @@ std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std:
 // "64", "4K", "8M", "1G" → bytes. Throws UsageError.
 std::size_t parse_bytes(const std::string& text);
 
+// The peak looks only at runs that end on a completion perftest would have seen: every `cq_mod`-th
+// message (it signals one WR in cq_mod) and the last one.
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
-                                   const std::vector<std::int64_t>& completed_ns);
+                                   const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod);
 
 // A bidirectional record as perftest -b reports it: bw_avg_Gbps, bw_peak_Gbps and msg_rate_Mpps become
 // the sums of both directions; this side's own figures stay as fwd_*, the peer's are the rev_* ones.
