@@ -148,13 +148,17 @@ struct WindowTimes {
   std::vector<std::int64_t> posted, completed;
 };
 
+// perftest's CQ moderation, lowered to the TX depth as perftest does: one message in cq_mod is signaled.
+std::size_t cq_moderation(const DriverOptions& o) { return static_cast<std::size_t>(std::max(1, std::min(o.cq_mod, o.tx_depth))); }
+
 WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));
+  const std::size_t moderation = cq_moderation(o);
   const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
   std::size_t warm_done = 0;
   for (int i = 0; i < warmup; ++i) {
     while (static_cast<std::size_t>(i) - warm_done >= depth) warm_done += probe.poll(true);
-    probe.post(false);
+    probe.post(false, (i + 1) % moderation == 0 || i + 1 == warmup);
   }
   while (warm_done < static_cast<std::size_t>(warmup)) warm_done += probe.poll(true);
 
@@ -170,7 +174,7 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
     }
     last = !bound.more(posted.size());
     posted.push_back(now_ns());
-    probe.post(last);
+    probe.post(last, last || posted.size() % moderation == 0);
     const std::size_t n = probe.poll(false);
     if (n) completed.insert(completed.end(), n, now_ns());
   }
@@ -181,13 +185,10 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   return t;
 }
 
-// perftest lowers its CQ moderation to the TX depth.
-std::size_t peak_grid(const DriverOptions& o) { return static_cast<std::size_t>(std::max(1, std::min(o.cq_mod, o.tx_depth))); }
-
 ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
   ResultRecord r = base_record(probe, o, bytes);
   const auto [posted, completed] = run_windows(probe, o);
-  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed, peak_grid(o));
+  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed, cq_moderation(o));
   r.metrics = {{"bw_peak_Gbps", f.peak_Gbps}, {"bw_avg_Gbps", f.avg_Gbps}, {"msg_rate_Mpps", f.msg_rate_Mpps}};
 
   // The spread: Gb/s of each of up to 20 consecutive slices of the run.
@@ -234,7 +235,7 @@ int run_passive(Probe& probe) {
   while (const std::size_t bytes = probe.next_size()) {
     if (const auto loop = probe.reverse_loop()) {  // bidirectional: this side sends its own windows
       const auto [posted, completed] = run_windows(probe, *loop);
-      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed, peak_grid(*loop)));
+      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed, cq_moderation(*loop)));
     }
     probe.serve(bytes);
     ++served;

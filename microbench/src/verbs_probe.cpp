@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <random>
 
@@ -206,12 +207,17 @@ class VerbsProbe final : public Probe {
     }
   }
 
-  void post(bool last) override {
+  void post(bool last, bool signaled) override {
     out()[0] = last ? kLast : kContinue;
     const ibv_wr_opcode op = spec_.test == "write_bw" ? IBV_WR_RDMA_WRITE
                              : spec_.test == "send_bw" ? IBV_WR_SEND
                                                        : IBV_WR_RDMA_READ;
-    post_one(static_cast<std::size_t>(posted_++ % static_cast<std::uint64_t>(o_.qps)), op, op != IBV_WR_RDMA_READ);
+    // Moderation needs one queue: a signaled completion covers only the earlier WRs of its own QP,
+    // and each QP's last WR would have to be signaled. With several QPs every WR is.
+    signaled = signaled || o_.qps > 1;
+    post_one(static_cast<std::size_t>(posted_++ % static_cast<std::uint64_t>(o_.qps)), op, op != IBV_WR_RDMA_READ, signaled);
+    ++unreported_;
+    if (signaled) covered_.push_back(std::exchange(unreported_, 0));
   }
 
   std::size_t poll(bool wait) override {
@@ -221,8 +227,18 @@ class VerbsProbe final : public Probe {
       if (receives_while_sending_) repost_arrived_receives();
       const int n = ::ibv_poll_cq(send_cq_, 32, wc);
       if (n < 0) throw InfraError(fmt::format("polling the completion queue failed (peer {})", peer_));
-      for (int i = 0; i < n; ++i) check(wc[i]);
-      if (n > 0 || !wait) return static_cast<std::size_t>(n);
+      std::size_t messages = 0;
+      for (int i = 0; i < n; ++i) {
+        check(wc[i]);
+        // A latency WR is signaled on its own and never queued in covered_.
+        if (covered_.empty()) {
+          ++messages;
+        } else {
+          messages += covered_.front();
+          covered_.pop_front();
+        }
+      }
+      if (n > 0 || !wait) return messages;
       if (deadline.expired()) timeout("completions");
     }
   }
@@ -403,6 +419,8 @@ class VerbsProbe final : public Probe {
     bytes_ = bytes;
     seq_ = 0;
     posted_ = 0;
+    unreported_ = 0;
+    covered_.clear();
     validation_errors_ = 0;
     reverse_ = {};
     // Two regions: what the peer writes (and reads) and what arrives, apart from what this side sends,
@@ -461,14 +479,14 @@ class VerbsProbe final : public Probe {
   bool owns_channel_ = true;  // the server's channel belongs to its listener
 
  private:
-  void post_one(std::size_t q, ibv_wr_opcode op, bool may_inline) {
+  void post_one(std::size_t q, ibv_wr_opcode op, bool may_inline, bool signaled = true) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(op == IBV_WR_RDMA_READ ? in() : out()), static_cast<std::uint32_t>(bytes_), mr_->lkey};
     ibv_send_wr wr{};
     wr.wr_id = q;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = op;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
     if (may_inline && bytes_ <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
     if (op != IBV_WR_SEND) {
       wr.wr.rdma.remote_addr = remote_.addr;
@@ -594,6 +612,8 @@ class VerbsProbe final : public Probe {
   std::size_t bytes_ = 0;
   BufferInfo remote_{};
   std::uint64_t seq_ = 0, posted_ = 0;
+  std::size_t unreported_ = 0;        // bw: unsignaled WRs posted since the last signaled one
+  std::deque<std::size_t> covered_;  // bw: per signaled WR still to complete, the messages it reports
   CounterSnapshot before_;
   // Bidirectional: the server's copy of the client's loop, its own figures, and whether send_bw's
   // receives must be reposted while this side sends.

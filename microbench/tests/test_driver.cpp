@@ -126,7 +126,7 @@ class EchoProbe final : public Probe {
   std::string peer() const override { return "fake"; }
   void begin_size(std::size_t) override {}
   void ping(bool) override {}
-  void post(bool last) override {
+  void post(bool last, bool) override {
     ++posted;
     lasts += last;
   }
@@ -157,6 +157,49 @@ TEST(Bidirectional, ThePassiveSideRunsTheActiveSidesLoopOnlyWhenAsked) {
   EXPECT_EQ(both_ways.lasts, 2);                // each timed loop marks its last message
   ASSERT_EQ(both_ways.figures.size(), 2u);
   EXPECT_GT(both_ways.figures[0].avg_Gbps, 0);
+}
+
+namespace {
+// A queue with perftest's CQ moderation: a message completes (at once) only when a signaled one at or
+// after it has been posted; waiting with nothing signaled outstanding would hang a real device.
+class ModeratedProbe final : public Probe {
+ public:
+  ProbeKind kind() const override { return ProbeKind::bandwidth; }
+  json params() const override { return json::object(); }
+  std::string peer() const override { return "fake"; }
+  void begin_size(std::size_t) override {}
+  void ping(bool) override {}
+  void post(bool, bool signaled) override {
+    if (signaled) signaled_at.push_back(posted);
+    ++posted;
+  }
+  std::size_t poll(bool wait) override {
+    const std::size_t done = signaled_at.empty() ? 0 : signaled_at.back() + 1;
+    if (wait && done == reported) throw std::runtime_error("waits with no signaled message outstanding");
+    return done - std::exchange(reported, done);
+  }
+  std::size_t next_size() override { return 0; }
+  void serve(std::size_t) override {}
+
+  std::vector<std::size_t> signaled_at;  // post indices, warm-up and timed loop counted together
+  std::size_t posted = 0, reported = 0;
+};
+}  // namespace
+
+TEST(Bandwidth, EveryCqModThMessageAndTheLastOfEachLoopAreSignaled) {
+  ModeratedProbe probe;
+  DriverOptions o{.sizes = {4096}, .iterations = 10, .warmup = 5, .tx_depth = 4, .cq_mod = 3};
+  std::vector<ResultRecord> records;
+  run_active(probe, o, [&](const ResultRecord& r) { records.push_back(r); });
+  // Warm-up: 2 (3rd message) and 4 (its last); timed: 3rd, 6th, 9th and the 10th (last) of 10.
+  EXPECT_EQ(probe.signaled_at, (std::vector<std::size_t>{2, 4, 7, 10, 13, 14}));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].samples["messages"], 10);
+  // The moderation never exceeds the window (perftest lowers cq_mod to the TX depth), or a full
+  // window could hold no signaled message.
+  ModeratedProbe deep;
+  run_active(deep, DriverOptions{.sizes = {4096}, .iterations = 10, .warmup = 0, .tx_depth = 4, .cq_mod = 100}, [](const ResultRecord&) {});
+  EXPECT_EQ(deep.signaled_at, (std::vector<std::size_t>{3, 7, 9}));
 }
 
 TEST(Bidirectional, OnlyForTheVerbsBandwidthTests) {

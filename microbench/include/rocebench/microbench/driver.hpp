@@ -46,7 +46,10 @@ class Probe {
   // Active side. begin_size announces the message size to the peer (0 = no more sizes).
   virtual void begin_size(std::size_t bytes) = 0;
   virtual void ping(bool last) = 0;              // latency: one exchange
-  virtual void post(bool last) = 0;              // bandwidth: one message on the wire
+  // Bandwidth: one message on the wire. Only a `signaled` one reports its completion, for itself and the
+  // unsignaled ones before it (perftest's CQ moderation); the driver signals every cq_mod-th message
+  // and the last of each loop, so a full window always has one coming.
+  virtual void post(bool last, bool signaled) = 0;
   virtual std::size_t poll(bool wait) = 0;       // bandwidth: messages completed since the last call
   virtual json end_size() { return json::object(); }  // extra metrics of the size (counters, MTU)
 
