@@ -118,14 +118,21 @@ TEST(Bidirectional, RecordIsTheSumOfBothDirectionsAsPerftestB) {
 }
 
 namespace {
-// A passive side whose messages complete at once: what the driver's mirrored loop does with it.
-class EchoProbe final : public Probe {
+// The parts of a bandwidth probe that the driver tests below do not look at.
+class FakeBandwidthProbe : public Probe {
  public:
   ProbeKind kind() const override { return ProbeKind::bandwidth; }
   json params() const override { return json::object(); }
   std::string peer() const override { return "fake"; }
   void begin_size(std::size_t) override {}
   void ping(bool) override {}
+  std::size_t next_size() override { return 0; }
+  void serve(std::size_t) override {}
+};
+
+// A passive side whose messages complete at once: what the driver's mirrored loop does with it.
+class EchoProbe final : public FakeBandwidthProbe {
+ public:
   void post(bool last, bool) override {
     ++posted;
     lasts += last;
@@ -162,13 +169,8 @@ TEST(Bidirectional, ThePassiveSideRunsTheActiveSidesLoopOnlyWhenAsked) {
 namespace {
 // A queue with perftest's CQ moderation: a message completes (at once) only when a signaled one at or
 // after it has been posted; waiting with nothing signaled outstanding would hang a real device.
-class ModeratedProbe final : public Probe {
+class ModeratedProbe final : public FakeBandwidthProbe {
  public:
-  ProbeKind kind() const override { return ProbeKind::bandwidth; }
-  json params() const override { return json::object(); }
-  std::string peer() const override { return "fake"; }
-  void begin_size(std::size_t) override {}
-  void ping(bool) override {}
   void post(bool, bool signaled) override {
     if (signaled) signaled_at.push_back(posted);
     ++posted;
@@ -178,8 +180,6 @@ class ModeratedProbe final : public Probe {
     if (wait && done == reported) throw std::runtime_error("waits with no signaled message outstanding");
     return done - std::exchange(reported, done);
   }
-  std::size_t next_size() override { return 0; }
-  void serve(std::size_t) override {}
 
   std::vector<std::size_t> signaled_at;  // post indices, warm-up and timed loop counted together
   std::size_t posted = 0, reported = 0;
