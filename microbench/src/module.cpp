@@ -44,7 +44,7 @@ int probe_main(const Args& args) {
         .option("--duration", &spec.driver.duration_s, "run each size this many seconds instead", "S")
         .option("--warmup", &spec.driver.warmup, "warm-up iterations (default 100 lat, 2 windows bw)")
         .option("--tx-depth", &spec.driver.tx_depth, "bandwidth: messages in flight (default 128)")
-        .option("--cq-mod", &spec.driver.cq_mod, "bandwidth: BW peak over runs ending at every Nth completion, as perftest -Q (default 100)")
+        .option("--cq-mod", &spec.driver.cq_mod, "bandwidth: signal one WR in N, as perftest -Q (default 100)")
         .option("--mode", &spec.mode, "tcp: busy (spin on non-blocking recv; lat default) | blocking (bw default)")
         .option("--deadline", &deadline_s, "give up on any single wait after this long (default 30)", "S")
         .option("--results", &results, "append result records (JSON Lines) to this file", "FILE")

@@ -22,7 +22,7 @@ struct DriverOptions {
   int warmup = -1;           // -1 = default
   double duration_s = 0;     // > 0: duration mode instead of an iteration count
   int tx_depth = 128;        // bandwidth: messages in flight
-  int cq_mod = 100;          // bandwidth peak: runs end at every cq_mod-th completion (perftest -Q, at most tx_depth)
+  int cq_mod = 100;          // bandwidth: one WR in cq_mod is signaled, as perftest -Q (at most tx_depth)
   std::string step = "microbench.probe";
 };
 
