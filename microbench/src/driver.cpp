@@ -75,6 +75,8 @@ json latency_metrics(const Summary& s) {
           {"lat_us_stdev", s.stdev}, {"lat_us_p99", s.p99}, {"lat_us_p99_9", s.p999}};
 }
 
+std::size_t cq_moderation(const DriverOptions& o) { return static_cast<std::size_t>(std::max(1, std::min(o.cq_mod, o.tx_depth))); }
+
 namespace {
 
 constexpr int kLatencyIterations = 1000;  // perftest's defaults
@@ -147,9 +149,6 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
 struct WindowTimes {
   std::vector<std::int64_t> posted, completed;
 };
-
-// perftest's CQ moderation, lowered to the TX depth as perftest does: one message in cq_mod is signaled.
-std::size_t cq_moderation(const DriverOptions& o) { return static_cast<std::size_t>(std::max(1, std::min(o.cq_mod, o.tx_depth))); }
 
 WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));

@@ -26,6 +26,9 @@ struct DriverOptions {
   std::string step = "microbench.probe";
 };
 
+// perftest's CQ moderation, lowered to the TX depth as perftest does: one send in this many is signaled.
+std::size_t cq_moderation(const DriverOptions& o);
+
 // Bandwidth as perftest computes it from post and completion times (ns) of every message.
 struct BandwidthFigures {
   double peak_Gbps = 0, avg_Gbps = 0, msg_rate_Mpps = 0;
