@@ -216,10 +216,8 @@ class VerbsProbe final : public Probe {
                                                        : IBV_WR_RDMA_READ;
     // Moderation needs one queue: a signaled completion covers only the earlier WRs of its own QP,
     // and each QP's last WR would have to be signaled. With several QPs every WR is.
-    signaled = signaled || o_.qps > 1;
-    post_one(static_cast<std::size_t>(posted_++ % static_cast<std::uint64_t>(o_.qps)), op, op != IBV_WR_RDMA_READ, signaled);
-    ++unreported_;
-    if (signaled) covered_.push_back(std::exchange(unreported_, 0));
+    post_one(static_cast<std::size_t>(posted_++ % static_cast<std::uint64_t>(o_.qps)), op, op != IBV_WR_RDMA_READ,
+             signaled || o_.qps > 1);
   }
 
   std::size_t poll(bool wait) override {
@@ -232,13 +230,8 @@ class VerbsProbe final : public Probe {
       std::size_t messages = 0;
       for (int i = 0; i < n; ++i) {
         check(wc[i]);
-        // A latency WR is signaled on its own and never queued in covered_.
-        if (covered_.empty()) {
-          ++messages;
-        } else {
-          messages += covered_.front();
-          covered_.pop_front();
-        }
+        messages += covered_.front();
+        covered_.pop_front();
       }
       if (n > 0 || !wait) return messages;
       if (deadline.expired()) timeout("completions");
@@ -495,6 +488,8 @@ class VerbsProbe final : public Probe {
     }
     ibv_send_wr* bad = nullptr;
     if (const int rc = ::ibv_post_send(qps_[q], &wr, &bad)) verbs_error(fmt::format("ibv_post_send to {}", peer_), rc);
+    ++unreported_;
+    if (signaled) covered_.push_back(std::exchange(unreported_, 0));
   }
 
   void post_receive(std::size_t q) {
@@ -613,8 +608,8 @@ class VerbsProbe final : public Probe {
   std::size_t bytes_ = 0;
   BufferInfo remote_{};
   std::uint64_t seq_ = 0, posted_ = 0;
-  std::size_t unreported_ = 0;        // bw: unsignaled WRs posted since the last signaled one
-  std::deque<std::size_t> covered_;  // bw: per signaled WR still to complete, the messages it reports
+  std::size_t unreported_ = 0;        // unsignaled WRs posted since the last signaled one
+  std::deque<std::size_t> covered_;  // per signaled WR still to complete, the messages it reports
   CounterSnapshot before_;
   // Bidirectional: the server's copy of the client's loop, its own figures, and whether send_bw's
   // receives must be reposted while this side sends.
