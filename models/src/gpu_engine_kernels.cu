@@ -2,6 +2,8 @@
 // Launch errors surface at the engine's next checked CUDA call (cudaGetLastError there).
 #include "gpu_engine_kernels.hpp"
 
+#include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include <cuda_bf16.h>
@@ -73,6 +75,202 @@ __global__ void bias_gradient_kernel(const T* dy, std::int64_t rows, int c, floa
     for (int k = 1; k < kRows; ++k) sum += partial[k][threadIdx.x];
     atomicAdd(db + channel, sum);
   }
+}
+
+// Batch norm. A tensor is read as packs of V consecutive channels (16 bytes when the channel
+// count and the pointers allow, else V = 1). Reductions: a block of tx pack columns × ty
+// row-threads strides the rows and leaves one partial per channel in partial[blockIdx.y][channel];
+// a per-channel kernel combines the partials in order and writes the coefficients the elementwise
+// kernel applies. Moments use the thread's first value as a shift, then Chan's pairwise
+// combination, so the variance does not suffer E[x²] − E[x]²'s cancellation.
+constexpr int kBnMaxBlockRows = 256;
+constexpr int kBnThreads = 256;
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+struct Moments {
+  float n, mean, m2;  // count, mean, Σ (x − mean)²
+};
+
+__device__ inline Moments combine(const Moments& a, const Moments& b) {
+  if (b.n == 0.f) return a;
+  if (a.n == 0.f) return b;
+  const float n = a.n + b.n;
+  const float d = b.mean - a.mean;
+  return {n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)};
+}
+
+__device__ inline float2 combine(const float2& a, const float2& b) { return {a.x + b.x, a.y + b.y}; }
+
+struct ReduceShape {
+  dim3 block, grid;
+};
+ReduceShape reduce_shape(std::int64_t rows, int packs) {
+  const int tx = packs < 32 ? packs : 32, ty = kBnThreads / tx;
+  const std::int64_t block_rows = (rows + ty * 16 - 1) / (ty * 16);  // at least 16 rows per thread
+  return {dim3(static_cast<unsigned>(tx), static_cast<unsigned>(ty)),
+          dim3(static_cast<unsigned>((packs + tx - 1) / tx),
+               static_cast<unsigned>(block_rows < 1 ? 1 : block_rows > kBnMaxBlockRows ? kBnMaxBlockRows : block_rows))};
+}
+
+// One pass over the rows for this thread's pack column: begin(first pack of x, first channel),
+// add(x pack, dy pack) per row, end(acc) → the thread's V accumulators; then the block's threads
+// of a column are combined in order into one partial per channel.
+template <class T, int V, class Acc, class Begin, class Add, class End>
+__device__ void reduce_rows(const T* x, const T* dy, std::int64_t rows, int c, Acc* partial, Begin begin, Add add,
+                            End end) {
+  __shared__ Acc share[kBnThreads * V];
+  const int packs = c / V;
+  const int pack = blockIdx.x * blockDim.x + threadIdx.x;
+  const int me = threadIdx.y * blockDim.x + threadIdx.x;
+  const std::int64_t first = blockIdx.y * std::int64_t{blockDim.y} + threadIdx.y;
+  const auto* xs = reinterpret_cast<const Pack<T, V>*>(x);
+  const auto* dys = reinterpret_cast<const Pack<T, V>*>(dy);
+  Acc acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = Acc{};
+  if (pack < packs && first < rows) {
+    begin(xs[first * packs + pack], pack * V);
+    for (std::int64_t r = first; r < rows; r += std::int64_t{blockDim.y} * gridDim.y)
+      add(xs[r * packs + pack], dys ? dys[r * packs + pack] : Pack<T, V>{});
+    end(acc);
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) share[me * V + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.y == 0 && pack < packs) {
+    for (unsigned y = 1; y < blockDim.y; ++y)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = combine(acc[k], share[(y * blockDim.x + threadIdx.x) * V + k]);
+#pragma unroll
+    for (int k = 0; k < V; ++k) partial[blockIdx.y * std::int64_t{c} + pack * V + k] = acc[k];
+  }
+}
+
+template <class T, int V>
+__global__ void bn_moments_kernel(const T* x, std::int64_t rows, int c, Moments* partial) {
+  float shift[V], s1[V], s2[V], n = 0.f;
+  reduce_rows<T, V>(
+      x, static_cast<const T*>(nullptr), rows, c, partial,
+      [&](const Pack<T, V>& p, int) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) shift[k] = load(p.v, k), s1[k] = 0.f, s2[k] = 0.f;
+      },
+      [&](const Pack<T, V>& p, const Pack<T, V>&) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const float d = load(p.v, k) - shift[k];
+          s1[k] += d;
+          s2[k] += d * d;
+        }
+        n += 1.f;
+      },
+      [&](Moments* acc) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = {n, shift[k] + s1[k] / n, fmaxf(s2[k] - s1[k] * s1[k] / n, 0.f)};
+      });
+}
+
+// partial[block row][channel] = (Σ dy, Σ dy·(x − mean)).
+template <class T, int V>
+__global__ void bn_gradient_sums_kernel(const T* x, const T* dy, std::int64_t rows, int c, const float* mean,
+                                        float2* partial) {
+  float mu[V], sum[V], dot[V];
+  reduce_rows<T, V>(
+      x, dy, rows, c, partial,
+      [&](const Pack<T, V>&, int channel) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) mu[k] = mean[channel + k], sum[k] = 0.f, dot[k] = 0.f;
+      },
+      [&](const Pack<T, V>& xp, const Pack<T, V>& gp) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const float g = load(gp.v, k);
+          sum[k] += g;
+          dot[k] += g * (load(xp.v, k) - mu[k]);
+        }
+      },
+      [&](float2* acc) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = {sum[k], dot[k]};
+      });
+}
+
+// Per channel: the batch statistics, the running ones, and y = x·scale + shift's coefficients.
+__global__ void bn_statistics_kernel(const Moments* partial, int block_rows, BatchNormTensors bn, float eps,
+                                     float momentum, float* running_mean, float* running_var, float* scale, float* shift) {
+  GRID_STRIDE(ch, bn.c) {
+    Moments m = partial[ch];
+    for (int b = 1; b < block_rows; ++b) m = combine(m, partial[b * std::int64_t{bn.c} + ch]);
+    const float rows = static_cast<float>(bn.rows);
+    const float invstd = rsqrtf(m.m2 / rows + eps);
+    bn.saved_mean[ch] = m.mean;
+    bn.saved_invstd[ch] = invstd;
+    running_mean[ch] = (1.f - momentum) * running_mean[ch] + momentum * m.mean;
+    running_var[ch] = (1.f - momentum) * running_var[ch] + momentum * m.m2 / (rows > 1.f ? rows - 1.f : 1.f);
+    scale[ch] = invstd * bn.gamma[ch];
+    shift[ch] = bn.beta[ch] - m.mean * scale[ch];
+  }
+}
+
+// Per channel: dbeta, dgamma, and dx = a·(dy − b − (x − mean)·g)'s coefficients.
+__global__ void bn_parameter_gradients_kernel(const float2* partial, int block_rows, BatchNormTensors bn, float* dgamma,
+                                              float* dbeta, float* a, float* b, float* g) {
+  GRID_STRIDE(ch, bn.c) {
+    float2 sums = partial[ch];
+    for (int r = 1; r < block_rows; ++r) sums = combine(sums, partial[r * std::int64_t{bn.c} + ch]);
+    const float invstd = bn.saved_invstd[ch], rows = static_cast<float>(bn.rows);
+    dbeta[ch] = sums.x;
+    dgamma[ch] = sums.y * invstd;
+    a[ch] = bn.gamma[ch] * invstd;
+    b[ch] = sums.x / rows;
+    g[ch] = sums.y * invstd * invstd / rows;
+  }
+}
+
+template <class T, int V>
+__global__ void bn_forward_kernel(const T* x, T* y, std::int64_t packs, int c, const float* scale, const float* shift) {
+  GRID_STRIDE(i, packs) {
+    const int channel = static_cast<int>(i * V % c);
+    const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[i];
+    Pack<T, V> out;
+#pragma unroll
+    for (int k = 0; k < V; ++k) store(out.v, k, load(in.v, k) * scale[channel + k] + shift[channel + k]);
+    reinterpret_cast<Pack<T, V>*>(y)[i] = out;
+  }
+}
+
+template <class T, int V>
+__global__ void bn_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t packs, int c, const float* mean,
+                                   const float* a, const float* b, const float* g, bool accumulate) {
+  GRID_STRIDE(i, packs) {
+    const int channel = static_cast<int>(i * V % c);
+    const Pack<T, V> xp = reinterpret_cast<const Pack<T, V>*>(x)[i], gp = reinterpret_cast<const Pack<T, V>*>(dy)[i];
+    Pack<T, V> out;
+    if (accumulate) out = reinterpret_cast<const Pack<T, V>*>(dx)[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int ch = channel + k;
+      const float d = a[ch] * (load(gp.v, k) - b[ch] - (load(xp.v, k) - mean[ch]) * g[ch]);
+      store(out.v, k, accumulate ? load(out.v, k) + d : d);
+    }
+    reinterpret_cast<Pack<T, V>*>(dx)[i] = out;
+  }
+}
+
+// f(std::integral_constant<int, V>) with V = 16 bytes of T when c and every pointer allow it, else 1.
+template <class T, class F>
+void with_pack_width(int c, std::initializer_list<const void*> pointers, F&& f) {
+  constexpr int wide = 16 / static_cast<int>(sizeof(T));
+  bool aligned = c % wide == 0;
+  for (const void* p : pointers) aligned = aligned && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  if (aligned)
+    f(std::integral_constant<int, wide>{});
+  else
+    f(std::integral_constant<int, 1>{});
 }
 
 // Nhwc's member functions are host code: kernels read its fields and get the element count.
@@ -211,6 +409,59 @@ void bias_gradient(const void* dy, DType t, std::int64_t rows, int c, float* db,
   with_type(t, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     bias_gradient_kernel<<<grid, dim3(32, kRows), 0, stream>>>(static_cast<const T*>(dy), rows, c, db);
+  });
+}
+
+// The scratch: the partials, then four coefficients per channel.
+std::size_t batch_norm_scratch_bytes(int c) {
+  return (static_cast<std::size_t>(kBnMaxBlockRows) * sizeof(Moments) + 4 * sizeof(float)) * static_cast<std::size_t>(c);
+}
+
+namespace {
+float* bn_coefficients(void* scratch, int c) {
+  return reinterpret_cast<float*>(static_cast<char*>(scratch) + static_cast<std::size_t>(kBnMaxBlockRows) * sizeof(Moments) * c);
+}
+}  // namespace
+
+void batch_norm_forward(const void* x, void* y, DType t, const BatchNormTensors& bn, float eps, float momentum,
+                        float* running_mean, float* running_var, void* scratch, cudaStream_t stream) {
+  float* coef = bn_coefficients(scratch, bn.c);
+  with_type(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    with_pack_width<T>(bn.c, {x, y, coef}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
+      auto* partial = static_cast<Moments*>(scratch);
+      bn_moments_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(static_cast<const T*>(x), bn.rows, bn.c, partial);
+      bn_statistics_kernel<<<blocks_for(bn.c), kThreads, 0, stream>>>(partial, static_cast<int>(shape.grid.y), bn, eps,
+                                                                      momentum, running_mean, running_var, coef,
+                                                                      coef + bn.c);
+      const std::int64_t packs = bn.rows * bn.c / V;
+      bn_forward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                          packs, bn.c, coef, coef + bn.c);
+    });
+  });
+}
+
+void batch_norm_backward(const void* x, const void* dy, void* dx, DType t, const BatchNormTensors& bn, float* dgamma,
+                         float* dbeta, bool accumulate, void* scratch, cudaStream_t stream) {
+  float* coef = bn_coefficients(scratch, bn.c);
+  with_type(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    with_pack_width<T>(bn.c, {x, dy, dx}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
+      auto* partial = static_cast<float2*>(scratch);
+      bn_gradient_sums_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(dy), bn.rows, bn.c, bn.saved_mean, partial);
+      bn_parameter_gradients_kernel<<<blocks_for(bn.c), kThreads, 0, stream>>>(
+          partial, static_cast<int>(shape.grid.y), bn, dgamma, dbeta, coef, coef + bn.c, coef + 2 * bn.c);
+      if (!dx) return;
+      const std::int64_t packs = bn.rows * bn.c / V;
+      bn_backward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), packs, bn.c, bn.saved_mean, coef,
+          coef + bn.c, coef + 2 * bn.c, accumulate);
+    });
   });
 }
 

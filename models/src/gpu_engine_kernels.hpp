@@ -21,6 +21,25 @@ void add_bias(void* y, const float* bias, DType t, std::int64_t rows, int c, cud
 // db[c] = Σ_rows dy[row][c]
 void bias_gradient(const void* dy, DType t, std::int64_t rows, int c, float* db, cudaStream_t stream);
 
+// Batch norm in training mode over an NHWC tensor of rows = N·H·W and c channels, as cuDNN's
+// spatial mode and torch: normalized with the biased batch variance, running statistics updated
+// with `momentum` and the unbiased one; saved_mean / saved_invstd (1/√(var + eps)) are what
+// backward reads. `scratch` holds batch_norm_scratch_bytes(c) (the engine lends its workspace).
+// Per-channel sums go through fixed-order partials, not atomics: the same input gives the same bits.
+std::size_t batch_norm_scratch_bytes(int c);
+struct BatchNormTensors {
+  std::int64_t rows = 0;
+  int c = 0;
+  const float *gamma = nullptr, *beta = nullptr;
+  float *saved_mean = nullptr, *saved_invstd = nullptr;
+};
+void batch_norm_forward(const void* x, void* y, DType t, const BatchNormTensors& bn, float eps, float momentum,
+                        float* running_mean, float* running_var, void* scratch, cudaStream_t stream);
+// dgamma = Σ dy·x̂, dbeta = Σ dy (overwritten); dx = γ/σ · (dy − (dbeta + x̂·dgamma)/rows), added to dx
+// when `accumulate`; dx may be null (no gradient wanted).
+void batch_norm_backward(const void* x, const void* dy, void* dx, DType t, const BatchNormTensors& bn, float* dgamma,
+                         float* dbeta, bool accumulate, void* scratch, cudaStream_t stream);
+
 // Inverted dropout of an NHWC tensor, the mask drawn by dropout_keeps_hd over NCHW indices.
 struct DropoutMask {
   std::uint64_t seed = 0, pass = 0;

@@ -53,6 +53,7 @@ int train_main(const Args& args) {
                                  "instead of a fixed random batch", "DIR")
       .option("--loader-threads", &c.loader_threads, "data loader: decoding threads (default 4)")
       .option("--prefetch", &c.prefetch, "data loader: batches in flight, 2 = double buffering (default 2)")
+      .flag("--profile", &c.profile, "time every layer of the timed steps (gpu engine) and print the table to stderr")
       .option("--host", &host, "host name in records (default: this host's name)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
       .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
@@ -87,7 +88,8 @@ json params_schema() {
       "warmup": {"type": "integer", "minimum": 0},
       "data": {"type": "string", "minLength": 1},
       "loader_threads": {"type": "integer", "minimum": 1},
-      "prefetch": {"type": "integer", "minimum": 2}
+      "prefetch": {"type": "integer", "minimum": 2},
+      "profile": {"type": "boolean"}
     }
   })");
 }
@@ -105,6 +107,7 @@ void run_step(StepContext& ctx) {
   c.data = p.value("data", c.data);
   c.loader_threads = p.value("loader_threads", c.loader_threads);
   c.prefetch = p.value("prefetch", c.prefetch);
+  c.profile = p.value("profile", c.profile);
   ctx.record(measure_training(c, ctx.world));
 }
 

@@ -1,6 +1,8 @@
 #include "rocebench/models/train.hpp"
 
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -67,7 +69,7 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   std::unique_ptr<Engine> engine;
   try {
     engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed,
-                                            .plain_layout = c.layout == "plain"});
+                                            .plain_layout = c.layout == "plain", .profile = c.profile});
   } catch (const EngineUnavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();
@@ -94,8 +96,10 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   std::vector<double> step_ms;
   std::int64_t timed_ns = 0;
   double waited_before_timing_s = 0;
+  std::vector<LayerTime> layers_before_timing = engine->layer_times();
   for (int i = 0; i < c.warmup + c.steps; ++i) {
     if (loader && i == c.warmup) waited_before_timing_s = loader->stats().waited_s;
+    if (i == c.warmup) layers_before_timing = engine->layer_times();
     const std::int64_t t0 = now_ns();
     if (loader) {
       const Batch& batch = loader->next();
@@ -111,6 +115,11 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
     step_ms.push_back(static_cast<double>(dt) / 1e6);
   }
   const Summary s = summarize(step_ms);
+  if (c.profile) {
+    const std::vector<LayerTime> after = engine->layer_times();
+    std::cerr << (after.empty() ? fmt::format("--profile: engine {} does not time its layers\n", c.engine)
+                                : layer_time_table(graph, layers_before_timing, after, c.steps, s.median));
+  }
   const double images_per_s = static_cast<double>(c.batch) * c.steps / (static_cast<double>(timed_ns) / 1e9);
   // The host's high-water mark for cpu; the gpu engine's device allocations (buffers and workspace).
   const std::int64_t peak = c.engine == "cpu" ? proc_kib_field("/proc/self/status", "VmHWM") : -1;
@@ -126,6 +135,48 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   }
   r.samples = to_json(s);
   return r;
+}
+
+std::string layer_time_table(const Graph& graph, const std::vector<LayerTime>& before,
+                             const std::vector<LayerTime>& after, int steps, double step_ms) {
+  struct Row {
+    int nodes = 0;
+    double forward = 0, backward = 0;
+  };
+  std::vector<LayerTime> per_step = after;
+  for (std::size_t k = 0; k < per_step.size(); ++k) {
+    const LayerTime* b = k < before.size() ? &before[k] : nullptr;
+    per_step[k].forward_ms = (per_step[k].forward_ms - (b ? b->forward_ms : 0)) / steps;
+    per_step[k].backward_ms = (per_step[k].backward_ms - (b ? b->backward_ms : 0)) / steps;
+  }
+  auto name = [&](const LayerTime& t) { return t.node < 0 ? std::string("update") : std::string(to_string(graph.node(t.node).op)); };
+  std::map<std::string, Row> by_op;
+  double sum = 0;
+  for (const LayerTime& t : per_step) {
+    Row& row = by_op[name(t)];
+    ++row.nodes;
+    row.forward += t.forward_ms;
+    row.backward += t.backward_ms;
+    sum += t.forward_ms + t.backward_ms;
+  }
+  std::ostringstream out;
+  out << fmt::format("GPU time per timed step by layer (events around each node; mean of {} steps)\n", steps);
+  out << fmt::format("{:<12}{:>6}{:>12}{:>13}{:>10}{:>8}\n", "op", "nodes", "forward ms", "backward ms", "total ms", "share");
+  for (const auto& [op, row] : by_op)
+    out << fmt::format("{:<12}{:>6}{:>12.3f}{:>13.3f}{:>10.3f}{:>7.1f}%\n", op, row.nodes, row.forward, row.backward,
+                       row.forward + row.backward, 100 * (row.forward + row.backward) / step_ms);
+  out << fmt::format("{:<12}{:>6}{:>12}{:>13}{:>10.3f}{:>7.1f}% of the step's {:.3f} ms (p50); the rest is gaps between "
+                     "kernels and the host\n", "all", per_step.size(), "", "", sum, 100 * sum / step_ms, step_ms);
+  std::sort(per_step.begin(), per_step.end(), [](const LayerTime& a, const LayerTime& b) {
+    return a.forward_ms + a.backward_ms > b.forward_ms + b.backward_ms;
+  });
+  out << "slowest nodes:\n";
+  for (std::size_t k = 0; k < std::min<std::size_t>(12, per_step.size()); ++k) {
+    const LayerTime& t = per_step[k];
+    const std::string shape = t.node < 0 ? "" : fmt::format("{}x{}x{}", graph.node(t.node).out.c, graph.node(t.node).out.h, graph.node(t.node).out.w);
+    out << fmt::format("  node {:>4} {:<12}{:>14}{:>12.3f}{:>13.3f}\n", t.node, name(t), shape, t.forward_ms, t.backward_ms);
+  }
+  return out.str();
 }
 
 std::string zoo_table() {

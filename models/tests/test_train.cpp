@@ -4,6 +4,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/models/module.hpp"
+#include "rocebench/models/graph.hpp"
 #include "rocebench/models/train.hpp"
 
 namespace rocebench::models {
@@ -41,6 +42,27 @@ void expect_input_error(const TrainConfig& c, const std::string& expected) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
+}
+
+// Two timed steps after a warm-up: the table shows (after − before) / steps per op and node.
+TEST(Train, LayerTimeTableAveragesTheTimedStepsByOpAndNode) {
+  Graph g("t", {3, 8, 8}, 4);
+  g.softmax_ce(g.linear(g.relu(g.conv(g.input(), 4, square(3, 1, 1))), 4));  // nodes 1 conv, 2 relu, 3 linear, 4 loss
+  const std::vector<LayerTime> before{{1, 1.0, 2.0}, {2, 0.5, 0.5}, {3, 0, 0}, {4, 0, 0}, {-1, 0, 1.0}};
+  const std::vector<LayerTime> after{{1, 5.0, 10.0}, {2, 0.9, 1.3}, {3, 0.2, 0.2}, {4, 0.1, 0.1}, {-1, 0, 2.0}};
+  const std::string table = layer_time_table(g, before, after, 2, 10.0);
+  EXPECT_NE(table.find("mean of 2 steps"), std::string::npos) << table;
+  // conv: (5 − 1) / 2 = 2 ms forward, (10 − 2) / 2 = 4 ms backward, 6 ms = 60% of a 10 ms step.
+  EXPECT_NE(table.find("conv             1       2.000        4.000     6.000   60.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("update           1       0.000        0.500     0.500    5.0%"), std::string::npos) << table;
+  // 6 + 0.6 + 0.2 + 0.1 + 0.5 = 7.4 ms of the 10.
+  EXPECT_NE(table.find("7.400   74.0% of the step's 10.000 ms"), std::string::npos) << table;
+  // The slowest node first, with its output shape.
+  const auto slowest = table.find("slowest nodes:\n");
+  ASSERT_NE(slowest, std::string::npos) << table;
+  const std::string first = table.substr(slowest + 15, table.find('\n', slowest + 15) - slowest - 15);
+  EXPECT_NE(first.find("node    1 conv"), std::string::npos) << first;
+  EXPECT_NE(first.find("4x8x8       2.000        4.000"), std::string::npos) << first;
 }
 
 TEST(Train, BadInputNamesWhatExists) {

@@ -26,6 +26,15 @@ struct EngineOptions {
   std::uint64_t seed = 1;       // initial parameters and dropout masks
   bool input_gradient = false;  // also compute the gradient of the input images (gradient checks)
   bool plain_layout = false;    // cpu: keep every tensor NCHW instead of the blocked layouts oneDNN prefers
+  float loss_scale = 65536.f;   // gpu fp16: the dynamic loss scale's starting value (torch's GradScaler's)
+  bool profile = false;         // time every node's forward and backward (layer_times())
+};
+
+// Time of one node's forward and backward summed over the steps synchronized so far, from
+// EngineOptions::profile; node -1 is the optimizer's update.
+struct LayerTime {
+  int node = 0;
+  double forward_ms = 0, backward_ms = 0;
 };
 
 // A parameter's gradient, final for this step. `data` is device memory when on_device: then the
@@ -73,6 +82,8 @@ class Engine {
 
   // Bytes this engine allocated for activations, gradients, parameters and optimizer state.
   virtual std::int64_t bytes_allocated() const = 0;
+  // With EngineOptions::profile; empty where the engine does not time layers.
+  virtual std::vector<LayerTime> layer_times() const { return {}; }
 };
 
 // The engines this build knows, in the order --help lists them.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rocebench/common/record.hpp"
+#include "rocebench/models/engine.hpp"
 
 namespace rocebench::models {
 
@@ -22,6 +23,7 @@ struct TrainConfig {
   std::string data{};
   int loader_threads = 4;
   int prefetch = 2;
+  bool profile = false;  // time every layer of the timed steps; the table goes to standard error
 };
 
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
@@ -36,6 +38,11 @@ void validate(const TrainConfig& config);
 // time a timed step waited for its batch, included in the step time).
 // TFLOP/s counts a training step as 3 × the forward FLOPs (forward, backward-data, backward-weights).
 ResultRecord measure_training(const TrainConfig& config, int world);
+
+// Per-layer time of the timed steps (Engine::layer_times() after the timed steps less before them,
+// divided by `steps`): by op, then the slowest nodes, against the measured step time.
+std::string layer_time_table(const Graph& graph, const std::vector<LayerTime>& before,
+                             const std::vector<LayerTime>& after, int steps, double step_ms);
 
 // "Name  params  gradient tensors  GFLOPs/image  input" for every zoo model.
 std::string zoo_table();
