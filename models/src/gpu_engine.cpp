@@ -57,8 +57,6 @@ using FilterDesc = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescript
 using ConvDesc =
     Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
-using ActivationDesc =
-    Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
 
 // Owners of the runtime's handles, so a constructor that throws half-way leaks nothing.
 template <auto Destroy>
@@ -392,12 +390,6 @@ class GpuEngine final : public Engine {
         expect_shape(i, c, h, wd);
         break;
       }
-      case Op::relu:
-        if (!relu_) {
-          relu_.emplace();
-          CHECK(cudnnSetActivationDescriptor(*relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-        }
-        break;
       case Op::concat: {
         for (int j : nd.inputs) {
           s.slices.emplace_back();
@@ -405,6 +397,7 @@ class GpuEngine final : public Engine {
         }
         break;
       }
+      case Op::relu:
       case Op::linear:
       case Op::add:
       case Op::dropout:
@@ -560,7 +553,7 @@ class GpuEngine final : public Engine {
         break;
       }
       case Op::relu:
-        CHECK(cudnnActivationForward(dnn, *relu_, &kOne, state(x).y, out(x), &kZero, s.y, out(i)));
+        relu_forward(out(x), out(i), dtype_, elements(i), stream());
         break;
       case Op::max_pool:
       case Op::avg_pool:
@@ -622,8 +615,7 @@ class GpuEngine final : public Engine {
         break;
       case Op::relu:
         if (diff(x))
-          CHECK(cudnnActivationBackward(dnn, *relu_, &kOne, s.y, out(i), s.y, diff(i), state(x).y, out(x), beta_for(x),
-                                        state(x).y, diff(x)));
+          relu_backward(out(i), diff(i), diff(x), dtype_, elements(i), accumulate(x), stream());
         break;
       case Op::max_pool:
       case Op::avg_pool:
@@ -701,7 +693,6 @@ class GpuEngine final : public Engine {
   DeviceMemory arena_, workspace_;
   std::size_t workspace_bytes_ = 0, workspace_limit_ = 0;
   std::vector<NodeState> nodes_;
-  std::optional<ActivationDesc> relu_;
   std::vector<Event> grad_ready_;
   std::vector<bool> written_;
   LossScaleConfig scaler_;

@@ -44,14 +44,82 @@ __global__ void cast_kernel(const From* x, To* y, std::int64_t n) {
   GRID_STRIDE(i, n) store(y, i, load(x, i));
 }
 
-template <class T>
-__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n) {
-  GRID_STRIDE(i, n) store(y, i, load(a, i) + load(b, i));
+// Elementwise kernels read and write 16-byte packs of V values where the size and the pointers
+// allow (with_pack_width), else single values (V = 1).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+template <class T, int V>
+__device__ inline Pack<T, V> load_pack(const T* p, std::int64_t i) {
+  return reinterpret_cast<const Pack<T, V>*>(p)[i];
+}
+template <class T, int V>
+__device__ inline void store_pack(T* p, std::int64_t i, const Pack<T, V>& v) {
+  reinterpret_cast<Pack<T, V>*>(p)[i] = v;
 }
 
-template <class T>
-__global__ void copy_kernel(const T* x, T* y, std::int64_t n, bool accumulate) {
-  GRID_STRIDE(i, n) store(y, i, accumulate ? load(y, i) + load(x, i) : load(x, i));
+template <class T, int V>
+__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t packs) {
+  GRID_STRIDE(i, packs) {
+    const Pack<T, V> pa = load_pack<T, V>(a, i), pb = load_pack<T, V>(b, i);
+    Pack<T, V> out;
+#pragma unroll
+    for (int k = 0; k < V; ++k) store(out.v, k, load(pa.v, k) + load(pb.v, k));
+    store_pack(y, i, out);
+  }
+}
+
+template <class T, int V>
+__global__ void copy_kernel(const T* x, T* y, std::int64_t packs, bool accumulate) {
+  GRID_STRIDE(i, packs) {
+    Pack<T, V> out = load_pack<T, V>(x, i);
+    if (accumulate) {
+      const Pack<T, V> old = load_pack<T, V>(y, i);
+#pragma unroll
+      for (int k = 0; k < V; ++k) store(out.v, k, load(old.v, k) + load(out.v, k));
+    }
+    store_pack(y, i, out);
+  }
+}
+
+template <class T, int V>
+__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t packs) {
+  GRID_STRIDE(i, packs) {
+    Pack<T, V> out = load_pack<T, V>(x, i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) store(out.v, k, load(out.v, k) > 0.f ? load(out.v, k) : 0.f);
+    store_pack(y, i, out);
+  }
+}
+
+// dx (+)= dy where the output was positive.
+template <class T, int V>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t packs, bool accumulate) {
+  GRID_STRIDE(i, packs) {
+    const Pack<T, V> out = load_pack<T, V>(y, i), grad = load_pack<T, V>(dy, i);
+    Pack<T, V> result;
+    if (accumulate) result = load_pack<T, V>(dx, i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float d = load(out.v, k) > 0.f ? load(grad.v, k) : 0.f;
+      store(result.v, k, accumulate ? load(result.v, k) + d : d);
+    }
+    store_pack(dx, i, result);
+  }
+}
+
+// f(std::integral_constant<int, V>) with V = 16 bytes of T when `count` and every pointer allow it, else 1.
+template <class T, class F>
+void with_pack_width(std::int64_t count, std::initializer_list<const void*> pointers, F&& f) {
+  constexpr int wide = 16 / static_cast<int>(sizeof(T));
+  bool aligned = count % wide == 0;
+  for (const void* p : pointers) aligned = aligned && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  if (aligned)
+    f(std::integral_constant<int, wide>{});
+  else
+    f(std::integral_constant<int, 1>{});
 }
 
 template <class T>
@@ -80,16 +148,11 @@ __global__ void bias_gradient_kernel(const T* dy, std::int64_t rows, int c, floa
 // Batch norm. A tensor is read as packs of V consecutive channels (16 bytes when the channel
 // count and the pointers allow, else V = 1). Reductions: a block of tx pack columns × ty
 // row-threads strides the rows and leaves one partial per channel in partial[blockIdx.y][channel];
-// a per-channel kernel combines the partials in order and writes the coefficients the elementwise
-// kernel applies. Moments use the thread's first value as a shift, then Chan's pairwise
+// a warp per channel combines them (lane l takes partials l, l + 32, … in order, then a fixed
+// shuffle tree) and writes the coefficients the elementwise kernel applies. Moments use the thread's first value as a shift, then Chan's pairwise
 // combination, so the variance does not suffer E[x²] − E[x]²'s cancellation.
-constexpr int kBnMaxBlockRows = 256;
+constexpr int kBnMaxBlockRows = 1024;  // enough blocks to keep every SM streaming
 constexpr int kBnThreads = 256;
-
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 struct Moments {
   float n, mean, m2;  // count, mean, Σ (x − mean)²
@@ -199,36 +262,60 @@ __global__ void bn_gradient_sums_kernel(const T* x, const T* dy, std::int64_t ro
       });
 }
 
+__device__ inline Moments shuffle_down(const Moments& m, int delta) {
+  return {__shfl_down_sync(0xffffffffu, m.n, delta), __shfl_down_sync(0xffffffffu, m.mean, delta),
+          __shfl_down_sync(0xffffffffu, m.m2, delta)};
+}
+__device__ inline float2 shuffle_down(const float2& v, int delta) {
+  return {__shfl_down_sync(0xffffffffu, v.x, delta), __shfl_down_sync(0xffffffffu, v.y, delta)};
+}
+
+// The channel this warp combines the partials of (kThreads / 32 channels per block), or -1.
+__device__ inline int warp_channel(int c) {
+  const int channel = static_cast<int>(blockIdx.x) * (kThreads / 32) + static_cast<int>(threadIdx.x) / 32;
+  return channel < c ? channel : -1;
+}
+
+// All 32 lanes of the warp get their share of one channel's partials; lane 0 returns the total.
+template <class Acc>
+__device__ Acc combine_partials(const Acc* partial, int block_rows, int c, int channel) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  Acc acc{};
+  for (int b = lane; b < block_rows; b += 32) acc = combine(acc, partial[b * std::int64_t{c} + channel]);
+  for (int delta = 16; delta > 0; delta /= 2) acc = combine(acc, shuffle_down(acc, delta));
+  return acc;
+}
+
 // Per channel: the batch statistics, the running ones, and y = x·scale + shift's coefficients.
 __global__ void bn_statistics_kernel(const Moments* partial, int block_rows, BatchNormTensors bn, float eps,
                                      float momentum, float* running_mean, float* running_var, float* scale, float* shift) {
-  GRID_STRIDE(ch, bn.c) {
-    Moments m = partial[ch];
-    for (int b = 1; b < block_rows; ++b) m = combine(m, partial[b * std::int64_t{bn.c} + ch]);
-    const float rows = static_cast<float>(bn.rows);
-    const float invstd = rsqrtf(m.m2 / rows + eps);
-    bn.saved_mean[ch] = m.mean;
-    bn.saved_invstd[ch] = invstd;
-    running_mean[ch] = (1.f - momentum) * running_mean[ch] + momentum * m.mean;
-    running_var[ch] = (1.f - momentum) * running_var[ch] + momentum * m.m2 / (rows > 1.f ? rows - 1.f : 1.f);
-    scale[ch] = invstd * bn.gamma[ch];
-    shift[ch] = bn.beta[ch] - m.mean * scale[ch];
-  }
+  const int ch = warp_channel(bn.c);
+  if (ch < 0) return;  // whole warps: c is the same for every lane
+  const Moments m = combine_partials(partial, block_rows, bn.c, ch);
+  if (threadIdx.x % 32 != 0) return;
+  const float rows = static_cast<float>(bn.rows);
+  const float invstd = rsqrtf(m.m2 / rows + eps);
+  bn.saved_mean[ch] = m.mean;
+  bn.saved_invstd[ch] = invstd;
+  running_mean[ch] = (1.f - momentum) * running_mean[ch] + momentum * m.mean;
+  running_var[ch] = (1.f - momentum) * running_var[ch] + momentum * m.m2 / (rows > 1.f ? rows - 1.f : 1.f);
+  scale[ch] = invstd * bn.gamma[ch];
+  shift[ch] = bn.beta[ch] - m.mean * scale[ch];
 }
 
 // Per channel: dbeta, dgamma, and dx = a·(dy − b − (x − mean)·g)'s coefficients.
 __global__ void bn_parameter_gradients_kernel(const float2* partial, int block_rows, BatchNormTensors bn, float* dgamma,
                                               float* dbeta, float* a, float* b, float* g) {
-  GRID_STRIDE(ch, bn.c) {
-    float2 sums = partial[ch];
-    for (int r = 1; r < block_rows; ++r) sums = combine(sums, partial[r * std::int64_t{bn.c} + ch]);
-    const float invstd = bn.saved_invstd[ch], rows = static_cast<float>(bn.rows);
-    dbeta[ch] = sums.x;
-    dgamma[ch] = sums.y * invstd;
-    a[ch] = bn.gamma[ch] * invstd;
-    b[ch] = sums.x / rows;
-    g[ch] = sums.y * invstd * invstd / rows;
-  }
+  const int ch = warp_channel(bn.c);
+  if (ch < 0) return;
+  const float2 sums = combine_partials(partial, block_rows, bn.c, ch);
+  if (threadIdx.x % 32 != 0) return;
+  const float invstd = bn.saved_invstd[ch], rows = static_cast<float>(bn.rows);
+  dbeta[ch] = sums.x;
+  dgamma[ch] = sums.y * invstd;
+  a[ch] = bn.gamma[ch] * invstd;
+  b[ch] = sums.x / rows;
+  g[ch] = sums.y * invstd * invstd / rows;
 }
 
 template <class T, int V>
@@ -261,17 +348,6 @@ __global__ void bn_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t 
   }
 }
 
-// f(std::integral_constant<int, V>) with V = 16 bytes of T when c and every pointer allow it, else 1.
-template <class T, class F>
-void with_pack_width(int c, std::initializer_list<const void*> pointers, F&& f) {
-  constexpr int wide = 16 / static_cast<int>(sizeof(T));
-  bool aligned = c % wide == 0;
-  for (const void* p : pointers) aligned = aligned && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-  if (aligned)
-    f(std::integral_constant<int, wide>{});
-  else
-    f(std::integral_constant<int, 1>{});
-}
 
 // Nhwc's member functions are host code: kernels read its fields and get the element count.
 __device__ inline float dropout_scale(const Nhwc& s, const DropoutMask& m, std::int64_t i) {
@@ -383,15 +459,44 @@ void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cuda
 void add(const void* a, const void* b, void* y, DType t, std::int64_t n, cudaStream_t stream) {
   with_type(t, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                         static_cast<T*>(y), n);
+    with_pack_width<T>(n, {a, b, y}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      add_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                                   static_cast<T*>(y), n / V);
+    });
   });
 }
 
 void copy_or_accumulate(const void* src, void* dst, DType t, std::int64_t n, bool accumulate, cudaStream_t stream) {
   with_type(t, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), n, accumulate);
+    with_pack_width<T>(n, {src, dst}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      copy_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst),
+                                                                    n / V, accumulate);
+    });
+  });
+}
+
+void relu_forward(const void* x, void* y, DType t, std::int64_t n, cudaStream_t stream) {
+  with_type(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    with_pack_width<T>(n, {x, y}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      relu_forward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                            n / V);
+    });
+  });
+}
+
+void relu_backward(const void* y, const void* dy, void* dx, DType t, std::int64_t n, bool accumulate, cudaStream_t stream) {
+  with_type(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    with_pack_width<T>(n, {y, dy, dx}, [&](auto width) {
+      constexpr int V = decltype(width)::value;
+      relu_backward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n / V, accumulate);
+    });
   });
 }
 
@@ -418,6 +523,7 @@ std::size_t batch_norm_scratch_bytes(int c) {
 }
 
 namespace {
+int warp_per_channel_blocks(int c) { return (c + kThreads / 32 - 1) / (kThreads / 32); }
 float* bn_coefficients(void* scratch, int c) {
   return reinterpret_cast<float*>(static_cast<char*>(scratch) + static_cast<std::size_t>(kBnMaxBlockRows) * sizeof(Moments) * c);
 }
@@ -433,7 +539,7 @@ void batch_norm_forward(const void* x, void* y, DType t, const BatchNormTensors&
       const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
       auto* partial = static_cast<Moments*>(scratch);
       bn_moments_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(static_cast<const T*>(x), bn.rows, bn.c, partial);
-      bn_statistics_kernel<<<blocks_for(bn.c), kThreads, 0, stream>>>(partial, static_cast<int>(shape.grid.y), bn, eps,
+      bn_statistics_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(partial, static_cast<int>(shape.grid.y), bn, eps,
                                                                       momentum, running_mean, running_var, coef,
                                                                       coef + bn.c);
       const std::int64_t packs = bn.rows * bn.c / V;
@@ -454,7 +560,7 @@ void batch_norm_backward(const void* x, const void* dy, void* dx, DType t, const
       auto* partial = static_cast<float2*>(scratch);
       bn_gradient_sums_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const T*>(dy), bn.rows, bn.c, bn.saved_mean, partial);
-      bn_parameter_gradients_kernel<<<blocks_for(bn.c), kThreads, 0, stream>>>(
+      bn_parameter_gradients_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(
           partial, static_cast<int>(shape.grid.y), bn, dgamma, dbeta, coef, coef + bn.c, coef + 2 * bn.c);
       if (!dx) return;
       const std::int64_t packs = bn.rows * bn.c / V;

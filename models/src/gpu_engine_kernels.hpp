@@ -16,6 +16,9 @@ void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cuda
 void add(const void* a, const void* b, void* y, DType t, std::int64_t n, cudaStream_t stream);
 // dst = src, or dst += src when `accumulate` (a gradient reaching a node from a second consumer)
 void copy_or_accumulate(const void* src, void* dst, DType t, std::int64_t n, bool accumulate, cudaStream_t stream);
+// y = max(x, 0); dx = dy where y > 0, or dx += that when `accumulate`
+void relu_forward(const void* x, void* y, DType t, std::int64_t n, cudaStream_t stream);
+void relu_backward(const void* y, const void* dy, void* dx, DType t, std::int64_t n, bool accumulate, cudaStream_t stream);
 // y[row][c] += bias[c] for rows × c values, channels innermost (a conv's NHWC output, a linear's)
 void add_bias(void* y, const float* bias, DType t, std::int64_t rows, int c, cudaStream_t stream);
 // db[c] = Σ_rows dy[row][c]
