@@ -55,7 +55,9 @@ int probe_main(const Args& args) {
         .option("--tos", &spec.verbs.tos, "verbs: traffic class, e.g. 104 for DSCP 26")
         .option("--qps", &spec.verbs.qps, "verbs bw: queue pairs (default 1)")
         .flag("--bidirectional", &spec.verbs.bidirectional, "verbs bw: both directions at once")
-        .flag("--validate", &spec.verbs.validate, "verbs: check the data of every message");
+        .flag("--validate", &spec.verbs.validate, "verbs: check the data of every message")
+        .option("--gpu", &spec.verbs.gpu, "verbs: this side's buffers in GPU N's memory (GPUDirect RDMA: dma-buf, "
+                                          "else nvidia-peermem); bandwidth tests and read_lat", "N");
     if (!p.parse(args)) return kExitOk;
     if (server == !client.empty()) throw UsageError("give exactly one of --server and --client HOST\n\n" + p.usage());
     if (all && !size.empty()) throw UsageError("give --size or --all, not both");

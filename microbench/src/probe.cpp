@@ -55,6 +55,11 @@ void validate(const ProbeSpec& spec) {
   if (spec.verbs.bidirectional && (spec.transport != "verbs" || kind_of(spec) != ProbeKind::bandwidth)) {
     throw UsageError("--bidirectional is for the verbs bandwidth tests (write_bw, send_bw, read_bw)");
   }
+  if (spec.verbs.gpu >= 0 && (spec.transport != "verbs" || spec.test == "write_lat" || spec.test == "send_lat")) {
+    // Their ping-pong reads and writes flag bytes in the buffer from the host, as perftest's do.
+    throw UsageError("--gpu is for the verbs bandwidth tests and read_lat (write_lat and send_lat poll the buffer "
+                     "from the host)");
+  }
   if (spec.driver.sizes.empty()) throw UsageError("no message sizes");
 }
 
@@ -106,6 +111,7 @@ ProbeSpec spec_from_params(const json& p) {
   s.verbs.qps = p.value("qps", 1);
   s.verbs.bidirectional = p.value("bidirectional", false);
   s.verbs.validate = p.value("validate", false);
+  s.verbs.gpu = p.value("gpu", -1);
   validate(s);
   return s;
 }
@@ -132,7 +138,8 @@ json probe_params_schema() {
       "cq_mod": {"type": "integer", "minimum": 1},
       "qps": {"type": "integer", "minimum": 1},
       "bidirectional": {"type": "boolean"},
-      "validate": {"type": "boolean"}
+      "validate": {"type": "boolean"},
+      "gpu": {"type": "integer", "minimum": 0}
     }})");
 }
 

@@ -29,6 +29,7 @@
 #include "rocebench/common/net.hpp"
 #include "rocebench/common/verbs_rc.hpp"
 #include "rocebench/microbench/counters.hpp"
+#include "gpu_buffer.hpp"
 
 namespace rocebench::microbench {
 
@@ -47,6 +48,9 @@ std::string pick_device(const VerbsOptions& o) {
                                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
   if (names.empty()) throw ProbeUnavailable("no RDMA device on this host (ibv_get_device_list found none)");
+  if (o.gpu >= 0) {
+    if (auto why = gpu_buffer_unavailable(o.gpu)) throw ProbeUnavailable(*why);
+  }
   return o.device.empty() ? names.front() : o.device;
 }
 
@@ -210,7 +214,7 @@ class VerbsProbe final : public Probe {
   }
 
   void post(bool last, bool signaled) override {
-    out()[0] = last ? kLast : kContinue;
+    if (!gpu_) out()[0] = last ? kLast : kContinue;
     const ibv_wr_opcode op = spec_.test == "write_bw" ? IBV_WR_RDMA_WRITE
                              : spec_.test == "send_bw" ? IBV_WR_SEND
                                                        : IBV_WR_RDMA_READ;
@@ -251,6 +255,7 @@ class VerbsProbe final : public Probe {
     net::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
     json out = counter_deltas(before_, read_counters(o_.root, device_name_, port_));
     out["active_mtu"] = active_mtu_;
+    if (gpu_) out["gpu_registration"] = gpu_->registration();
     if (o_.bidirectional) {
       out["rev_bw_avg_Gbps"] = report.reverse.avg_Gbps;
       out["rev_bw_peak_Gbps"] = report.reverse.peak_Gbps;
@@ -420,10 +425,19 @@ class VerbsProbe final : public Probe {
     // Two regions: what the peer writes (and reads) and what arrives, apart from what this side sends,
     // so a ping-pong never mistakes its own outgoing sequence byte for the peer's answer.
     stride_ = (bytes + 4095) / 4096 * 4096;
-    buf_ = static_cast<char*>(std::aligned_alloc(4096, 2 * stride_));
-    for (std::size_t i = 0; i < bytes; ++i) in()[i] = out()[i] = pattern_byte(i, bytes);
-    mr_ = must(::ibv_reg_mr(pd_, buf_, 2 * stride_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
-               "ibv_reg_mr");
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    std::vector<char> pattern(2 * stride_);
+    for (std::size_t i = 0; i < bytes; ++i) pattern[i] = pattern[stride_ + i] = pattern_byte(i, bytes);
+    if (o_.gpu >= 0) {
+      gpu_ = std::make_unique<GpuBuffer>(o_.gpu, pd_, 2 * stride_, access);
+      gpu_->write(0, pattern.data(), pattern.size());
+      buf_ = gpu_->data();
+      mr_ = gpu_->mr();
+    } else {
+      buf_ = static_cast<char*>(std::aligned_alloc(4096, 2 * stride_));
+      std::memcpy(buf_, pattern.data(), pattern.size());
+      mr_ = must(::ibv_reg_mr(pd_, buf_, 2 * stride_, access), "ibv_reg_mr");
+    }
     const BufferInfo mine{reinterpret_cast<std::uintptr_t>(buf_), mr_->rkey, 0};
     BufferInfo theirs{};
     const Deadline deadline(spec_.wait);
@@ -444,9 +458,13 @@ class VerbsProbe final : public Probe {
   }
 
   void release_buffer() {
-    if (mr_) ::ibv_dereg_mr(mr_);
+    if (gpu_) {
+      gpu_.reset();  // its registration with it
+    } else {
+      if (mr_) ::ibv_dereg_mr(mr_);
+      std::free(buf_);
+    }
     mr_ = nullptr;
-    std::free(buf_);
     buf_ = nullptr;
   }
 
@@ -570,8 +588,15 @@ class VerbsProbe final : public Probe {
   }
 
   std::uint32_t local_validation() const {
+    std::vector<char> copy;
+    const char* data = in();
+    if (gpu_) {
+      copy.resize(bytes_);
+      gpu_->read(0, copy.data(), bytes_);
+      data = copy.data();
+    }
     for (std::size_t i = 1; i + 1 < bytes_; ++i) {
-      if (in()[i] != pattern_byte(i, bytes_)) return 1;
+      if (data[i] != pattern_byte(i, bytes_)) return 1;
     }
     return 0;
   }
@@ -602,7 +627,8 @@ class VerbsProbe final : public Probe {
   char* in() const { return buf_; }
   char* out() const { return buf_ + stride_; }
 
-  char* buf_ = nullptr;
+  char* buf_ = nullptr;  // host memory, or gpu_'s device memory (never touched from the host then)
+  std::unique_ptr<GpuBuffer> gpu_;
   std::size_t stride_ = 0;
   ibv_mr* mr_ = nullptr;
   std::size_t bytes_ = 0;
@@ -690,6 +716,7 @@ json verbs_params(const VerbsOptions& o) {
   if (o.tos >= 0) p["tos"] = o.tos;
   if (o.bidirectional) p["bidirectional"] = true;
   if (o.validate) p["validate"] = true;
+  if (o.gpu >= 0) p["gpu"] = o.gpu;
   return p;
 }
 

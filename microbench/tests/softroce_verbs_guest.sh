@@ -117,6 +117,10 @@ echo "== bad input and faults"
 out=$(timeout 60 "$RB" probe verbs write_lat --client $SOFTROCE_IP --device mlx5_9 2>&1); rc=$?
 if [ $rc -eq 2 ] && echo "$out" | grep -q "unknown RDMA device 'mlx5_9'.*rxe0"; then pass "unknown device"; else fail "unknown device (exit $rc): $out"; fi
 
+# A GPU buffer asked for where there is an RDMA device but no GPU: skip, naming the GPU.
+out=$(timeout 60 "$RB" probe verbs write_bw --client $SOFTROCE_IP --gpu 0 2>&1); rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q "skip: --gpu 0: "; then pass "--gpu without a GPU skips: $out"; else fail "--gpu without a GPU (exit $rc): $out"; fi
+
 server write_lat --connect oob
 out=$(timeout 60 "$RB" probe verbs write_lat --client $SOFTROCE_IP --connect oob --gid-index 7 2>&1); rc=$?
 if [ $rc -eq 2 ] && echo "$out" | grep -q "GID index 7 .*1 (RoCE v2"; then pass "unknown GID index"; else fail "unknown GID index (exit $rc): $out"; fi

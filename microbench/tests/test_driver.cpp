@@ -202,6 +202,25 @@ TEST(Bandwidth, EveryCqModThMessageAndTheLastOfEachLoopAreSignaled) {
   EXPECT_EQ(deep.signaled_at, (std::vector<std::size_t>{3, 7, 9}));
 }
 
+TEST(GpuBuffers, ForTheVerbsBandwidthTestsAndReadLatOnly) {
+  ProbeSpec s;
+  s.transport = "verbs";
+  s.verbs.gpu = 0;
+  for (const char* test : {"write_bw", "send_bw", "read_bw", "read_lat"}) {
+    s.test = test;
+    EXPECT_NO_THROW(validate(s)) << test;
+  }
+  for (const char* test : {"write_lat", "send_lat"}) {  // their ping-pong touches the buffer from the host
+    s.test = test;
+    EXPECT_THROW(validate(s), UsageError) << test;
+  }
+  s.transport = "tcp";
+  s.test = "bw";
+  EXPECT_THROW(validate(s), UsageError);
+  EXPECT_EQ(spec_from_params(json::parse(R"({"transport":"verbs","test":"write_bw","gpu":1})")).verbs.gpu, 1);
+  EXPECT_EQ(spec_from_params(json::parse(R"({"transport":"verbs","test":"write_bw"})")).verbs.gpu, -1);
+}
+
 TEST(Bidirectional, OnlyForTheVerbsBandwidthTests) {
   ProbeSpec s;
   s.verbs.bidirectional = true;

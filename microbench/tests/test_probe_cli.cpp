@@ -88,6 +88,8 @@ TEST(ProbeCli, BadUsageExits2) {
   EXPECT_NE(rbtest::slurp(dir / "b.err").find("unknown transport 'ib'"), std::string::npos);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--size", "12Q"}, dir, "c"), 2);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--mode", "lazy"}, dir, "d"), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--server", "--gpu", "0"}, dir, "g"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "g.err").find("--gpu is for the verbs bandwidth tests and read_lat"), std::string::npos);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "--help"}, dir, "e"), 0);
   rbtest::fs::remove_all(dir);
 }
@@ -132,6 +134,16 @@ TEST(ProbeCli, VerbsWithoutADeviceRecordsASkip) {
   EXPECT_EQ(records[0]["status"], "skip");
   EXPECT_NE(records[0]["reason"].get<std::string>().find("no RDMA device"), std::string::npos);
   EXPECT_TRUE(records[0]["metrics"].empty());
+
+  // GPU buffers asked for: the record says which GPU (the soft-RoCE guest checks the GPU's own skip).
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_bw", "--client", "127.0.0.1", "--gpu", "0", "--results",
+                         (dir / "g.jsonl").string()},
+                        dir, "g"),
+            0);
+  const auto gpu = results_of(dir / "g.jsonl");
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_EQ(gpu[0]["status"], "skip");
+  EXPECT_EQ(gpu[0]["params"]["gpu"], 0);
 
   EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_bw", "--server", "--device", "mlx5_9"}, dir, "u"), 2);
   EXPECT_NE(rbtest::slurp(dir / "u.err").find("unknown RDMA device 'mlx5_9'; this host has: none"), std::string::npos)

@@ -18,6 +18,7 @@ struct VerbsOptions {
   int qps = 1;
   bool bidirectional = false;
   bool validate = false;       // check the received data of every message
+  int gpu = -1;                // this side's buffers in GPU N's memory (GPUDirect RDMA); -1 = host memory
   std::string root = "/";      // sysfs prefix
 };
 
