@@ -5,8 +5,10 @@
 #   2. the GPU micro-benchmarks of `rocebench probe host` (copies, launch latency, cuBLAS GEMM);
 #   3. NCCL sweeps of the five collectives on one GPU (ci/gpu/one_gpu.json), every element checked;
 #   4. a two-rank NCCL step on one GPU, which must record skip (a rank per GPU);
-#   5. (only when named) per-layer GPU time of ResNet-50, bf16 at batch 256 and fp32 at 128.
-# Usage: ci/gpu/check.sh [BUILD_DIR | BUNDLE.tar.xz] [PARTS, default "models probe nccl"; or profile]
+#   5. (only when named) profile: per-layer GPU time of ResNet-50, bf16 at batch 256 and fp32 at 128;
+#      zoo: a few bf16 steps of every zoo model at batch 64 (images/sec, a finite loss), and
+#      resnet20_cifar's per-layer time in fp32 and bf16.
+# Usage: ci/gpu/check.sh [BUILD_DIR | BUNDLE.tar.xz] [PARTS, default "models probe nccl"; also profile, zoo]
 #   (a bundle comes from ci/gpu/pack.sh; its CUDA, cuBLAS, cuDNN and NCCL libraries are found on
 #   this machine)
 # Output: a summary on stdout; records and logs in a temp dir, packed into $OUT/gpu-check.tar.gz
@@ -45,6 +47,19 @@ if [[ $parts == *" profile "* ]]; then
     timeout 180 "$bin" train --engine gpu --model resnet50 --precision "$1" --batch "$2" --steps 10 --warmup 3 --profile \
       --out "$out/profile.jsonl" >"$out/profile-$1.log" 2>&1 || { echo "profile $1: exit $?"; status=1; }
     cat "$out/profile-$1.log"
+  done
+fi
+
+if [[ $parts == *" zoo "* ]]; then
+  echo "== every zoo model, bf16, batch 64"
+  for model in $("$bin" train --list | awk '$2 ~ /^[0-9]+$/ {print $1}'); do
+    timeout 120 "$bin" train --engine gpu --model "$model" --precision bf16 --batch 64 --steps 5 --warmup 2 \
+      --out "$out/zoo.jsonl" 2>&1 | tail -1 || { echo "zoo $model: exit $?"; status=1; }
+  done
+  for precision in fp32 bf16; do
+    echo "== resnet20_cifar $precision, batch 128: time per layer"
+    timeout 60 "$bin" train --engine gpu --model resnet20_cifar --precision "$precision" --batch 128 --steps 20 --warmup 5 \
+      --profile 2>&1 | awk 'NR <= 14' || { echo "profile resnet20 $precision: exit $?"; status=1; }
   done
 fi
 

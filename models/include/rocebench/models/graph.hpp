@@ -103,8 +103,8 @@ class Graph {
   std::vector<Param> params_;
 };
 
-// Deterministic initial parameters: He-normal weights (fan-in), zero biases, batch norm scale 1 and
-// shift 0. Every engine starts from these, so runs with the same seed start identically.
+// Deterministic initial parameters: He-normal convolution weights (fan-in), linear weights
+// U(±1/√fan_in) as torch.nn.Linear, zero biases, batch norm scale 1 and shift 0. Every engine starts from these, so runs with the same seed start identically.
 std::vector<std::vector<float>> initial_parameters(const Graph& g, std::uint64_t seed);
 
 }  // namespace rocebench::models
