@@ -122,6 +122,14 @@ void with_pack_width(std::int64_t count, std::initializer_list<const void*> poin
     f(std::integral_constant<int, 1>{});
 }
 
+// f(T* null, std::integral_constant<int, V>) for t's element type and the pack width of with_pack_width.
+template <class F>
+void with_packed_type(DType t, std::int64_t count, std::initializer_list<const void*> pointers, F&& f) {
+  with_type(t, [&](auto* typed) {
+    with_pack_width<std::remove_pointer_t<decltype(typed)>>(count, pointers, [&](auto width) { f(typed, width); });
+  });
+}
+
 template <class T>
 __global__ void add_bias_kernel(T* y, const float* bias, std::int64_t n, int c) {
   GRID_STRIDE(i, n) store(y, i, load(y, i) + bias[i % c]);
@@ -457,46 +465,38 @@ void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cuda
 }
 
 void add(const void* a, const void* b, void* y, DType t, std::int64_t n, cudaStream_t stream) {
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, n, {a, b, y}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(n, {a, b, y}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      add_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                   static_cast<T*>(y), n / V);
-    });
+    constexpr int V = decltype(width)::value;
+    add_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                                 static_cast<T*>(y), n / V);
   });
 }
 
 void copy_or_accumulate(const void* src, void* dst, DType t, std::int64_t n, bool accumulate, cudaStream_t stream) {
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, n, {src, dst}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(n, {src, dst}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      copy_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst),
-                                                                    n / V, accumulate);
-    });
+    constexpr int V = decltype(width)::value;
+    copy_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst),
+                                                                  n / V, accumulate);
   });
 }
 
 void relu_forward(const void* x, void* y, DType t, std::int64_t n, cudaStream_t stream) {
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, n, {x, y}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(n, {x, y}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      relu_forward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                                            n / V);
-    });
+    constexpr int V = decltype(width)::value;
+    relu_forward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                          n / V);
   });
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, DType t, std::int64_t n, bool accumulate, cudaStream_t stream) {
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, n, {y, dy, dx}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(n, {y, dy, dx}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      relu_backward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(
-          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n / V, accumulate);
-    });
+    constexpr int V = decltype(width)::value;
+    relu_backward_kernel<T, V><<<blocks_for(n / V), kThreads, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n / V, accumulate);
   });
 }
 
@@ -532,42 +532,37 @@ float* bn_coefficients(void* scratch, int c) {
 void batch_norm_forward(const void* x, void* y, DType t, const BatchNormTensors& bn, float eps, float momentum,
                         float* running_mean, float* running_var, void* scratch, cudaStream_t stream) {
   float* coef = bn_coefficients(scratch, bn.c);
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, bn.c, {x, y, coef}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(bn.c, {x, y, coef}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
-      auto* partial = static_cast<Moments*>(scratch);
-      bn_moments_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(static_cast<const T*>(x), bn.rows, bn.c, partial);
-      bn_statistics_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(partial, static_cast<int>(shape.grid.y), bn, eps,
-                                                                      momentum, running_mean, running_var, coef,
-                                                                      coef + bn.c);
-      const std::int64_t packs = bn.rows * bn.c / V;
-      bn_forward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                                          packs, bn.c, coef, coef + bn.c);
-    });
+    constexpr int V = decltype(width)::value;
+    const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
+    auto* partial = static_cast<Moments*>(scratch);
+    bn_moments_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(static_cast<const T*>(x), bn.rows, bn.c, partial);
+    bn_statistics_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(
+        partial, static_cast<int>(shape.grid.y), bn, eps, momentum, running_mean, running_var, coef, coef + bn.c);
+    const std::int64_t packs = bn.rows * bn.c / V;
+    bn_forward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                        packs, bn.c, coef, coef + bn.c);
   });
 }
 
 void batch_norm_backward(const void* x, const void* dy, void* dx, DType t, const BatchNormTensors& bn, float* dgamma,
                          float* dbeta, bool accumulate, void* scratch, cudaStream_t stream) {
   float* coef = bn_coefficients(scratch, bn.c);
-  with_type(t, [&](auto* p) {
+  with_packed_type(t, bn.c, {x, dy, dx}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
-    with_pack_width<T>(bn.c, {x, dy, dx}, [&](auto width) {
-      constexpr int V = decltype(width)::value;
-      const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
-      auto* partial = static_cast<float2*>(scratch);
-      bn_gradient_sums_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const T*>(dy), bn.rows, bn.c, bn.saved_mean, partial);
-      bn_parameter_gradients_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(
-          partial, static_cast<int>(shape.grid.y), bn, dgamma, dbeta, coef, coef + bn.c, coef + 2 * bn.c);
-      if (!dx) return;
-      const std::int64_t packs = bn.rows * bn.c / V;
-      bn_backward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), packs, bn.c, bn.saved_mean, coef,
-          coef + bn.c, coef + 2 * bn.c, accumulate);
-    });
+    constexpr int V = decltype(width)::value;
+    const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);
+    auto* partial = static_cast<float2*>(scratch);
+    bn_gradient_sums_kernel<T, V><<<shape.grid, shape.block, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), bn.rows, bn.c, bn.saved_mean, partial);
+    bn_parameter_gradients_kernel<<<warp_per_channel_blocks(bn.c), kThreads, 0, stream>>>(
+        partial, static_cast<int>(shape.grid.y), bn, dgamma, dbeta, coef, coef + bn.c, coef + 2 * bn.c);
+    if (!dx) return;
+    const std::int64_t packs = bn.rows * bn.c / V;
+    bn_backward_kernel<T, V><<<blocks_for(packs), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), packs, bn.c, bn.saved_mean, coef,
+        coef + bn.c, coef + 2 * bn.c, accumulate);
   });
 }
 
