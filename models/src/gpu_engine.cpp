@@ -258,11 +258,7 @@ class GpuEngine final : public Engine {
   // Unscaled (fp16 divides by the loss scale backward ran with): call it between backward and update.
   std::vector<float> gradient(int index) const override {
     std::vector<float> g = copy_floats(grad(index), count(index));
-    if (const LossScaleState* device_state = loss_scale()) {
-      LossScaleState s;
-      CHECK(cudaMemcpy(&s, device_state, sizeof s, cudaMemcpyDeviceToHost));
-      for (auto& v : g) v /= s.scale;
-    }
+    unscale(g);
     return to_graph_layout(graph_, index, g);
   }
 
@@ -280,11 +276,7 @@ class GpuEngine final : public Engine {
       CHECK(cudaMemcpy(raw.data(), diff(0), n * 2, cudaMemcpyDeviceToHost));
       for (std::size_t k = 0; k < n; ++k) values[k] = half_to_float(raw[k]);
     }
-    if (const LossScaleState* device_state = loss_scale()) {
-      LossScaleState s;
-      CHECK(cudaMemcpy(&s, device_state, sizeof s, cudaMemcpyDeviceToHost));
-      for (auto& v : values) v /= s.scale;
-    }
+    unscale(values);
     return nhwc_to_nchw(values, options_.batch, in);
   }
 
@@ -661,6 +653,15 @@ class GpuEngine final : public Engine {
         break;
       case Op::input: break;
     }
+  }
+
+  // fp16: divides out the loss scale the last backward ran with.
+  void unscale(std::vector<float>& values) const {
+    const LossScaleState* device_state = loss_scale();
+    if (!device_state) return;
+    LossScaleState s;
+    CHECK(cudaMemcpy(&s, device_state, sizeof s, cudaMemcpyDeviceToHost));
+    for (auto& v : values) v /= s.scale;
   }
 
   std::vector<float> copy_floats(const float* device, std::int64_t n) const {
