@@ -52,6 +52,9 @@ TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   EXPECT_EQ(run["hosts"][0]["ranks"], json::array({0, 1, 2, 3}));
   EXPECT_TRUE(run["hosts"][0]["rdma"].contains("devices"));
   EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 4);
+  // resnet20_cifar on the cpu engine on every rank; the gpu step is ok on a GPU host, else skip.
+  EXPECT_GE(count_results(f, "models.train", "ok"), 4);
+  EXPECT_EQ(count_results(f, "models.train", "ok") + count_results(f, "models.train", "skip"), 8);
   for (const auto& r : f.records) {
     if (r.value("step", "") == "harness.rendezvous") {
       EXPECT_EQ(r["samples"]["n"], 50);

@@ -53,6 +53,7 @@ int train_main(const Args& args) {
                                  "instead of a fixed random batch", "DIR")
       .option("--loader-threads", &c.loader_threads, "data loader: decoding threads (default 4)")
       .option("--prefetch", &c.prefetch, "data loader: batches in flight, 2 = double buffering (default 2)")
+      .option("--gpu", &c.device, "gpu engine: the GPU to train on (default 0)", "N")
       .flag("--profile", &c.profile, "time every layer of the timed steps (gpu engine) and print the table to stderr")
       .option("--host", &host, "host name in records (default: this host's name)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
@@ -108,6 +109,7 @@ void run_step(StepContext& ctx) {
   c.loader_threads = p.value("loader_threads", c.loader_threads);
   c.prefetch = p.value("prefetch", c.prefetch);
   c.profile = p.value("profile", c.profile);
+  c.device = ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
   ctx.record(measure_training(c, ctx.world));
 }
 

@@ -69,7 +69,8 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   std::unique_ptr<Engine> engine;
   try {
     engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed,
-                                            .plain_layout = c.layout == "plain", .profile = c.profile});
+                                            .plain_layout = c.layout == "plain", .profile = c.profile,
+                                            .device = c.device});
   } catch (const EngineUnavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();

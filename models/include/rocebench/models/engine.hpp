@@ -28,6 +28,7 @@ struct EngineOptions {
   bool plain_layout = false;    // cpu: keep every tensor NCHW instead of the blocked layouts oneDNN prefers
   float loss_scale = 65536.f;   // gpu fp16: the dynamic loss scale's starting value (torch's GradScaler's)
   bool profile = false;         // time every node's forward and backward (layer_times())
+  int device = 0;               // gpu: GPU (device % count); a plan step passes the rank's local index
 };
 
 // Time of one node's forward and backward summed over the steps synchronized so far, from

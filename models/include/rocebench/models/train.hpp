@@ -24,6 +24,7 @@ struct TrainConfig {
   int loader_threads = 4;
   int prefetch = 2;
   bool profile = false;  // time every layer of the timed steps; the table goes to standard error
+  int device = 0;        // gpu engine: GPU index (modulo the GPUs present); plan steps use the local rank
 };
 
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
