@@ -532,7 +532,7 @@ float* bn_coefficients(void* scratch, int c) {
 void batch_norm_forward(const void* x, void* y, DType t, const BatchNormTensors& bn, float eps, float momentum,
                         float* running_mean, float* running_var, void* scratch, cudaStream_t stream) {
   float* coef = bn_coefficients(scratch, bn.c);
-  with_packed_type(t, bn.c, {x, y, coef}, [&](auto* p, auto width) {
+  with_packed_type(t, bn.c, {x, y}, [&](auto* p, auto width) {
     using T = std::remove_pointer_t<decltype(p)>;
     constexpr int V = decltype(width)::value;
     const ReduceShape shape = reduce_shape(bn.rows, bn.c / V);

@@ -97,7 +97,7 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   std::vector<double> step_ms;
   std::int64_t timed_ns = 0;
   double waited_before_timing_s = 0;
-  std::vector<LayerTime> layers_before_timing = engine->layer_times();
+  std::vector<LayerTime> layers_before_timing;  // taken when the first timed step starts
   for (int i = 0; i < c.warmup + c.steps; ++i) {
     if (loader && i == c.warmup) waited_before_timing_s = loader->stats().waited_s;
     if (i == c.warmup) layers_before_timing = engine->layer_times();
