@@ -211,6 +211,7 @@ json sweep_params_schema() {
       "chunk_bytes": {"type": "integer", "minimum": 64},
       "servers": {"type": "integer", "minimum": 1},
       "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
+      "spin_us": {"type": "integer", "minimum": 0, "maximum": 10000},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
     }})");
   schema["properties"]["verbs"] = verbs_params_schema();

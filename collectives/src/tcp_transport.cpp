@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -113,7 +114,7 @@ class TcpTransport final : public Transport {
       which.push_back(i);
     }
     if (fds.empty()) return;
-    const int n = ::poll(fds.data(), fds.size(), deadline.remaining_ms());
+    const int n = poll_spinning_first(fds, deadline);
     if (n < 0 && errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
     if (n == 0) {
       std::set<std::string> owed;
@@ -131,6 +132,22 @@ class TcpTransport final : public Transport {
       if (fds[k].revents & (POLLIN | POLLHUP)) pump_recv(s);
       if (fds[k].revents & POLLOUT) pump_send(s);
     }
+  }
+
+  // Polls without sleeping for up to options_.spin, yielding the CPU between tries, then blocks.
+  // A sleeping vCPU here takes ~50 us to wake, a whole 1 MiB ring step on loopback (measured, 2 and 4
+  // local ranks at 1 MiB: busbw 0.75 and 0.68 of Open MPI's blocking at once, ~0.95 spinning 50 us).
+  // sched_yield lets a rank or the kernel's packet work that shares the CPU run meanwhile.
+  int poll_spinning_first(std::vector<pollfd>& fds, const Deadline& deadline) {
+    if (options_.spin.count() > 0) {
+      const std::int64_t until = now_ns() + std::chrono::nanoseconds(options_.spin).count();
+      do {
+        const int n = ::poll(fds.data(), fds.size(), 0);
+        if (n != 0) return n;
+        ::sched_yield();
+      } while (now_ns() < until);
+    }
+    return ::poll(fds.data(), fds.size(), deadline.remaining_ms());
   }
 
   void pump_send(Socket& s) {

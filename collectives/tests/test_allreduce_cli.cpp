@@ -67,6 +67,9 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
                          (dir / "c").string()}, dir, "c"), 2);
   EXPECT_NE(rbtest::slurp(dir / "c.err").find("world_sizes asks for 8 ranks but the run has 2"), std::string::npos)
       << rbtest::slurp(dir / "c.err");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--spin-us", "-4", "--ranks", "2", "--results-dir", (dir / "d").string()},
+                        dir, "d"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "d.err").find("steps[0].params.spin_us"), std::string::npos) << rbtest::slurp(dir / "d.err");
 }
 
 TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {

@@ -1,6 +1,7 @@
 #pragma once
 // The TCP transport: a full mesh of sockets (optionally several per peer, striping large
 // messages) set up through the run's rendezvous.
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,7 @@ struct TcpOptions {
   int sockets_per_peer = 1;
   std::size_t stripe_min_bytes = 256 << 10;  // smaller messages go on one socket
   std::string key_prefix = "tcp";  // rendezvous keys, unique per mesh
+  std::chrono::microseconds spin{50};  // how long a wait polls before it sleeps (0: sleep at once)
 };
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
