@@ -6,16 +6,20 @@
 #             two of them, rocebench, Open MPI (default algorithm and forced ring), Gloo's ring;
 #             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer.
 # usage: allreduce_vs_peers.sh ROCEBENCH [--part loopback|hosts|both] [--rounds 3] [--ranks "2 4"]
-#                              [--iters 20] [--host-iters 8] [--rate 1gbit]
+#                              [--iters 20] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the mean over
 # iterations of the slowest rank's time. Open MPI gets mpi_yield_when_idle so that ranks
 # outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
 # load), then summarised over rounds as median [min..max]. Needs root for the emulated hosts.
+# Every tool's sockets use the host's default TCP congestion control, printed first; --congestion
+# makes NAME the default for the run (the emulated hosts inherit it) and puts the old one back after.
+# It matters: under BBR, TCP paces each socket with a timer, and on loopback here both rocebench and
+# Open MPI ran at about half their cubic busbw at 1 MiB.
 set -euo pipefail
 rocebench=$(realpath "${1:?usage: allreduce_vs_peers.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-part=both rounds=3 rank_counts="2 4" iters=20 host_iters=8 rate=1gbit hosts_n=4
+part=both rounds=3 rank_counts="2 4" iters=20 host_iters=8 rate=1gbit hosts_n=4 congestion=
 while (($#)); do
   case $1 in
     --part) part=$2; shift 2 ;;
@@ -24,6 +28,7 @@ while (($#)); do
     --iters) iters=$2; shift 2 ;;
     --host-iters) host_iters=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --congestion) congestion=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -37,12 +42,19 @@ work=$(mktemp -d)
 prefix=arb$$
 prefix=${prefix:0:6}
 export ROCEBENCH_NETNS_STATE=$work/netns
+congestion_file=/proc/sys/net/ipv4/tcp_congestion_control
+host_congestion=$(cat "$congestion_file")
 cleanup() {
   if [ -d "$ROCEBENCH_NETNS_STATE" ]; then "$here/../testbeds/netns/netns.sh" down --prefix "$prefix" >/dev/null 2>&1 || true; fi
+  [ "$(cat "$congestion_file")" = "$host_congestion" ] || echo "$host_congestion" >"$congestion_file"
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+if [ -n "$congestion" ]; then
+  echo "$congestion" >"$congestion_file" || { echo "cannot make $congestion the default congestion control" >&2; exit 2; }
+fi
+echo "TCP congestion control: $(cat "$congestion_file") (the host's default: $host_congestion)"
 mpicxx -O2 -o "$work/mpi_allreduce" "$here/mpi_allreduce.cpp"
 g++ -std=c++17 -O2 -o "$work/gloo_allreduce" "$here/gloo_allreduce.cpp" -lgloo -pthread
 table=$work/table.tsv  # round part ranks tool bytes busbw_GBps

@@ -31,6 +31,7 @@ std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t ind
   TcpOptions options;
   options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
   options.spin = std::chrono::microseconds(ctx.params.value("spin_us", options.spin.count()));
+  options.congestion = ctx.params.value("tcp_congestion", "");
   options.key_prefix = prefix;
   return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
@@ -143,7 +144,7 @@ StepKind bucket_step() {
 int allreduce_main(const Args& args) {
   return run_guarded("rocebench allreduce", [&]() -> int {
     std::string collective = "allreduce", algorithm = "ring", dtype = "float32", op = "sum", placement = "both";
-    std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes, transport = "tcp", device;
+    std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes, transport = "tcp", device, congestion;
     int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1, ib_port = 1, gid_index = -1;
     int spin_us = static_cast<int>(TcpOptions{}.spin.count());
     bool no_check = false;
@@ -167,6 +168,7 @@ int allreduce_main(const Args& args) {
         .option("--transport", &transport, "tcp | verbs (RC QPs; records a skip without an RDMA device)", "NAME")
         .option("--sockets", &sockets, "TCP sockets per peer")
         .option("--spin-us", &spin_us, "TCP: microseconds a wait polls before it sleeps (0: at once)")
+        .option("--tcp-congestion", &congestion, "TCP congestion control (cubic, bbr …; default: the host's)", "NAME")
         .option("--device", &device, "verbs: RDMA device (default: the first)", "NAME")
         .option("--ib-port", &ib_port, "verbs: device port")
         .option("--gid-index", &gid_index, "verbs: GID index (default: the RoCE v2 GID of the rank's address)")
@@ -188,6 +190,7 @@ int allreduce_main(const Args& args) {
       params["servers"] = servers;
       params["sockets_per_peer"] = sockets;
       params["spin_us"] = spin_us;
+      if (!congestion.empty()) params["tcp_congestion"] = congestion;
       if (transport != "tcp" && transport != "verbs") {
         throw UsageError("rocebench allreduce: --transport takes tcp or verbs, not '" + transport + "'");
       }

@@ -160,6 +160,7 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       rec.params = {{"algorithm", to_string(config.algorithm)}, {"transport", t.name()}, {"bytes", bytes},
                     {"count", count}, {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)},
                     {"inplace", in_place}, {"ranks", n}};
+      for (const auto& [key, value] : t.settings()) rec.params[key] = value;
       if (wrong > 0) {
         ResultRecord bad = rec;
         bad.status = Status::fail;
@@ -212,6 +213,7 @@ json sweep_params_schema() {
       "servers": {"type": "integer", "minimum": 1},
       "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
       "spin_us": {"type": "integer", "minimum": 0, "maximum": 10000},
+      "tcp_congestion": {"type": "string", "minLength": 1},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
     }})");
   schema["properties"]["verbs"] = verbs_params_schema();

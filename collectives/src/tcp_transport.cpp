@@ -2,6 +2,8 @@
 // Progress is made by whoever waits: one poll() over every socket that has work queued.
 #include "rocebench/collectives/tcp_transport.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sched.h>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -37,6 +40,13 @@ struct Socket {
   std::deque<Part> sends, recvs;
 };
 
+std::string congestion_of(int fd) {
+  char name[16] = {};  // TCP_CA_NAME_MAX in <linux/tcp.h>
+  socklen_t length = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) != 0) return "unknown";
+  return std::string(name, strnlen(name, sizeof name));
+}
+
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const TcpOptions& options)
@@ -50,6 +60,10 @@ class TcpTransport final : public Transport {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string name() const override { return "tcp"; }
+  std::map<std::string, std::string> settings() const override {
+    if (sockets_.empty()) return {};
+    return {{"tcp_congestion", congestion_of(sockets_.front().fd)}};
+  }
 
   Request send(int peer, const void* data, std::size_t bytes) override {
     return post(peer, const_cast<char*>(static_cast<const char*>(data)), bytes, true);
@@ -192,6 +206,18 @@ class TcpTransport final : public Transport {
   Request next_request_ = 1;
 };
 
+// Congestion control is the host's choice unless a plan asks for another: under BBR, TCP paces every
+// socket with a timer, which on loopback here halved a 1 MiB allreduce (see collectives/README.md).
+void set_congestion(const std::vector<Socket>& sockets, const std::string& name) {
+  for (const auto& s : sockets) {
+    if (::setsockopt(s.fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0) continue;
+    const std::string why = std::strerror(errno);
+    std::string available;
+    std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_available_congestion_control"), available);
+    throw InputError(fmt::format("tcp_congestion '{}' cannot be set: {} (this host has: {})", name, why, available));
+  }
+}
+
 struct Hello {
   std::int32_t rank;
   std::int32_t index;
@@ -236,6 +262,7 @@ std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, in
   ::close(listener);
   for (const auto& [key, fd] : accepted) sockets.push_back({fd, key.first, {}, {}});  // ordered by (peer, index)
   // Socket buffers are left to the kernel's autotuning: a fixed SO_RCVBUF would cap the window.
+  if (!options.congestion.empty()) set_congestion(sockets, options.congestion);
   return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
 }
 

@@ -70,6 +70,10 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
   EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--spin-us", "-4", "--ranks", "2", "--results-dir", (dir / "d").string()},
                         dir, "d"), 2);
   EXPECT_NE(rbtest::slurp(dir / "d.err").find("steps[0].params.spin_us"), std::string::npos) << rbtest::slurp(dir / "d.err");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--tcp-congestion", "no-such-cc", "--ranks", "2", "-e", "1K",
+                         "--results-dir", (dir / "e").string()}, dir, "e"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "e.err").find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos)
+      << rbtest::slurp(dir / "e.err");
 }
 
 TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -19,11 +20,12 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
-                                std::chrono::microseconds spin = TcpOptions{}.spin) {
+                                std::chrono::microseconds spin = TcpOptions{}.spin, const std::string& congestion = "") {
   rbtest::LocalRendezvous::Rank rdv(shared, rank);
   TcpOptions options;
   options.sockets_per_peer = sockets;
   options.spin = spin;
+  options.congestion = congestion;
   options.stripe_min_bytes = 1024;  // exercise striping with small test buffers
   return connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
 }
@@ -202,6 +204,19 @@ TEST(RingHalves, ReduceScatterAndAllgatherOwnSegmentRank) {
   }));
 }
 
+TEST(Transport, SocketsUseTheCongestionControlAskedForAndRefuseAnUnknownOne) {
+  const int world = 2;
+  rbtest::LocalRendezvous shared(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "reno");  // built into every Linux kernel
+    if (t->settings().at("tcp_congestion") != "reno") throw std::runtime_error("got " + t->settings().at("tcp_congestion"));
+  }));
+  rbtest::LocalRendezvous other(world);
+  const auto errors = rbtest::on_ranks(world, [&](int r) { mesh(other, r, world, 1, TcpOptions{}.spin, "no-such-cc"); });
+  for (const auto& e : errors) EXPECT_NE(e.find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos) << e;
+  for (const auto& e : errors) EXPECT_NE(e.find("this host has: "), std::string::npos) << e;
+}
+
 TEST(Transport, ALostPeerIsNamedByRankAndHost) {
   const int world = 3;
   rbtest::LocalRendezvous shared(world);
@@ -291,6 +306,8 @@ TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
 }
 
 TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
+  std::string host_congestion;
+  std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control"), host_congestion);
   const int world = 3;
   rbtest::LocalRendezvous shared(world);
   rbtest::KeptRecords kept;
@@ -313,6 +330,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     EXPECT_NEAR(busbw, algbw * 4.0 / 3.0, 1e-9 * busbw);  // 2(n-1)/n
     EXPECT_EQ(rec["metrics"]["wrong"], 0);
     EXPECT_EQ(rec["samples"]["n"], 3);
+    EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
   }
 }
 

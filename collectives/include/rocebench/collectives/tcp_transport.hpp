@@ -15,6 +15,7 @@ struct TcpOptions {
   std::size_t stripe_min_bytes = 256 << 10;  // smaller messages go on one socket
   std::string key_prefix = "tcp";  // rendezvous keys, unique per mesh
   std::chrono::microseconds spin{50};  // how long a wait polls before it sleeps (0: sleep at once)
+  std::string congestion;  // TCP congestion control for the mesh's sockets; empty: the host's default
 };
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the

@@ -4,6 +4,7 @@
 // see a socket or a queue pair.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,6 +21,8 @@ class Transport {
   virtual int rank() const = 0;
   virtual int world() const = 0;
   virtual std::string name() const = 0;  // "tcp", "verbs"
+  // Settings that shape the figures, for each record's params (tcp: the congestion control in use).
+  virtual std::map<std::string, std::string> settings() const { return {}; }
 
   // Messages between two ranks arrive in the order they were posted, per direction; a receive is
   // posted with the size of its matching send. The buffer must stay valid until the request is done.
