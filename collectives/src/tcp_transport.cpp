@@ -5,8 +5,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -214,6 +214,7 @@ void set_congestion(const std::vector<Socket>& sockets, const std::string& name)
     const std::string why = std::strerror(errno);
     std::string available;
     std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_available_congestion_control"), available);
+    for (const auto& open : sockets) ::close(open.fd);
     throw InputError(fmt::format("tcp_congestion '{}' cannot be set: {} (this host has: {})", name, why, available));
   }
 }

@@ -205,10 +205,11 @@ class VerbsProbe final : public Probe {
     else wait_receive();  // send_lat
   }
 
-  // One ping-pong leg of write_lat / send_lat. As perftest's latency loops, only one send in cq_mod
-  // (and the last) is signaled, and the send queue is polled only then.
+  // One ping-pong leg of write_lat / send_lat, as perftest runs each: its write_lat signals every
+  // write and waits for that completion before it watches for the peer's write; its send_lat signals
+  // one send in cq_mod (and the last) and polls the send queue only then.
   void answer(bool last) {
-    const bool signaled = last || seq_ % cq_moderation(spec_.driver) == 0;
+    const bool signaled = spec_.test == "write_lat" || last || seq_ % cq_moderation(spec_.driver) == 0;
     post_one(0, spec_.test == "write_lat" ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, true, signaled);
     if (signaled) wait_completions(1);
   }
