@@ -31,6 +31,7 @@ namespace {
 
 constexpr char kContinue = 'C';
 constexpr char kLast = 'L';
+constexpr char kAckMe = 'A';  // bandwidth: the driver's "signaled" message, which the receiver acks
 constexpr std::size_t kHello = 32;
 
 void set_timeouts(int fd, std::chrono::milliseconds wait) {
@@ -78,8 +79,9 @@ class TcpProbe final : public Probe {
     recv_exact(buf_.data(), buf_.size(), busy_);
   }
 
-  void post(bool last, bool /*signaled*/) override {  // the receiver acks every message
-    buf_[0] = last ? kLast : kContinue;
+  // As a verbs send queue under CQ moderation: only signaled messages (and the last) are acked.
+  void post(bool last, bool signaled) override {
+    buf_[0] = last ? kLast : signaled ? kAckMe : kContinue;
     send_exact(buf_.data(), buf_.size());
   }
 
@@ -116,11 +118,14 @@ class TcpProbe final : public Probe {
       } while (buf_[0] != kLast);
       return;
     }
-    // Bandwidth: read the stream in large chunks, find each message's first byte, ack the count.
+    // Bandwidth: read the stream in large chunks, find each message's first byte, and ack the
+    // cumulative count when a signaled message (or the last) is complete. Acking after every recv()
+    // had cost 0.85-0.89 of iperf3's loopback rate: 68k 8-byte segments back in 3 s.
     std::vector<char> chunk(std::max<std::size_t>(bytes, 1 << 20));
     std::uint64_t received = 0;
     std::size_t offset = 0;  // position within the current message
-    bool in_last = false, done = false;  // done once the last message has fully arrived
+    char flag = kContinue;   // the current message's first byte
+    bool done = false;       // once the last message has fully arrived
     while (!done) {
       const ssize_t n = ::recv(fd_, chunk.data(), chunk.size(), busy_ ? MSG_DONTWAIT : 0);
       if (n <= 0) {
@@ -129,18 +134,20 @@ class TcpProbe final : public Probe {
         continue;
       }
       spin_start_ = 0;
+      bool ack = false;
       for (std::size_t at = 0; at < static_cast<std::size_t>(n);) {
-        if (offset == 0 && chunk[at] == kLast) in_last = true;
+        if (offset == 0) flag = chunk[at];
         const std::size_t take = std::min(bytes - offset, static_cast<std::size_t>(n) - at);
         at += take;
         offset += take;
         if (offset == bytes) {
           offset = 0;
           ++received;
-          done = in_last;
+          done = flag == kLast;
+          ack = ack || flag != kContinue;
         }
       }
-      send_exact(&received, sizeof received);
+      if (ack) send_exact(&received, sizeof received);
     }
   }
 
