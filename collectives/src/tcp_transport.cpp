@@ -40,13 +40,6 @@ struct Socket {
   std::deque<Part> sends, recvs;
 };
 
-std::string congestion_of(int fd) {
-  char name[16] = {};  // TCP_CA_NAME_MAX in <linux/tcp.h>
-  socklen_t length = sizeof name;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) != 0) return "unknown";
-  return std::string(name, strnlen(name, sizeof name));
-}
-
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const TcpOptions& options)
@@ -62,7 +55,7 @@ class TcpTransport final : public Transport {
   std::string name() const override { return "tcp"; }
   std::map<std::string, std::string> settings() const override {
     if (sockets_.empty()) return {};
-    return {{"tcp_congestion", congestion_of(sockets_.front().fd)}};
+    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)}};
   }
 
   Request send(int peer, const void* data, std::size_t bytes) override {

@@ -115,6 +115,13 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+std::string congestion_control(int fd) {
+  char name[16] = {};  // TCP_CA_NAME_MAX in <linux/tcp.h>
+  socklen_t length = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) != 0) return "unknown";
+  return std::string(name, strnlen(name, sizeof name));
+}
+
 int connect_to(const std::string& address, int port, const Deadline& deadline) {
   std::string last_error;
   while (true) {

@@ -57,7 +57,9 @@ class TcpProbe final : public Probe {
   TcpProbe& operator=(const TcpProbe&) = delete;
 
   ProbeKind kind() const override { return o_.test == "lat" ? ProbeKind::latency : ProbeKind::bandwidth; }
-  json params() const override { return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}}; }
+  json params() const override {
+    return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}, {"tcp_congestion", net::congestion_control(fd_)}};
+  }
   std::string peer() const override { return peer_; }
 
   void begin_size(std::size_t bytes) override {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -91,7 +92,24 @@ TEST(TcpProbe, BandwidthCountsEveryMessage) {
     EXPECT_GT(avg, 0);
     EXPECT_GE(peak, avg * 0.999);
     EXPECT_NEAR(r.metrics["msg_rate_Mpps"].get<double>() * 1e6 * 8 * r.params["bytes"].get<double>() / 1e9, avg, avg * 1e-6);
+    std::string host_congestion;
+    std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control"), host_congestion);
+    EXPECT_EQ(r.params["tcp_congestion"], host_congestion);
     expect_valid(r);
+  }
+}
+
+// The receiver acks only the messages the driver signals: a window of 4 with one in 3 signaled, and
+// warm-up and run lengths that are not multiples of 3, must still complete every message.
+TEST(TcpProbe, BandwidthWithModeratedAcksCompletesEveryMessage) {
+  for (const std::string mode : {"busy", "blocking"}) {
+    ProbeSpec spec = tcp_spec("bw", {1000, 3000}, 31, mode);
+    spec.driver.tx_depth = 4;
+    spec.driver.cq_mod = 3;
+    spec.driver.warmup = 7;
+    const auto records = run_pair(spec);
+    ASSERT_EQ(records.size(), 2u) << mode;
+    for (const auto& r : records) EXPECT_EQ(r.samples["messages"], 31) << mode;
   }
 }
 

@@ -30,6 +30,8 @@ std::string peer_name(int fd);
 // The numeric local IP address of a connected socket.
 std::string local_address(int fd);
 void set_nodelay(int fd);
+// The TCP congestion control a connected socket runs ("unknown" if the kernel will not say).
+std::string congestion_control(int fd);
 // This host's name as records carry it ("localhost" if the system has none).
 std::string this_hostname();
 // A TCP port free on `address` right now.
