@@ -143,7 +143,7 @@ class TcpTransport final : public Transport {
 
   // Polls without sleeping for up to options_.spin, yielding the CPU between tries, then blocks.
   // A sleeping vCPU here takes ~50 us to wake, a whole 1 MiB ring step on loopback (measured, 2 and 4
-  // local ranks at 1 MiB: busbw 0.75 and 0.68 of Open MPI's blocking at once, ~0.95 spinning 50 us).
+  // local ranks at 1 MiB: busbw 0.75 and 0.68 of Open MPI's blocking at once, 0.96 spinning 50 us).
   // sched_yield lets a rank or the kernel's packet work that shares the CPU run meanwhile.
   int poll_spinning_first(std::vector<pollfd>& fds, const Deadline& deadline) {
     if (options_.spin.count() > 0) {

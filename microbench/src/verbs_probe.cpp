@@ -169,7 +169,7 @@ class VerbsProbe final : public Probe {
   ProbeKind kind() const override { return spec_.test.ends_with("lat") ? ProbeKind::latency : ProbeKind::bandwidth; }
   std::optional<DriverOptions> reverse_loop() const override { return reverse_loop_; }
   void set_reverse_figures(const BandwidthFigures& own) override { reverse_ = own; }
-  double round_trip_divisor() const override { return spec_.test == "read_lat" ? 1.0 : 2.0; }
+  double round_trip_divisor() const override { return read_lat_ ? 1.0 : 2.0; }
   json params() const override {
     json p = {{"transport", "verbs"}, {"test", spec_.test}};
     p.update(verbs_params(o_));
@@ -193,7 +193,7 @@ class VerbsProbe final : public Probe {
 
   void ping(bool last) override {
     ++seq_;
-    if (spec_.test == "read_lat") {
+    if (read_lat_) {
       post_one(0, IBV_WR_RDMA_READ, false);
       wait_completions(1);
       return;
@@ -201,7 +201,7 @@ class VerbsProbe final : public Probe {
     out()[0] = last ? kLast : kContinue;
     out()[bytes_ - 1] = static_cast<char>(seq_);
     answer(last);
-    if (spec_.test == "write_lat") wait_write_arrival();
+    if (write_lat_) wait_write_arrival();
     else wait_receive();  // send_lat
   }
 
@@ -209,8 +209,8 @@ class VerbsProbe final : public Probe {
   // write and waits for that completion before it watches for the peer's write; its send_lat signals
   // one send in cq_mod (and the last) and polls the send queue only then.
   void answer(bool last) {
-    const bool signaled = spec_.test == "write_lat" || last || seq_ % cq_moderation(spec_.driver) == 0;
-    post_one(0, spec_.test == "write_lat" ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, true, signaled);
+    const bool signaled = write_lat_ || last || seq_ % cq_moderation(spec_.driver) == 0;
+    post_one(0, write_lat_ ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, true, signaled);
     if (signaled) wait_completions(1);
   }
 
@@ -273,10 +273,10 @@ class VerbsProbe final : public Probe {
 
   void serve(std::size_t bytes) override {
     std::uint32_t errors = 0;  // of latency messages; those of send_bw count in validation_errors_
-    if (spec_.test == "write_lat" || spec_.test == "send_lat") {
+    if (write_lat_ || spec_.test == "send_lat") {
       do {
         ++seq_;
-        if (spec_.test == "write_lat") wait_write_arrival();
+        if (write_lat_) wait_write_arrival();
         else wait_receive();
         if (o_.validate) errors += local_validation();
         const bool last = in()[0] == kLast;
@@ -606,6 +606,8 @@ class VerbsProbe final : public Probe {
   }
 
   ProbeSpec spec_;
+  // The test, decided once: the ping-pong loops ask on every iteration.
+  const bool write_lat_ = spec_.test == "write_lat", read_lat_ = spec_.test == "read_lat";
   VerbsOptions o_;
   int fd_;
   std::string peer_;
