@@ -235,7 +235,7 @@ void run_nccl_step(StepContext& ctx) {
 StepKind nccl_step() {
   json schema = sweep_params_schema();
   for (const char* tcp_only : {"algorithm", "transport", "verbs", "placement", "chunk_bytes", "servers",
-                               "sockets_per_peer", "spin_us", "tcp_congestion", "world_sizes"}) {
+                               "sockets_per_peer", "spin_us", "tcp_congestion", "tcp_sndbuf", "world_sizes"}) {
     schema["properties"].erase(tcp_only);
   }
   schema["properties"]["collective"] = {{"enum", kNcclCollectives}};

@@ -214,6 +214,7 @@ json sweep_params_schema() {
       "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
       "spin_us": {"type": "integer", "minimum": 0, "maximum": 10000},
       "tcp_congestion": {"type": "string", "minLength": 1},
+      "tcp_sndbuf": {"type": "integer", "minimum": 0, "maximum": 1073741824},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
     }})");
   schema["properties"]["verbs"] = verbs_params_schema();

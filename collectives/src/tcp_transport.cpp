@@ -40,6 +40,15 @@ struct Socket {
   std::deque<Part> sends, recvs;
 };
 
+// What the kernel made of a SO_SNDBUF request: twice the bytes asked for (its bookkeeping), capped
+// by net.core.wmem_max.
+int send_buffer_of(int fd) {
+  int bytes = 0;
+  socklen_t length = sizeof bytes;
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, &length);
+  return bytes;
+}
+
 class TcpTransport final : public Transport {
  public:
   TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const TcpOptions& options)
@@ -55,7 +64,8 @@ class TcpTransport final : public Transport {
   std::string name() const override { return "tcp"; }
   std::map<std::string, std::string> settings() const override {
     if (sockets_.empty()) return {};
-    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)}};
+    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)},
+            {"tcp_sndbuf", options_.send_buffer ? std::to_string(send_buffer_of(sockets_.front().fd)) : "auto"}};
   }
 
   Request send(int peer, const void* data, std::size_t bytes) override {
@@ -255,8 +265,14 @@ std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, in
   }
   ::close(listener);
   for (const auto& [key, fd] : accepted) sockets.push_back({fd, key.first, {}, {}});  // ordered by (peer, index)
-  // Socket buffers are left to the kernel's autotuning: a fixed SO_RCVBUF would cap the window.
+  // Socket buffers are left to the kernel's autotuning unless a plan fixes the send buffer (see
+  // collectives/README.md: under BBR on loopback a small fixed one doubled busbw at 1 MiB); a fixed
+  // SO_RCVBUF would cap the window.
   if (!options.congestion.empty()) set_congestion(sockets, options.congestion);
+  if (options.send_buffer > 0) {
+    const int bytes = static_cast<int>(options.send_buffer);
+    for (const auto& s : sockets) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  }
   return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
 }
 

@@ -74,6 +74,9 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
                          "--results-dir", (dir / "e").string()}, dir, "e"), 2);
   EXPECT_NE(rbtest::slurp(dir / "e.err").find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos)
       << rbtest::slurp(dir / "e.err");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--tcp-sndbuf", "-64K", "--ranks", "2"}, dir, "f"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "f.err").find("--tcp-sndbuf: '-64K' is not a size"), std::string::npos)
+      << rbtest::slurp(dir / "f.err");
 }
 
 TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {

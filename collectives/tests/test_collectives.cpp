@@ -20,12 +20,14 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
-                                std::chrono::microseconds spin = TcpOptions{}.spin, const std::string& congestion = "") {
+                                std::chrono::microseconds spin = TcpOptions{}.spin, const std::string& congestion = "",
+                                std::size_t send_buffer = 0) {
   rbtest::LocalRendezvous::Rank rdv(shared, rank);
   TcpOptions options;
   options.sockets_per_peer = sockets;
   options.spin = spin;
   options.congestion = congestion;
+  options.send_buffer = send_buffer;
   options.stripe_min_bytes = 1024;  // exercise striping with small test buffers
   return connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
 }
@@ -217,6 +219,22 @@ TEST(Transport, SocketsUseTheCongestionControlAskedForAndRefuseAnUnknownOne) {
   for (const auto& e : errors) EXPECT_NE(e.find("this host has: "), std::string::npos) << e;
 }
 
+TEST(Transport, AFixedSendBufferIsSetRecordedAndMovesMessagesLargerThanItself) {
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    // 16 KiB asked, 32 KiB granted: a 1 MiB ring step must go out in many partial sends.
+    auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "", 16 << 10);
+    if (t->settings().at("tcp_sndbuf") != "32768") throw std::runtime_error("tcp_sndbuf " + t->settings().at("tcp_sndbuf"));
+    std::vector<float> buf(3 << 18);
+    for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(value(r, i));
+    allreduce(*t, Algorithm::ring, buf.data(), buf.size(), DataType::float32, ReduceOp::sum, {}, Deadline(20s));
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      if (buf[i] != static_cast<float>(value(0, i) + value(1, i) + value(2, i))) throw std::runtime_error("wrong sum");
+    }
+  }));
+}
+
 TEST(Transport, ALostPeerIsNamedByRankAndHost) {
   const int world = 3;
   rbtest::LocalRendezvous shared(world);
@@ -331,6 +349,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     EXPECT_EQ(rec["metrics"]["wrong"], 0);
     EXPECT_EQ(rec["samples"]["n"], 3);
     EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
+    EXPECT_EQ(rec["params"]["tcp_sndbuf"], "auto") << "left to the kernel's autotuning";
   }
 }
 

@@ -153,6 +153,7 @@ std::size_t parse_bytes(const std::string& option, const std::string& text) {
   const auto bad = [&] { return UsageError(fmt::format("{}: '{}' is not a size (e.g. 8, 64K, 1M, 2G)", option, text)); };
   std::size_t used = 0;
   unsigned long long value = 0;
+  if (text.find('-') != std::string::npos) throw bad();  // stoull would wrap "-5" around to 2^64 - 5
   try {
     value = std::stoull(text, &used);
   } catch (const std::exception&) {

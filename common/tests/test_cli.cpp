@@ -43,6 +43,7 @@ TEST(ArgParser, ByteSizes) {
   EXPECT_EQ(parse_bytes("-e", "128M"), 128u << 20);
   EXPECT_EQ(parse_bytes("-e", "2GB"), 2ull << 30);
   EXPECT_THROW(parse_bytes("-b", "lots"), UsageError);
+  EXPECT_THROW(parse_bytes("-b", "-5"), UsageError);
   EXPECT_THROW(parse_bytes("-b", "8Q"), UsageError);
   EXPECT_THROW(parse_bytes("-b", "8MM"), UsageError);
 }

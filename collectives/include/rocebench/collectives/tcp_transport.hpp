@@ -16,6 +16,7 @@ struct TcpOptions {
   std::string key_prefix = "tcp";  // rendezvous keys, unique per mesh
   std::chrono::microseconds spin{50};  // how long a wait polls before it sleeps (0: sleep at once)
   std::string congestion;  // TCP congestion control for the mesh's sockets; empty: the host's default
+  std::size_t send_buffer = 0;  // SO_SNDBUF for the mesh's sockets; 0: the kernel's autotuning
 };
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
