@@ -7,6 +7,7 @@
 #             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer.
 # usage: allreduce_vs_peers.sh ROCEBENCH [--part loopback|hosts|both] [--rounds 3] [--ranks "2 4"]
 #                              [--iters 20] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
+#                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the mean over
 # iterations of the slowest rank's time. Open MPI gets mpi_yield_when_idle so that ranks
 # outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
@@ -14,12 +15,14 @@
 # Every tool's sockets use the host's default TCP congestion control, printed first; --congestion
 # makes NAME the default for the run (the emulated hosts inherit it) and puts the old one back after.
 # It matters: under BBR, TCP paces each socket with a timer, and on loopback here both rocebench and
-# Open MPI ran at about half their cubic busbw at 1 MiB.
+# Open MPI ran at about half their cubic busbw at 1 MiB. --tcp-sndbuf gives rocebench's sockets a fixed
+# send buffer (its --tcp-sndbuf; the peers keep the kernel's autotuning): under BBR on loopback a small
+# one doubled rocebench's busbw at 1 MiB (collectives/README.md).
 set -euo pipefail
 rocebench=$(realpath "${1:?usage: allreduce_vs_peers.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-part=both rounds=3 rank_counts="2 4" iters=20 host_iters=8 rate=1gbit hosts_n=4 congestion=
+part=both rounds=3 rank_counts="2 4" iters=20 host_iters=8 rate=1gbit hosts_n=4 congestion= sndbuf=0
 while (($#)); do
   case $1 in
     --part) part=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while (($#)); do
     --host-iters) host_iters=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --congestion) congestion=$2; shift 2 ;;
+    --tcp-sndbuf) sndbuf=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -55,6 +59,7 @@ if [ -n "$congestion" ]; then
   echo "$congestion" >"$congestion_file" || { echo "cannot make $congestion the default congestion control" >&2; exit 2; }
 fi
 echo "TCP congestion control: $(cat "$congestion_file") (the host's default: $host_congestion)"
+echo "rocebench's TCP send buffer: $([ "$sndbuf" = 0 ] && echo "the kernel's autotuning" || echo "fixed, --tcp-sndbuf $sndbuf")"
 mpicxx -O2 -o "$work/mpi_allreduce" "$here/mpi_allreduce.cpp"
 g++ -std=c++17 -O2 -o "$work/gloo_allreduce" "$here/gloo_allreduce.cpp" -lgloo -pthread
 table=$work/table.tsv  # round part ranks tool bytes busbw_GBps
@@ -101,7 +106,7 @@ loopback_round() {
   local round=$1 n min=$((1 << 20)) max=$((16 << 20))
   for n in $rank_counts; do
     local tag="$round	loopback	$n"
-    "$rocebench" allreduce --ranks "$n" -b "$min" -e "$max" -f 4 -n "$iters" -w 2 --placement in \
+    "$rocebench" allreduce --ranks "$n" -b "$min" -e "$max" -f 4 -n "$iters" -w 2 --placement in --tcp-sndbuf "$sndbuf" \
       --results-dir "$work/rb-$round-$n" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
     add_rocebench_rows "$tag	rocebench" "$work/rb-$round-$n/results.jsonl"
     mpirun "${mpi_common[@]}" -np "$n" --mca btl_tcp_if_include lo "$work/mpi_allreduce" "$min" "$max" 4 "$iters" \
@@ -128,7 +133,7 @@ bps = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
 print(f"{sys.argv[2]}\tgoodput\t0\t{bps / 8e9}")' "$work/iperf.json" "$tag" >>"$table"
 
   "$rocebench" allreduce --netns "$hosts_file" --ranks "$hosts_n" -b "$min" -e "$max" -f 4 -n "$host_iters" -w 2 \
-    --placement in --results-dir "$work/rbh-$round" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
+    --placement in --tcp-sndbuf "$sndbuf" --results-dir "$work/rbh-$round" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
   add_rocebench_rows "$tag	rocebench" "$work/rbh-$round/results.jsonl"
 
   # mpirun runs in host 0 (its daemons call back to it); the agent starts a daemon in the host
