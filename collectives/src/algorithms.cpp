@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_buffer.hpp"
 
 namespace rocebench::collectives {
 
@@ -54,8 +55,8 @@ std::size_t chunk_elements(std::size_t chunk_bytes, DataType dtype) {
 // stat, ring, 4 MiB on 4 loopback ranks: 57 -> 47 page faults per op; recursive doubling, 1 MiB on 2
 // ranks: 8.1 ms per op with a fresh buffer each call).
 char* receive_space(std::size_t bytes) {
-  thread_local std::vector<char> space;
-  if (space.size() < bytes) space.resize(bytes);
+  thread_local HostBuffer space;
+  if (space.size() < bytes) space = HostBuffer(bytes);
   return space.data();
 }
 

@@ -8,6 +8,7 @@
 
 #include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/host_buffer.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::collectives {
@@ -111,17 +112,17 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
                Deadline(ctx.deadline));
 
   std::size_t total_wrong = 0;
+  // Allocated once, for the largest size, on huge pages: fresh small pages made most of a 64 MiB
+  // sweep's set-up on 4 ranks page faults (perf), time in which the mesh's connections sit idle.
+  const HostBuffer input(sizes.back()), work(sizes.back());
   for (const std::size_t bytes : sizes) {
     const std::size_t count = bytes / esize;
-    std::vector<char> input(bytes), work(bytes);
     for (std::size_t i = 0; i < count; ++i) {
       const double v = spec.input(r, n, i, count);
       store(config.dtype, input.data(), i, std::isnan(v) ? 0.0 : v);
     }
     for (const bool in_place : {true, false}) {
       if ((in_place && !config.in_place) || (!in_place && !config.out_of_place)) continue;
-      // Out of place: the result lands in a second buffer, so the copy is part of the operation.
-      std::vector<char> source(input);
       std::vector<double> times_us;
       // In place, each timed operation reduces the previous result again, as in nccl-tests: restoring the
       // input in between would start the ranks out of step (measured: lower busbw). The check below runs
@@ -130,7 +131,8 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       for (int it = -config.warmup; it < config.iters; ++it) {
         const Deadline deadline(ctx.deadline);  // each operation must finish within the step's wait limit
         const std::int64_t t0 = now_ns();
-        if (!in_place) std::memcpy(work.data(), source.data(), bytes);
+        // Out of place: the result lands in a second buffer, so the copy is part of the operation.
+        if (!in_place) std::memcpy(work.data(), input.data(), bytes);
         spec.run(t, work.data(), count, config, deadline);
         const double us = static_cast<double>(now_ns() - t0) / 1e3;
         if (it >= 0) times_us.push_back(us);
