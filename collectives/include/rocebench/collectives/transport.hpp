@@ -21,7 +21,7 @@ class Transport {
   virtual int rank() const = 0;
   virtual int world() const = 0;
   virtual std::string name() const = 0;  // "tcp", "verbs"
-  // Settings that shape the figures, for each record's params (tcp: the congestion control in use).
+  // Settings that shape the figures, for each record's params (tcp: congestion control, send buffer).
   virtual std::map<std::string, std::string> settings() const { return {}; }
 
   // Messages between two ranks arrive in the order they were posted, per direction; a receive is
