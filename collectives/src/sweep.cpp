@@ -112,8 +112,8 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
                Deadline(ctx.deadline));
 
   std::size_t total_wrong = 0;
-  // Allocated once, for the largest size, on huge pages: fresh small pages made most of a 64 MiB
-  // sweep's set-up on 4 ranks page faults (perf), time in which the mesh's connections sit idle.
+  // Allocated once, for the largest size, on huge pages: faulting in fresh small pages was most of a
+  // 64 MiB sweep's set-up (perf), time in which the mesh's connections sit idle.
   HostBuffer input(sizes.back()), work(sizes.back());
   for (const std::size_t bytes : sizes) {
     const std::size_t count = bytes / esize;

@@ -13,11 +13,11 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <random>
 #include <set>
 #include <sstream>
@@ -28,6 +28,7 @@
 
 #include "rocebench/collectives/verbs_flow.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_buffer.hpp"
 #include "rocebench/common/verbs_device.hpp"
 #include "rocebench/common/verbs_rc.hpp"
 
@@ -81,7 +82,6 @@ class VerbsTransport final : public Transport {
       if (p.qp) ::ibv_destroy_qp(p.qp);
     }
     if (mr_) ::ibv_dereg_mr(mr_);
-    if (memory_) ::munmap(memory_, memory_bytes_);
     if (cq_) {
       if (unacked_events_) ::ibv_ack_cq_events(cq_, unacked_events_);
       ::ibv_destroy_cq(cq_);
@@ -178,11 +178,13 @@ class VerbsTransport final : public Transport {
 
     // Per peer: [staging ring | receive ring], one registration for all.
     const std::size_t ring_bytes = std::size_t{options_.slots} * options_.slot_bytes;
-    memory_bytes_ = 2 * ring_bytes * static_cast<std::size_t>(world_);
-    void* memory = ::mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) verbs_failed(fmt::format("mmap of {} bytes of rings", memory_bytes_), errno);
-    memory_ = static_cast<char*>(memory);
-    mr_ = must(::ibv_reg_mr(pd_, memory_, memory_bytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+    const std::size_t memory_bytes = 2 * ring_bytes * static_cast<std::size_t>(world_);
+    try {
+      memory_ = HostBuffer(memory_bytes);
+    } catch (const std::bad_alloc&) {
+      verbs_failed(fmt::format("mmap of {} bytes of rings", memory_bytes), ENOMEM);
+    }
+    mr_ = must(::ibv_reg_mr(pd_, memory_.data(), memory_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
                "ibv_reg_mr");
 
     std::mt19937 rng(std::random_device{}());
@@ -192,7 +194,7 @@ class VerbsTransport final : public Transport {
       if (r == rank_) continue;
       Peer& p = peers_[r];
       p.rank = r;
-      char* staging = memory_ + 2 * ring_bytes * static_cast<std::size_t>(r);
+      char* staging = memory_.data() + 2 * ring_bytes * static_cast<std::size_t>(r);
       char* ring = staging + ring_bytes;
       p.staging = staging;
       p.flow = std::make_unique<RingFlow>(options_.slots, options_.slot_bytes, staging, ring);
@@ -363,8 +365,7 @@ class VerbsTransport final : public Transport {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   unsigned unacked_events_ = 0;
-  char* memory_ = nullptr;
-  std::size_t memory_bytes_ = 0;
+  HostBuffer memory_;  // unmapped after the destructor's body has deregistered it
   ibv_mr* mr_ = nullptr;
   std::vector<Peer> peers_;
   VerbsRankInfo mine_;

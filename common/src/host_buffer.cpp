@@ -2,8 +2,6 @@
 
 #include <sys/mman.h>
 
-#include <cerrno>
-#include <cstring>
 #include <new>
 #include <utility>
 
@@ -25,11 +23,9 @@ HostBuffer::HostBuffer(HostBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
-  if (this != &other) {
-    if (data_) ::munmap(data_, size_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
+  HostBuffer old(std::move(other));  // this buffer's pages go with `old`
+  std::swap(data_, old.data_);
+  std::swap(size_, old.size_);
   return *this;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Large host buffers on transparent huge pages where the kernel allows them (madvise mode), so that
 // first touching 64 MiB takes 32 page faults instead of 16384. On these VMs a fault costs
-// microseconds (perf: most of a 64 MiB sweep's 2 s of set-up was faulting in fresh vectors).
+// microseconds (perf: a 64 MiB sweep's set-up was mostly faulting in fresh vectors).
 #include <cstddef>
 
 namespace rocebench {
