@@ -1,9 +1,9 @@
 // The Open MPI peer of ci/bench/allreduce_vs_peers.sh: MPI_Allreduce (float32 sum) timed the way
-// rocebench's sweep times it — per iteration, the slowest rank's time — with nccl-tests' busbw.
+// rocebench's sweep and nccl-tests time it — each rank's loop of back-to-back operations, the slowest
+// rank's loop over the iterations — with nccl-tests' busbw.
 // Usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -23,18 +23,15 @@ int main(int argc, char** argv) {
   for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
     const long count = bytes / 4;
     std::vector<float> data(static_cast<std::size_t>(count), 1.0f);
-    std::vector<double> times(static_cast<std::size_t>(iters));
+    double loop = 0;  // this rank's timed operations, back to back
     for (int i = -2; i < iters; ++i) {  // two warm-up iterations
       const double t0 = MPI_Wtime();
       MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      if (i >= 0) times[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+      if (i >= 0) loop += MPI_Wtime() - t0;
     }
-    MPI_Allreduce(MPI_IN_PLACE, times.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::sort(times.begin(), times.end());
-      double sum = 0;
-      for (double t : times) sum += t;
-      const double avg = sum / iters;
+      const double avg = loop / iters;
       const double algbw = static_cast<double>(bytes) / avg / 1e9;
       std::printf("%ld %.1f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * 2.0 * (ranks - 1) / ranks);
     }

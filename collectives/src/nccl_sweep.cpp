@@ -153,7 +153,8 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
       times_us.push_back(ms * 1e3);
     }
     for (auto& e : events) cudaEventDestroy(e);
-    // The slowest rank's time per iteration, reduced on the GPUs themselves.
+    // Max-reduced on the GPUs themselves (see SweepTiming).
+    times_us = with_loop_total(std::move(times_us));
     double* dev_times = nullptr;
     cuda_ok(cudaMalloc(&dev_times, times_us.size() * sizeof(double)), "cudaMalloc");
     cuda_ok(cudaMemcpy(dev_times, times_us.data(), times_us.size() * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
@@ -174,23 +175,22 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
     }
     cudaFree(send);
     cudaFree(recv);
-    const Summary s = summarize(times_us);
-    const double algbw = static_cast<double>(bytes) / (s.avg * 1e-6) / 1e9;
+    const SweepTiming timing = sweep_timing(times_us);
     ResultRecord r;
     r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", bytes}, {"count", count},
                 {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)}, {"inplace", false}, {"ranks", n},
                 {"collective", collective}};
-    r.metrics = {{"time_us", s.avg}, {"time_us_p50", s.median}, {"algbw_GBps", algbw},
-                 {"busbw_GBps", algbw * nccl_bus_factor(collective, n)}, {"wrong", wrong}};
-    r.samples = to_json(s);
+    r.metrics = timing.metrics(bytes, nccl_bus_factor(collective, n));
+    r.metrics["wrong"] = wrong;
+    r.samples = to_json(timing.slowest_per_iteration);
     if (wrong > 0) {
       r.status = Status::fail;
       r.reason = fmt::format("rank {} on host {}: {} wrong elements", ctx.rank, ctx.host, wrong);
     }
     if (ctx.rank == 0 || wrong > 0) rc.record(r);
     if (ctx.rank == 0) {
-      std::cout << fmt::format("  {:>12} {:>12} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count, s.avg, algbw,
-                               algbw * nccl_bus_factor(collective, n), wrong)
+      std::cout << fmt::format("  {:>12} {:>12} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count, timing.per_op_us,
+                               r.metrics["algbw_GBps"].get<double>(), r.metrics["busbw_GBps"].get<double>(), wrong)
                 << std::flush;
     }
   }

@@ -142,7 +142,7 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
         std::memcpy(work.data(), input.data(), bytes);
         spec.run(t, work.data(), count, config, deadline);
       }
-      // The slowest rank sets each iteration's time, as nccl-tests reduces with max.
+      times_us = with_loop_total(std::move(times_us));
       allreduce(t, Algorithm::rd, times_us.data(), times_us.size(), DataType::float64, ReduceOp::max, {}, deadline);
 
       double wrong = 0;
@@ -177,23 +177,43 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       total_wrong += static_cast<std::size_t>(wrong_all);
       if (r != 0) continue;
 
-      const Summary s = summarize(times_us);
-      const double algbw = static_cast<double>(bytes) / (s.avg * 1e-6) / 1e9;
-      const double busbw = algbw * spec.bus_factor(n);
-      rec.metrics = {{"time_us", s.avg},         {"time_us_p50", s.median}, {"algbw_GBps", algbw},
-                     {"busbw_GBps", busbw},      {"wrong", wrong_all}};
-      rec.samples = to_json(s);
+      const SweepTiming timing = sweep_timing(times_us);
+      rec.metrics = timing.metrics(bytes, spec.bus_factor(n));
+      rec.metrics["wrong"] = wrong_all;
+      rec.samples = to_json(timing.slowest_per_iteration);
       if (wrong_all > 0) {
         rec.status = Status::fail;
         rec.reason = fmt::format("{} wrong elements over all ranks", wrong_all);
       }
       record_ctx.record(rec);
       std::cout << fmt::format("  {:>12} {:>12} {:>6} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count,
-                               in_place ? "in" : "out", s.avg, algbw, busbw, wrong_all)
+                               in_place ? "in" : "out", timing.per_op_us, rec.metrics["algbw_GBps"].get<double>(),
+                               rec.metrics["busbw_GBps"].get<double>(), wrong_all)
                 << std::flush;
     }
   }
   return total_wrong;
+}
+
+std::vector<double> with_loop_total(std::vector<double> iteration_us) {
+  double total = 0;
+  for (double us : iteration_us) total += us;
+  iteration_us.push_back(total);
+  return iteration_us;
+}
+
+SweepTiming sweep_timing(std::span<const double> max_reduced_us) {
+  if (max_reduced_us.size() < 2) throw std::logic_error("sweep_timing: no timed iteration");
+  const auto iterations = max_reduced_us.first(max_reduced_us.size() - 1);
+  return {max_reduced_us.back() / static_cast<double>(iterations.size()), summarize(iterations)};
+}
+
+json SweepTiming::metrics(std::size_t bytes, double bus_factor) const {
+  const double algbw = static_cast<double>(bytes) / (per_op_us * 1e-6) / 1e9;
+  return {{"time_us", per_op_us},
+          {"time_us_p50", slowest_per_iteration.median},
+          {"algbw_GBps", algbw},
+          {"busbw_GBps", algbw * bus_factor}};
 }
 
 json sweep_params_schema() {

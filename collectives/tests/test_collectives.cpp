@@ -323,6 +323,23 @@ TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
   }
 }
 
+TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheSumOfEachIterationsSlowest) {
+  // Two ranks take turns being late by 10 us: each loop took 30 us for 2 operations.
+  const auto rank_a = with_loop_total({10, 20}), rank_b = with_loop_total({20, 10});
+  ASSERT_EQ(rank_a, (std::vector<double>{10, 20, 30}));
+  std::vector<double> reduced(rank_a.size());
+  for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max(rank_a[i], rank_b[i]);
+  const SweepTiming timing = sweep_timing(reduced);
+  EXPECT_DOUBLE_EQ(timing.per_op_us, 15);
+  EXPECT_EQ(timing.slowest_per_iteration.n, 2u);
+  EXPECT_DOUBLE_EQ(timing.slowest_per_iteration.avg, 20);
+  const json m = timing.metrics(3000, 1.5);
+  EXPECT_DOUBLE_EQ(m["algbw_GBps"], 0.2);  // 3000 bytes in 15 us
+  EXPECT_DOUBLE_EQ(m["busbw_GBps"], 0.3);
+  EXPECT_DOUBLE_EQ(m["time_us_p50"], 20);
+  EXPECT_THROW(sweep_timing(std::vector<double>{30}), std::logic_error) << "a loop total without iterations";
+}
+
 TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
   std::string host_congestion;
   std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control"), host_congestion);
@@ -348,6 +365,9 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     EXPECT_NEAR(busbw, algbw * 4.0 / 3.0, 1e-9 * busbw);  // 2(n-1)/n
     EXPECT_EQ(rec["metrics"]["wrong"], 0);
     EXPECT_EQ(rec["samples"]["n"], 3);
+    EXPECT_NEAR(algbw, rec["params"]["bytes"].get<double>() / rec["metrics"]["time_us"].get<double>() / 1e3, 1e-9 * algbw);
+    EXPECT_LE(rec["metrics"]["time_us"].get<double>(), rec["samples"]["avg"].get<double>() * (1 + 1e-12))
+        << "the slowest loop is never longer than the iterations' slowest ranks summed";
     EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
     EXPECT_EQ(rec["params"]["tcp_sndbuf"], "auto") << "left to the kernel's autotuning";
   }

@@ -3,10 +3,12 @@
 // per operation reduced across ranks (max), algbw / busbw, the check of every element, the table
 // and the records. Each collective only says what is its own (CollectiveSpec).
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "rocebench/collectives/algorithms.hpp"
+#include "rocebench/common/stats.hpp"
 #include "rocebench/common/step.hpp"
 
 namespace rocebench::collectives {
@@ -48,6 +50,23 @@ std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks);
 // per size and placement and prints the table; a rank that finds a wrong element records a fail
 // naming its rank and the offset. Returns the number of wrong elements over all ranks.
 std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec, const SweepConfig& config);
+
+// The timing of one size, as nccl-tests takes it: each rank times its loop of back-to-back
+// operations and the slowest rank's loop, over the iterations, is the time per operation. The mean
+// of each iteration's slowest rank would be longer: ranks drift out of step from one operation to
+// the next, and an iteration's slowest rank is seldom the next one's. Those per-iteration maxima
+// stay as the samples, for the spread.
+// Each rank appends its loop total to its per-iteration times (with_loop_total), the vector is
+// max-reduced across ranks, and sweep_timing reads the result.
+struct SweepTiming {
+  double per_op_us;                // the slowest rank's loop time / iterations
+  Summary slowest_per_iteration;   // each iteration's slowest rank
+  // Metrics of a record: time_us (per op), time_us_p50 (median of the per-iteration maxima),
+  // algbw_GBps, busbw_GBps.
+  json metrics(std::size_t bytes, double bus_factor) const;
+};
+std::vector<double> with_loop_total(std::vector<double> iteration_us);
+SweepTiming sweep_timing(std::span<const double> max_reduced_us);
 
 // Parses the step's params (validated against sweep_params_schema()).
 SweepConfig sweep_config_from(const json& params);
