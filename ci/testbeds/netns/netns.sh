@@ -10,7 +10,10 @@
 # each direction (egress of eth0 inside the host, egress of the bridge-side veth towards it); TSO
 # and GSO are off so that the shaper sees real packets and small messages are not let through in
 # bursts. Measured here: 64 kB of burst costs ~1,000 TCP retransmits per 3 s and ~890 Mbit/s at
-# 1gbit; 128 kB (1 ms at 1 Gbit/s) gives ~960 Mbit/s with none.
+# 1gbit; 128 kB (1 ms at 1 Gbit/s) gives ~960 Mbit/s with none. RPS on every veth keeps a flow's
+# packets in order: without it, 4 iperf3 flows at once around 4 hosts each retransmitted ~2,000
+# segments per 10 s (spurious, from reordering) and carried 0.113-0.116 GB/s against 0.1195 for one
+# flow alone; with it, none and 0.118-0.119.
 # `rocebench run --netns $(netns.sh hosts)` starts rank i in host i. Needs root.
 set -euo pipefail
 
@@ -37,11 +40,29 @@ parse_options() {
   [[ $prefix =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "--prefix must be 1-6 lowercase letters/digits (interface names are short)"
 }
 
+# Every online CPU, as rps_cpus takes it: hex, comma-separated in 32-bit groups.
+all_cpus_mask() {
+  local n mask=""
+  n=$(nproc --all)
+  while ((n > 0)); do
+    local bits=$((n < 32 ? n : 32))
+    mask=$(printf '%x' $(((1 << bits) - 1)))${mask:+,$mask}
+    n=$((n - bits))
+  done
+  echo "$mask"
+}
+
 shape() {  # shape DEV RATE [NETNS]
   local run=()
   [ -n "${3:-}" ] && run=(ip netns exec "$3")
   "${run[@]}" tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency 50ms
   "${run[@]}" ethtool -K "$1" tso off gso off gro off >/dev/null 2>&1 || true
+  # RPS keeps each flow on one CPU, as a NIC's RSS does; without it veth hands a flow's packets to
+  # whichever CPU dequeued them and TCP sees them reordered (see the header).
+  local queue
+  for queue in $("${run[@]}" sh -c "ls -d /sys/class/net/$1/queues/rx-*"); do
+    "${run[@]}" sh -c "echo $(all_cpus_mask) > $queue/rps_cpus"
+  done
 }
 
 down() {

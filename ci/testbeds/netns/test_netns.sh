@@ -32,6 +32,12 @@ for rate in 1000 200; do
   echo "measured ${mbps:-nothing} Mbit/s TCP goodput on a ${rate} Mbit/s link"
   check "a ${rate} Mbit/s link carries 90-100% of its rate" within "${mbps:-0}" "$((rate * 90 / 100))" "$rate"
 done
+# RPS on both ends of every link, so that no flow is reordered between CPUs.
+rps_of() { "${@:2}" sh -c "cat /sys/class/net/$1/queues/rx-*/rps_cpus" | tr -d ',0\n'; }
+for i in 0 1; do
+  check "host $i's eth0 spreads flows over the CPUs (RPS)" test -n "$(rps_of eth0 ip netns exec "$prefix$i")"
+  check "the bridge side of host $i's link does too" test -n "$(rps_of "${prefix}${i}h")"
+done
 
 # 2. Four emulated hosts, one rank each: the run sees four hosts; rank 2 killed is reported.
 hosts=$("$bed" up 4 --prefix "$prefix" --rate 1gbit) || { echo "FAIL: bring-up"; exit 1; }
