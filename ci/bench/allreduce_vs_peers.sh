@@ -4,12 +4,13 @@
 #             sizes 1..16 MiB (x4); target: busbw >= Open MPI's at >= 1 MiB.
 #   hosts     4 emulated hosts (ci/testbeds/netns, 1 Gbit/s links), one rank each: iperf3 goodput between
 #             two of them, rocebench, Open MPI (default algorithm and forced ring), Gloo's ring;
-#             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer.
+#             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer. For
+#             context, "iperf3 all links": the mean of 4 streams at once, each host to the next.
 # usage: allreduce_vs_peers.sh ROCEBENCH [--part loopback|hosts|both] [--rounds 3] [--ranks "2 4"]
 #                              [--iters 20] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
 #                              [--tcp-sndbuf SIZE]
-# Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the mean over
-# iterations of the slowest rank's time. Open MPI gets mpi_yield_when_idle so that ranks
+# Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
+# loop of back-to-back operations over the iterations, as nccl-tests times them. Open MPI gets mpi_yield_when_idle so that ranks
 # outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
 # load), then summarised over rounds as median [min..max]. Needs root for the emulated hosts.
 # Every tool's sockets use the host's default TCP congestion control, printed first; --congestion
@@ -82,6 +83,9 @@ for line in open(sys.argv[2]):
 PY
 }
 fail() { echo "allreduce_vs_peers: $1 failed; its output:" >&2; cat "$2" >&2; exit 3; }
+# Every peer's run has a deadline: once an Open MPI daemon failed to start in one emulated host and
+# mpirun waited for it without end. A peer that runs past it fails the run, as any failed peer does.
+limit=(timeout --kill-after=10 300)
 
 # Rank i of a Gloo job: gloo_run RANKS STORE ADDRESS_OF_RANK... (one per rank; "netns:addr" runs it in netns)
 gloo_run() {
@@ -91,7 +95,7 @@ gloo_run() {
   for where in "$@"; do
     local run=()
     [[ $where == *:* ]] && run=(ip netns exec "${where%%:*}")
-    "${run[@]}" "$work/gloo_allreduce" "$i" "$n" "$store" "${where#*:}" "$min" "$max" "$factor" "$count" \
+    "${limit[@]}" "${run[@]}" "$work/gloo_allreduce" "$i" "$n" "$store" "${where#*:}" "$min" "$max" "$factor" "$count" \
       >"$work/gloo.$i.out" 2>&1 &
     pids+=($!)
     i=$((i + 1))
@@ -109,7 +113,7 @@ loopback_round() {
     "$rocebench" allreduce --ranks "$n" -b "$min" -e "$max" -f 4 -n "$iters" -w 2 --placement in --tcp-sndbuf "$sndbuf" \
       --results-dir "$work/rb-$round-$n" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
     add_rocebench_rows "$tag	rocebench" "$work/rb-$round-$n/results.jsonl"
-    mpirun "${mpi_common[@]}" -np "$n" --mca btl_tcp_if_include lo "$work/mpi_allreduce" "$min" "$max" 4 "$iters" \
+    "${limit[@]}" mpirun "${mpi_common[@]}" -np "$n" --mca btl_tcp_if_include lo "$work/mpi_allreduce" "$min" "$max" 4 "$iters" \
       >"$work/mpi.txt" 2>"$work/mpi.err" || fail "Open MPI" "$work/mpi.err"
     add_peer_rows "$tag	openmpi" "$work/mpi.txt"
     local addrs=()
@@ -127,10 +131,26 @@ hosts_round() {
   # Goodput of one TCP stream host 0 -> host 1, as GB/s to compare with busbw.
   ip netns exec "$(awk 'NR == 2 {print $1}' "$hosts_file")" iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-server.log"
   sleep 0.3
-  ip netns exec "$ns0" iperf3 -c "$a1" -p 5201 -t 5 -J >"$work/iperf.json" || fail iperf3 "$work/iperf.json"
+  "${limit[@]}" ip netns exec "$ns0" iperf3 -c "$a1" -p 5201 -t 5 -J >"$work/iperf.json" || fail iperf3 "$work/iperf.json"
   /usr/bin/python3 -c 'import json, sys
 bps = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
 print(f"{sys.argv[2]}\tgoodput\t0\t{bps / 8e9}")' "$work/iperf.json" "$tag" >>"$table"
+  # The same with every link loaded: each host streams to the next at once, as the ring sends. The
+  # mean of the streams, for context: the target stays against one stream.
+  local i ring_ns=() ring_addresses=() ring_pids=()
+  while read -r ns address; do ring_ns+=("$ns"); ring_addresses+=("$address"); done <"$hosts_file"
+  for ((i = 0; i < hosts_n; i++)); do
+    ip netns exec "${ring_ns[i]}" iperf3 -s -1 -D -p 5202 --logfile "$work/iperf-ring-server.log"
+  done
+  sleep 0.3
+  for ((i = 0; i < hosts_n; i++)); do
+    "${limit[@]}" ip netns exec "${ring_ns[i]}" iperf3 -c "${ring_addresses[(i + 1) % hosts_n]}" -p 5202 -t 5 -J >"$work/iperf-ring-$i.json" &
+    ring_pids+=($!)
+  done
+  for i in "${!ring_pids[@]}"; do wait "${ring_pids[i]}" || fail "iperf3 (host $i to the next)" "$work/iperf-ring-$i.json"; done
+  /usr/bin/python3 -c 'import json, sys
+bps = [json.load(open(f))["end"]["sum_received"]["bits_per_second"] for f in sys.argv[2:]]
+print(f"{sys.argv[1]}\tring_goodput\t0\t{sum(bps) / len(bps) / 8e9}")' "$tag" "$work"/iperf-ring-*.json >>"$table"
 
   "$rocebench" allreduce --netns "$hosts_file" --ranks "$hosts_n" -b "$min" -e "$max" -f 4 -n "$host_iters" -w 2 \
     --placement in --tcp-sndbuf "$sndbuf" --results-dir "$work/rbh-$round" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
@@ -141,7 +161,7 @@ print(f"{sys.argv[2]}\tgoodput\t0\t{bps / 8e9}")' "$work/iperf.json" "$tag" >>"$
   for variant in default ring; do
     local extra=()
     [ "$variant" = ring ] && extra=("${ring_algorithm[@]}")
-    ip netns exec "$ns0" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
+    "${limit[@]}" ip netns exec "$ns0" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
       --mca plm_rsh_agent "$work/netns-agent" --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0 \
       --mca btl_tcp_if_include eth0 "${extra[@]}" "$work/mpi_allreduce" "$min" "$max" 4 "$host_iters" \
       >"$work/mpi.txt" 2>"$work/mpi.err" || fail "Open MPI ($variant)" "$work/mpi.err"
@@ -179,11 +199,12 @@ done
 /usr/bin/python3 - "$table" <<'PY'
 import collections, statistics, sys
 rows = collections.defaultdict(dict)  # (part, ranks, bytes) -> {(round, tool): busbw}
-goodput, ours = {}, []
+references = {"goodput": "iperf3 goodput", "ring_goodput": "iperf3 all links"}
+reference, ours = collections.defaultdict(dict), []  # reference[tool][round]
 for line in open(sys.argv[1]):
     rnd, part, ranks, tool, size, busbw = line.split("\t")
-    if tool == "goodput":
-        goodput[rnd] = float(busbw)
+    if tool in references:
+        reference[tool][rnd] = float(busbw)
     elif tool == "rocebench":
         ours.append((rnd, part, int(ranks), int(size), float(busbw)))
     else:
@@ -205,9 +226,12 @@ for (part, ranks, size), cells in sorted(rows.items()):
         ratios = [cells[(r, "rocebench")] / cells[(r, tool)] for r in rounds if (r, tool) in cells and (r, "rocebench") in cells]
         ratio_text = spread(ratios) if tool != "rocebench" else ""
         print(f"{part:<9} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
-    if part == "hosts" and goodput:
-        ratios = [cells[(r, "rocebench")] / goodput[r] for r in rounds if (r, "rocebench") in cells and r in goodput]
-        print(f"{part:<9} {ranks:>5} {size:>9} {'iperf3 goodput':<16} {spread([goodput[r] for r in rounds if r in goodput]):>30} "
+    for tool, label in references.items():
+        by_round = reference[tool]
+        if part != "hosts" or not by_round:
+            continue
+        ratios = [cells[(r, "rocebench")] / by_round[r] for r in rounds if (r, "rocebench") in cells and r in by_round]
+        print(f"{part:<9} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
               f"{spread(ratios):>34}")
 print(f"{len({l.split(chr(9))[0] for l in open(sys.argv[1])})} round(s); ratios are taken within a round")
 PY
