@@ -323,7 +323,7 @@ TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
   }
 }
 
-TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheSumOfEachIterationsSlowest) {
+TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheMeanOfEachIterationsSlowest) {
   // Two ranks take turns being late by 10 us: each loop took 30 us for 2 operations.
   const auto rank_a = with_loop_total({10, 20}), rank_b = with_loop_total({20, 10});
   ASSERT_EQ(rank_a, (std::vector<double>{10, 20, 30}));
