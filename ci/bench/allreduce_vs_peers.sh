@@ -10,9 +10,10 @@
 #                              [--iters 20] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
 #                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
-# loop of back-to-back operations over the iterations, as nccl-tests times them. Open MPI gets mpi_yield_when_idle so that ranks
-# outnumbering the cores do not spin each other out. A ratio is taken within a round (same machine
-# load), then summarised over rounds as median [min..max]. Needs root for the emulated hosts.
+# loop of back-to-back operations over the iterations, as nccl-tests times them. Open MPI gets
+# mpi_yield_when_idle so that ranks outnumbering the cores do not spin each other out. A ratio is
+# taken within a round (same machine load), then summarised over rounds as median [min..max]. Needs
+# root for the emulated hosts.
 # Every tool's sockets use the host's default TCP congestion control, printed first; --congestion
 # makes NAME the default for the run (the emulated hosts inherit it) and puts the old one back after.
 # It matters: under BBR, TCP paces each socket with a timer, and on loopback here both rocebench and
@@ -123,34 +124,34 @@ loopback_round() {
   done
 }
 
+# iperf_streams TOOL I...: 5 s iperf3 streams at once, each from host I to host I+1; records their
+# mean goodput in GB/s as TOOL's row.
+iperf_streams() {
+  local tool=$1 i k pids=() files=()
+  shift
+  for i in "$@"; do
+    ip netns exec "${host_names[(i + 1) % hosts_n]}" iperf3 -s -1 -D -p $((5201 + i)) --logfile "$work/iperf-server.log"
+  done
+  sleep 0.3
+  for i in "$@"; do
+    files+=("$work/iperf-$i.json")
+    "${limit[@]}" ip netns exec "${host_names[i]}" iperf3 -c "${host_addresses[(i + 1) % hosts_n]}" -p $((5201 + i)) \
+      -t 5 -J >"$work/iperf-$i.json" &
+    pids+=($!)
+  done
+  for k in "${!pids[@]}"; do wait "${pids[k]}" || fail "iperf3 (host ${*:k+1:1} to the next)" "${files[k]}"; done
+  /usr/bin/python3 -c 'import json, sys
+bps = [json.load(open(f))["end"]["sum_received"]["bits_per_second"] for f in sys.argv[3:]]
+print(f"{sys.argv[1]}\t{sys.argv[2]}\t0\t{sum(bps) / len(bps) / 8e9}")' "$tag" "$tool" "${files[@]}" >>"$table"
+}
+
 hosts_round() {
   local round=$1 min=$((16 << 20)) max=$((64 << 20)) tag="$1	hosts	$hosts_n"
-  local a1 ns0
-  ns0=$(awk 'NR == 1 {print $1}' "$hosts_file")
-  a1=$(awk 'NR == 2 {print $2}' "$hosts_file")
-  # Goodput of one TCP stream host 0 -> host 1, as GB/s to compare with busbw.
-  ip netns exec "$(awk 'NR == 2 {print $1}' "$hosts_file")" iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-server.log"
-  sleep 0.3
-  "${limit[@]}" ip netns exec "$ns0" iperf3 -c "$a1" -p 5201 -t 5 -J >"$work/iperf.json" || fail iperf3 "$work/iperf.json"
-  /usr/bin/python3 -c 'import json, sys
-bps = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
-print(f"{sys.argv[2]}\tgoodput\t0\t{bps / 8e9}")' "$work/iperf.json" "$tag" >>"$table"
-  # The same with every link loaded: each host streams to the next at once, as the ring sends. The
-  # mean of the streams, for context: the target stays against one stream.
-  local i ring_ns=() ring_addresses=() ring_pids=()
-  while read -r ns address; do ring_ns+=("$ns"); ring_addresses+=("$address"); done <"$hosts_file"
-  for ((i = 0; i < hosts_n; i++)); do
-    ip netns exec "${ring_ns[i]}" iperf3 -s -1 -D -p 5202 --logfile "$work/iperf-ring-server.log"
-  done
-  sleep 0.3
-  for ((i = 0; i < hosts_n; i++)); do
-    "${limit[@]}" ip netns exec "${ring_ns[i]}" iperf3 -c "${ring_addresses[(i + 1) % hosts_n]}" -p 5202 -t 5 -J >"$work/iperf-ring-$i.json" &
-    ring_pids+=($!)
-  done
-  for i in "${!ring_pids[@]}"; do wait "${ring_pids[i]}" || fail "iperf3 (host $i to the next)" "$work/iperf-ring-$i.json"; done
-  /usr/bin/python3 -c 'import json, sys
-bps = [json.load(open(f))["end"]["sum_received"]["bits_per_second"] for f in sys.argv[2:]]
-print(f"{sys.argv[1]}\tring_goodput\t0\t{sum(bps) / len(bps) / 8e9}")' "$tag" "$work"/iperf-ring-*.json >>"$table"
+  # Goodput of one TCP stream host 0 -> host 1, as GB/s to compare with busbw; then the same with
+  # every link loaded, each host streaming to the next as the ring sends (for context: the target
+  # stays against one stream).
+  iperf_streams goodput 0
+  iperf_streams ring_goodput $(seq 0 $((hosts_n - 1)))
 
   "$rocebench" allreduce --netns "$hosts_file" --ranks "$hosts_n" -b "$min" -e "$max" -f 4 -n "$host_iters" -w 2 \
     --placement in --tcp-sndbuf "$sndbuf" --results-dir "$work/rbh-$round" >"$work/rb.log" 2>&1 || fail rocebench "$work/rb.log"
@@ -161,15 +162,15 @@ print(f"{sys.argv[1]}\tring_goodput\t0\t{sum(bps) / len(bps) / 8e9}")' "$tag" "$
   for variant in default ring; do
     local extra=()
     [ "$variant" = ring ] && extra=("${ring_algorithm[@]}")
-    "${limit[@]}" ip netns exec "$ns0" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
+    "${limit[@]}" ip netns exec "${host_names[0]}" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
       --mca plm_rsh_agent "$work/netns-agent" --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0 \
       --mca btl_tcp_if_include eth0 "${extra[@]}" "$work/mpi_allreduce" "$min" "$max" 4 "$host_iters" \
       >"$work/mpi.txt" 2>"$work/mpi.err" || fail "Open MPI ($variant)" "$work/mpi.err"
     add_peer_rows "$tag	openmpi-$variant" "$work/mpi.txt"
   done
 
-  local where=()
-  while read -r ns address; do where+=("$ns:$address"); done <"$hosts_file"
+  local i where=()
+  for i in "${!host_names[@]}"; do where+=("${host_names[i]}:${host_addresses[i]}"); done
   gloo_run "$hosts_n" "$work/store" "$min" "$max" 4 "$host_iters" "${where[@]}" || fail Gloo "$work/gloo.0.out"
   add_peer_rows "$tag	gloo" "$work/gloo.0.out"
 }
@@ -177,6 +178,8 @@ print(f"{sys.argv[1]}\tring_goodput\t0\t{sum(bps) / len(bps) / 8e9}")' "$tag" "$
 if [ "$part" != loopback ]; then
   [ "$(id -u)" = 0 ] || { echo "the emulated hosts need root (network namespaces)" >&2; exit 2; }
   hosts_file=$("$here/../testbeds/netns/netns.sh" up "$hosts_n" --prefix "$prefix" --rate "$rate")
+  host_names=() host_addresses=()
+  while read -r ns address; do host_names+=("$ns"); host_addresses+=("$address"); done <"$hosts_file"
   awk '{print $2 " slots=1"}' "$hosts_file" >"$work/mpi-hosts"
   cat >"$work/netns-agent" <<EOF
 #!/bin/sh

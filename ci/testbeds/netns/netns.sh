@@ -61,7 +61,7 @@ shape() {  # shape DEV RATE [NETNS]
   # whichever CPU dequeued them and TCP sees them reordered (see the header).
   local queue
   for queue in $("${run[@]}" sh -c "ls -d /sys/class/net/$1/queues/rx-*"); do
-    "${run[@]}" sh -c "echo $(all_cpus_mask) > $queue/rps_cpus"
+    "${run[@]}" sh -c "echo $rps_mask > $queue/rps_cpus"
   done
 }
 
@@ -82,6 +82,7 @@ up() {
   down  # a previous bed of the same prefix, even a half-built one
   trap 'echo "netns.sh: bring-up failed; tearing down" >&2; down' ERR
   local dir=$state_root/$prefix
+  rps_mask=$(all_cpus_mask)  # shape's
   mkdir -p "$dir"
   ip link add "${prefix}-br" type bridge
   ip link set "${prefix}-br" up
