@@ -32,7 +32,7 @@ std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t ind
   options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
   options.spin = std::chrono::microseconds(ctx.params.value("spin_us", options.spin.count()));
   options.congestion = ctx.params.value("tcp_congestion", "");
-  options.send_buffer = ctx.params.value("tcp_sndbuf", std::size_t{0});
+  if (ctx.params.contains("tcp_sndbuf")) options.send_buffer = ctx.params["tcp_sndbuf"].get<std::size_t>();
   options.key_prefix = prefix;
   return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
@@ -146,7 +146,7 @@ int allreduce_main(const Args& args) {
   return run_guarded("rocebench allreduce", [&]() -> int {
     std::string collective = "allreduce", algorithm = "ring", dtype = "float32", op = "sum", placement = "both";
     std::string min_bytes = "8", max_bytes = "32M", chunk = "1M", world_sizes, transport = "tcp", device, congestion;
-    std::string send_buffer = "0";
+    std::string send_buffer;
     int factor = 2, warmup = 5, iters = 20, servers = 1, sockets = 1, ib_port = 1, gid_index = -1;
     int spin_us = static_cast<int>(TcpOptions{}.spin.count());
     bool no_check = false;
@@ -171,7 +171,10 @@ int allreduce_main(const Args& args) {
         .option("--sockets", &sockets, "TCP sockets per peer")
         .option("--spin-us", &spin_us, "TCP: microseconds a wait polls before it sleeps (0: at once)")
         .option("--tcp-congestion", &congestion, "TCP congestion control (cubic, bbr …; default: the host's)", "NAME")
-        .option("--tcp-sndbuf", &send_buffer, "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning)", "SIZE")
+        .option("--tcp-sndbuf", &send_buffer,
+                "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning; default: 128K to a peer on this host, "
+                "autotuning to others)",
+                "SIZE")
         .option("--device", &device, "verbs: RDMA device (default: the first)", "NAME")
         .option("--ib-port", &ib_port, "verbs: device port")
         .option("--gid-index", &gid_index, "verbs: GID index (default: the RoCE v2 GID of the rank's address)")
@@ -194,7 +197,7 @@ int allreduce_main(const Args& args) {
       params["sockets_per_peer"] = sockets;
       params["spin_us"] = spin_us;
       if (!congestion.empty()) params["tcp_congestion"] = congestion;
-      if (const std::size_t bytes = parse_bytes("--tcp-sndbuf", send_buffer); bytes > 0) params["tcp_sndbuf"] = bytes;
+      if (!send_buffer.empty()) params["tcp_sndbuf"] = parse_bytes("--tcp-sndbuf", send_buffer);
       if (transport != "tcp" && transport != "verbs") {
         throw UsageError("rocebench allreduce: --transport takes tcp or verbs, not '" + transport + "'");
       }

@@ -38,6 +38,8 @@ struct Socket {
   int fd = -1;
   int peer = -1;
   std::deque<Part> sends, recvs;
+  bool peer_on_this_host = false;
+  bool fixed_send_buffer = false;
 };
 
 // What the kernel made of a SO_SNDBUF request: twice the bytes asked for (its bookkeeping), capped
@@ -64,8 +66,7 @@ class TcpTransport final : public Transport {
   std::string name() const override { return "tcp"; }
   std::map<std::string, std::string> settings() const override {
     if (sockets_.empty()) return {};
-    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)},
-            {"tcp_sndbuf", options_.send_buffer ? std::to_string(send_buffer_of(sockets_.front().fd)) : "auto"}};
+    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)}, {"tcp_sndbuf", send_buffer_setting()}};
   }
 
   Request send(int peer, const void* data, std::size_t bytes) override {
@@ -113,6 +114,17 @@ class TcpTransport final : public Transport {
   void drain_empty(Socket& s) {
     while (!s.sends.empty() && s.sends.front().left == 0) finish_part(s.sends);
     while (!s.recvs.empty() && s.recvs.front().left == 0) finish_part(s.recvs);
+  }
+
+  // "auto", the granted bytes, or both when peers on this host and on others differ:
+  // "262144 same host, auto other hosts".
+  std::string send_buffer_setting() const {
+    std::map<bool, std::string> by_place;  // peer on this host -> setting
+    for (const auto& s : sockets_) {
+      by_place.emplace(s.peer_on_this_host, s.fixed_send_buffer ? std::to_string(send_buffer_of(s.fd)) : "auto");
+    }
+    if (by_place.size() == 1 || by_place[true] == by_place[false]) return by_place.begin()->second;
+    return fmt::format("{} same host, {} other hosts", by_place[true], by_place[false]);
   }
 
   [[noreturn]] void peer_failed(const Socket& s, const std::string& what) {
@@ -265,13 +277,14 @@ std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, in
   }
   ::close(listener);
   for (const auto& [key, fd] : accepted) sockets.push_back({fd, key.first, {}, {}});  // ordered by (peer, index)
-  // Socket buffers are left to the kernel's autotuning unless a plan fixes the send buffer (see
-  // collectives/README.md: under BBR on loopback a small fixed one doubled busbw at 1 MiB); a fixed
-  // SO_RCVBUF would cap the window.
+  // Receive buffers are always the kernel's to autotune (a fixed SO_RCVBUF would cap the window);
+  // send buffers too, between hosts, unless the plan fixes them (see TcpOptions).
   if (!options.congestion.empty()) set_congestion(sockets, options.congestion);
-  if (options.send_buffer > 0) {
-    const int bytes = static_cast<int>(options.send_buffer);
-    for (const auto& s : sockets) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  for (auto& s : sockets) {
+    s.peer_on_this_host = net::peer_on_this_host(s.fd);
+    const int bytes = static_cast<int>(options.send_buffer.value_or(s.peer_on_this_host ? kSameHostSendBuffer : 0));
+    s.fixed_send_buffer = bytes > 0;
+    if (s.fixed_send_buffer) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   }
   return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
 }

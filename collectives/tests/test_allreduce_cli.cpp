@@ -57,6 +57,20 @@ TEST(AllreduceCommand, WorldSizeSweepRecordsEachSize) {
   EXPECT_EQ(worlds, (std::vector<int>{1, 2, 4}));
 }
 
+TEST(AllreduceCommand, TcpSndbufZeroLeavesEverySendBufferToTheKernel) {
+  const auto dir = rbtest::temp_dir("sndbuf");
+  for (const std::string given : {"", "0"}) {
+    std::vector<std::string> argv = {kBinary, "allreduce", "--ranks", "2", "-b", "64K", "-e", "64K", "-n", "2",
+                                     "--placement", "in", "--results-dir", (dir / ("out" + given)).string()};
+    if (!given.empty()) argv.insert(argv.end(), {"--tcp-sndbuf", given});
+    ASSERT_EQ(rbtest::run(argv, dir, "run" + given), 0) << rbtest::slurp(dir / ("run" + given + ".err"));
+    const auto records = results_of(dir / ("out" + given) / "results.jsonl", "collectives.allreduce");
+    ASSERT_EQ(records.size(), 1u);
+    // Both ranks on this host: by default their sockets get the small same-host buffer, doubled by the kernel.
+    EXPECT_EQ(records[0]["params"]["tcp_sndbuf"], given.empty() ? std::to_string(2 * (128 << 10)) : "auto") << given;
+  }
+}
+
 TEST(AllreduceCommand, BadOptionsExitTwo) {
   const auto dir = rbtest::temp_dir("badopts");
   EXPECT_EQ(rbtest::run({kBinary, "allreduce", "-b", "lots"}, dir, "a"), 2);

@@ -21,7 +21,7 @@ namespace {
 
 std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
                                 std::chrono::microseconds spin = TcpOptions{}.spin, const std::string& congestion = "",
-                                std::size_t send_buffer = 0) {
+                                std::optional<std::size_t> send_buffer = std::nullopt) {
   rbtest::LocalRendezvous::Rank rdv(shared, rank);
   TcpOptions options;
   options.sockets_per_peer = sockets;
@@ -219,6 +219,20 @@ TEST(Transport, SocketsUseTheCongestionControlAskedForAndRefuseAnUnknownOne) {
   for (const auto& e : errors) EXPECT_NE(e.find("this host has: "), std::string::npos) << e;
 }
 
+TEST(Transport, APeerOnThisHostGetsTheSmallSendBufferUnlessThePlanLeavesItToTheKernel) {
+  const int world = 2;
+  const std::string granted = std::to_string(2 * kSameHostSendBuffer);  // the kernel doubles a request
+  rbtest::LocalRendezvous by_default(world), autotuned(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(by_default, r, world);
+    if (t->settings().at("tcp_sndbuf") != granted) throw std::runtime_error("default: " + t->settings().at("tcp_sndbuf"));
+  }));
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(autotuned, r, world, 1, TcpOptions{}.spin, "", 0);
+    if (t->settings().at("tcp_sndbuf") != "auto") throw std::runtime_error("0: " + t->settings().at("tcp_sndbuf"));
+  }));
+}
+
 TEST(Transport, AFixedSendBufferIsSetRecordedAndMovesMessagesLargerThanItself) {
   const int world = 3;
   rbtest::LocalRendezvous shared(world);
@@ -369,7 +383,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     EXPECT_LE(rec["metrics"]["time_us"].get<double>(), rec["samples"]["avg"].get<double>() * (1 + 1e-12))
         << "the slowest loop is never longer than the iterations' slowest ranks summed";
     EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
-    EXPECT_EQ(rec["params"]["tcp_sndbuf"], "auto") << "left to the kernel's autotuning";
+    EXPECT_EQ(rec["params"]["tcp_sndbuf"], std::to_string(2 * kSameHostSendBuffer)) << "every peer is on this host";
   }
 }
 

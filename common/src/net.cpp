@@ -180,6 +180,19 @@ std::string peer_name(int fd) {
   return std::string(host) + ":" + serv;
 }
 
+bool peer_on_this_host(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char host[NI_MAXHOST];
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
+    return false;
+  }
+  const std::string peer = host;
+  const bool loopback = peer.rfind("127.", 0) == 0 || peer == "::1" || peer.rfind("::ffff:127.", 0) == 0;
+  return loopback || peer == local_address(fd);
+}
+
 std::string local_address(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CTest: the emulated-hosts test bed delivers the link rate it promises, and a rank killed in one
-# emulated host is reported by the ranks in the others. Exit 77 (skipped) without root or netns.
+# CTest: the emulated-hosts test bed delivers the link rate it promises, ranks sharing a host get the
+# same-host send buffer, and a rank killed in one emulated host is reported by the ranks in the
+# others. Exit 77 (skipped) without root or netns.
 set -uo pipefail
 rocebench=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,6 +52,20 @@ import json, sys
 run = json.loads(open(sys.argv[1]).readline())
 names = sorted(h["hostname"] for h in run["hosts"])
 sys.exit(0 if len(names) == 4 and all(n.startswith(sys.argv[2]) for n in names) else 1)' "$work/ok/results.jsonl" "$prefix"
+
+# 4 ranks on 2 of the hosts (rank i in host i mod 2): each rank has a peer on its own host, which gets
+# the small same-host send buffer, and peers on the other, left to the kernel's autotuning.
+head -n 2 "$hosts" >"$work/two-hosts"
+"$rocebench" allreduce --netns "$work/two-hosts" --ranks 4 -b 1M -e 1M -n 2 -w 1 --placement in \
+  --results-dir "$work/mixed" --deadline 60 >"$work/mixed.out" 2>&1
+check "an allreduce over 2 hosts with 2 ranks each succeeds" test $? = 0
+check "its record says which send buffer each kind of peer got" /usr/bin/python3 -c '
+import json, re, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+ok = [r for r in records if r.get("step") == "collectives.allreduce" and r.get("status") == "ok"]
+setting = ok[0]["params"]["tcp_sndbuf"] if ok else None
+print("tcp_sndbuf:", setting)
+sys.exit(0 if setting and re.fullmatch(r"[0-9]+ same host, auto other hosts", setting) else 1)' "$work/mixed/results.jsonl"
 
 cat >"$work/long.json" <<'JSON'
 {"name": "netns-long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 3000, "interval_ms": 10}}]}

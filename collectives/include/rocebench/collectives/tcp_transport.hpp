@@ -3,6 +3,7 @@
 // messages) set up through the run's rendezvous.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "rocebench/collectives/transport.hpp"
@@ -16,8 +17,14 @@ struct TcpOptions {
   std::string key_prefix = "tcp";  // rendezvous keys, unique per mesh
   std::chrono::microseconds spin{50};  // how long a wait polls before it sleeps (0: sleep at once)
   std::string congestion;  // TCP congestion control for the mesh's sockets; empty: the host's default
-  std::size_t send_buffer = 0;  // SO_SNDBUF for the mesh's sockets; 0: the kernel's autotuning
+  // SO_SNDBUF for the mesh's sockets: a size fixes it, 0 leaves it to the kernel's autotuning. Unset,
+  // a socket to a peer on the same host gets kSameHostSendBuffer and the others autotuning.
+  std::optional<std::size_t> send_buffer;
 };
+
+// No wire and no bandwidth-delay product to cover between ranks on one host: a small buffer keeps
+// the bytes in cache and, under BBR, doubled busbw at 1 MiB on loopback (collectives/README.md).
+inline constexpr std::size_t kSameHostSendBuffer = 128 << 10;
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
 // run's: the ranks outside it do not call this.

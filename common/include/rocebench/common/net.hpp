@@ -29,6 +29,8 @@ void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline);
 std::string peer_name(int fd);
 // The numeric local IP address of a connected socket.
 std::string local_address(int fd);
+// Whether a connected socket's peer runs on this host: its address is a loopback one or the socket's own.
+bool peer_on_this_host(int fd);
 void set_nodelay(int fd);
 // The TCP congestion control a connected socket runs ("unknown" if the kernel will not say).
 std::string congestion_control(int fd);
