@@ -69,6 +69,9 @@ down() {
   local dir=$state_root/$prefix
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${prefix}[0-9]+$" || true); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    # The host's link first: deleting a namespace frees the veth inside it later, in the kernel's
+    # cleanup work, and an immediate bring-up then found the bridge-side name still taken.
+    ip link delete "${ns}h" 2>/dev/null || true
     ip netns delete "$ns"
   done
   ip link delete "${prefix}-br" 2>/dev/null || true
