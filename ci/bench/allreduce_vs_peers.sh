@@ -25,7 +25,7 @@ rocebench=$(realpath "${1:?usage: allreduce_vs_peers.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 # 200 loopback iterations: 20 of 1 MiB last ~5 ms, and such short runs were bimodal here (most at
-# 3.3-4.2 GB/s, some at 1.3 with every iteration slow), whatever the tool (collectives/README.md).
+# 3.3-4.2 GB/s, some at 1.3-1.5 with every iteration slow), whatever the tool (collectives/README.md).
 part=both rounds=3 rank_counts="2 4" iters=200 host_iters=8 rate=1gbit hosts_n=4 congestion= sndbuf_option=()
 while (($#)); do
   case $1 in
