@@ -90,15 +90,15 @@ fail() { echo "allreduce_vs_peers: $1 failed; its output:" >&2; cat "$2" >&2; ex
 # Every peer's run has a deadline: once an Open MPI daemon failed to start in one emulated host and
 # mpirun waited for it without end. A peer that runs past it fails the run, as any failed peer does.
 limit=(timeout --kill-after=10 300)
-# with_one_retry WHAT ERRFILE COMMAND...: runs COMMAND under the deadline, and once more if it fails.
-# In the emulated hosts Open MPI's daemons sometimes never start (twice in ~25 runs over two sessions:
-# orted missing in one host, mpirun waiting until the deadline): a second try is a fresh launch, and
-# the log says so.
+# with_one_retry WHAT OUTFILE ERRFILE COMMAND...: runs COMMAND under the deadline, and once more if it
+# fails, each try writing its output afresh. In the emulated hosts Open MPI's daemons sometimes never
+# start (twice in ~25 runs over two sessions: orted missing in one host, mpirun waiting until the
+# deadline): a second try is a fresh launch, and the log says so.
 with_one_retry() {
-  local what=$1 errors=$2 attempt rc
-  shift 2
+  local what=$1 output=$2 errors=$3 attempt rc
+  shift 3
   for attempt in 1 2; do
-    "${limit[@]}" "$@" 2>"$errors" && return 0
+    "${limit[@]}" "$@" >"$output" 2>"$errors" && return 0
     rc=$?
     echo "allreduce_vs_peers: $what failed on try $attempt (exit $rc$( ((rc == 124 || rc == 137)) && echo ", past the deadline"))" >&2
   done
@@ -179,11 +179,11 @@ hosts_round() {
   for variant in default ring; do
     local extra=()
     [ "$variant" = ring ] && extra=("${ring_algorithm[@]}")
-    with_one_retry "Open MPI ($variant)" "$work/mpi.err" \
+    with_one_retry "Open MPI ($variant)" "$work/mpi.txt" "$work/mpi.err" \
       ip netns exec "${host_names[0]}" mpirun "${mpi_common[@]}" -np "$hosts_n" --hostfile "$work/mpi-hosts" \
       --mca plm_rsh_agent "$work/netns-agent" --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0 \
       --mca btl_tcp_if_include eth0 "${extra[@]}" "$work/mpi_allreduce" "$min" "$max" 4 "$host_iters" \
-      >"$work/mpi.txt" || fail "Open MPI ($variant)" "$work/mpi.err"
+      || fail "Open MPI ($variant)" "$work/mpi.err"
     add_peer_rows "$tag	openmpi-$variant" "$work/mpi.txt"
   done
 
