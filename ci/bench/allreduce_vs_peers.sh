@@ -91,8 +91,8 @@ fail() { echo "allreduce_vs_peers: $1 failed; its output:" >&2; cat "$2" >&2; ex
 # mpirun waited for it without end. A peer that runs past it fails the run, as any failed peer does.
 limit=(timeout --kill-after=10 300)
 # with_one_retry WHAT OUTFILE ERRFILE COMMAND...: runs COMMAND under the deadline, and once more if it
-# fails, each try writing its output afresh. In the emulated hosts Open MPI's daemons sometimes never
-# start (twice in ~25 runs over two sessions: orted missing in one host, mpirun waiting until the
+# fails, each try writing its output afresh. In the emulated hosts Open MPI sometimes never starts
+# (3 of ~50 runs over two sessions; twice an orted missing in one host, mpirun waiting until the
 # deadline): a second try is a fresh launch, and the log says so.
 with_one_retry() {
   local what=$1 output=$2 errors=$3 attempt rc

@@ -39,8 +39,12 @@ struct Socket {
   int peer = -1;
   std::deque<Part> sends, recvs;
   bool peer_on_this_host = false;
-  bool fixed_send_buffer = false;
 };
+
+// The SO_SNDBUF a socket asks for (0: none, the kernel autotunes it).
+std::size_t send_buffer_request(const TcpOptions& options, bool peer_on_this_host) {
+  return options.send_buffer.value_or(peer_on_this_host ? kSameHostSendBuffer : 0);
+}
 
 // What the kernel made of a SO_SNDBUF request: twice the bytes asked for (its bookkeeping), capped
 // by net.core.wmem_max.
@@ -121,7 +125,8 @@ class TcpTransport final : public Transport {
   std::string send_buffer_setting() const {
     std::map<bool, std::string> by_place;  // peer on this host -> setting
     for (const auto& s : sockets_) {
-      by_place.emplace(s.peer_on_this_host, s.fixed_send_buffer ? std::to_string(send_buffer_of(s.fd)) : "auto");
+      const bool fixed = send_buffer_request(options_, s.peer_on_this_host) > 0;
+      by_place.emplace(s.peer_on_this_host, fixed ? std::to_string(send_buffer_of(s.fd)) : "auto");
     }
     if (by_place.size() == 1 || by_place[true] == by_place[false]) return by_place.begin()->second;
     return fmt::format("{} same host, {} other hosts", by_place[true], by_place[false]);
@@ -282,9 +287,8 @@ std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, in
   if (!options.congestion.empty()) set_congestion(sockets, options.congestion);
   for (auto& s : sockets) {
     s.peer_on_this_host = net::peer_on_this_host(s.fd);
-    const int bytes = static_cast<int>(options.send_buffer.value_or(s.peer_on_this_host ? kSameHostSendBuffer : 0));
-    s.fixed_send_buffer = bytes > 0;
-    if (s.fixed_send_buffer) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    const int bytes = static_cast<int>(send_buffer_request(options, s.peer_on_this_host));
+    if (bytes > 0) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   }
   return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
 }

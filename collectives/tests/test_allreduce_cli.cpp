@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "../../harness/tests/process_util.hpp"
+#include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/common/net.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
@@ -67,7 +68,8 @@ TEST(AllreduceCommand, TcpSndbufZeroLeavesEverySendBufferToTheKernel) {
     const auto records = results_of(dir / ("out" + given) / "results.jsonl", "collectives.allreduce");
     ASSERT_EQ(records.size(), 1u);
     // Both ranks on this host: by default their sockets get the small same-host buffer, doubled by the kernel.
-    EXPECT_EQ(records[0]["params"]["tcp_sndbuf"], given.empty() ? std::to_string(2 * (128 << 10)) : "auto") << given;
+    EXPECT_EQ(records[0]["params"]["tcp_sndbuf"], given.empty() ? std::to_string(2 * collectives::kSameHostSendBuffer) : "auto")
+        << given;
   }
 }
 

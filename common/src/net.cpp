@@ -41,6 +41,19 @@ addrinfo* resolve(const std::string& address, int port, bool passive) {
   return result;
 }
 
+// The numeric IP address of a socket's own end, or of its peer's; empty if the kernel will not say.
+std::string numeric_address(int fd, bool of_peer) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char host[NI_MAXHOST];
+  const int rc = of_peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                         : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (rc != 0 || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  return host;
+}
+
 }  // namespace
 
 void wait_readable(int fd, const Deadline& deadline) { wait_ready(fd, POLLIN, deadline); }
@@ -181,26 +194,15 @@ std::string peer_name(int fd) {
 }
 
 bool peer_on_this_host(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  char host[NI_MAXHOST];
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
-    return false;
-  }
-  const std::string peer = host;
+  const std::string peer = numeric_address(fd, true);
+  if (peer.empty()) return false;
   const bool loopback = peer.rfind("127.", 0) == 0 || peer == "::1" || peer.rfind("::ffff:127.", 0) == 0;
-  return loopback || peer == local_address(fd);
+  return loopback || peer == numeric_address(fd, false);
 }
 
 std::string local_address(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  char host[NI_MAXHOST] = "?";
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST);
-  }
-  return host;
+  const std::string address = numeric_address(fd, false);
+  return address.empty() ? "?" : address;
 }
 
 int pick_free_port(const std::string& address) {

@@ -22,8 +22,8 @@ struct TcpOptions {
   std::optional<std::size_t> send_buffer;
 };
 
-// No wire and no bandwidth-delay product to cover between ranks on one host: a small buffer keeps
-// the bytes in cache and, under BBR, doubled busbw at 1 MiB on loopback (collectives/README.md).
+// No wire and no bandwidth-delay product to cover between ranks on one host; under BBR this buffer
+// raised busbw on loopback 10-37% over autotuning (why is not known: collectives/README.md).
 inline constexpr std::size_t kSameHostSendBuffer = 128 << 10;
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
