@@ -10,6 +10,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,17 +43,22 @@ addrinfo* resolve(const std::string& address, int port, bool passive) {
   return result;
 }
 
-// The numeric IP address of a socket's own end, or of its peer's; empty if the kernel will not say.
-std::string numeric_address(int fd, bool of_peer) {
+// The numeric IP address and port of a socket's own end, or of its peer's; nothing if the kernel will
+// not say (a peer's, once the connection is reset).
+struct Endpoint {
+  std::string host, port;
+};
+std::optional<Endpoint> numeric_endpoint(int fd, bool of_peer) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
-  char host[NI_MAXHOST];
+  char host[NI_MAXHOST], port[NI_MAXSERV];
   const int rc = of_peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
                          : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  if (rc != 0 || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
-    return "";
+  if (rc != 0 || ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, port, sizeof port,
+                               NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return std::nullopt;
   }
-  return host;
+  return Endpoint{host, port};
 }
 
 }  // namespace
@@ -179,30 +186,23 @@ std::string this_hostname() {
 }
 
 std::string peer_name(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    // A reset connection or a listener has no peer address left: name our own end instead of "?".
-    return fmt::format("the peer of {}:{} (not connected)", local_address(fd), local_port(fd));
-  }
-  char host[NI_MAXHOST], serv[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, serv, sizeof serv,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return "?";
-  }
-  return std::string(host) + ":" + serv;
+  const auto peer = numeric_endpoint(fd, true);
+  // A reset connection or a listener has no peer address left: name our own end instead of "?".
+  if (!peer) return fmt::format("the peer of {}:{} (not connected)", local_address(fd), local_port(fd));
+  return peer->host + ":" + peer->port;
 }
 
 bool peer_on_this_host(int fd) {
-  const std::string peer = numeric_address(fd, true);
-  if (peer.empty()) return false;
-  const bool loopback = peer.rfind("127.", 0) == 0 || peer == "::1" || peer.rfind("::ffff:127.", 0) == 0;
-  return loopback || peer == numeric_address(fd, false);
+  const auto peer = numeric_endpoint(fd, true), own = numeric_endpoint(fd, false);
+  if (!peer) return false;
+  const std::string& host = peer->host;
+  const bool loopback = host.rfind("127.", 0) == 0 || host == "::1" || host.rfind("::ffff:127.", 0) == 0;
+  return loopback || (own && host == own->host);
 }
 
 std::string local_address(int fd) {
-  const std::string address = numeric_address(fd, false);
-  return address.empty() ? "?" : address;
+  const auto own = numeric_endpoint(fd, false);
+  return own ? own->host : "?";
 }
 
 int pick_free_port(const std::string& address) {
