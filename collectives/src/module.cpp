@@ -8,6 +8,7 @@
 
 #include "rocebench/collectives/buckets.hpp"
 #include "rocebench/collectives/nccl_sweep.hpp"
+#include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/collectives/verbs_transport.hpp"
@@ -17,64 +18,6 @@
 namespace rocebench::collectives {
 
 namespace {
-
-// The step's transport over the first k ranks: tcp (default) or verbs. Throws TransportUnavailable on
-// every one of them when a rank has no RDMA device: the step then records a skip, never falls back.
-std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
-  const std::string transport = ctx.params.value("transport", "tcp");
-  const std::string prefix = fmt::format("{}/{}/{}", ctx.scope, index, transport);
-  if (transport == "verbs") {
-    VerbsOptions options = verbs_options_from(ctx.params.value("verbs", json::object()));
-    options.key_prefix = prefix;
-    return connect_verbs_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
-  }
-  TcpOptions options;
-  options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
-  options.spin = std::chrono::microseconds(ctx.params.value("spin_us", options.spin.count()));
-  options.congestion = ctx.params.value("tcp_congestion", "");
-  if (ctx.params.contains("tcp_sndbuf")) options.send_buffer = ctx.params["tcp_sndbuf"].get<std::size_t>();
-  options.key_prefix = prefix;
-  return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
-}
-
-void record_unavailable(const StepContext& ctx, int k, const std::string& reason) {
-  if (ctx.rank != 0) return;
-  ResultRecord r;
-  r.params = ctx.params;
-  r.params.erase("world_sizes");
-  r.params["transport"] = ctx.params.value("transport", "tcp");
-  r.params["ranks"] = k;
-  r.status = Status::skip;
-  r.reason = reason;
-  r.samples = {{"n", 0}};
-  StepContext rc = ctx;
-  rc.world = k;
-  rc.record(r);
-  std::cout << fmt::format("# {} over {} ranks skipped: {}\n", ctx.step, k, reason);
-}
-
-// Runs `body` on a mesh of the first k ranks, for each k of the step's world_sizes (default: all
-// ranks); the ranks left out of a size wait at the barrier that closes it.
-template <typename Body>
-void for_each_world_size(StepContext& ctx, Body body) {
-  std::vector<int> sizes = ctx.params.value("world_sizes", std::vector<int>{ctx.world});
-  for (int k : sizes) {
-    if (k > ctx.world) throw InputError(fmt::format("world_sizes asks for {} ranks but the run has {}", k, ctx.world));
-  }
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const int k = sizes[i];
-    if (ctx.rank < k) {
-      std::unique_ptr<Transport> transport;
-      try {
-        transport = connect_mesh(ctx, k, i);
-      } catch (const TransportUnavailable& e) {
-        record_unavailable(ctx, k, e.what());
-      }
-      if (transport) body(*transport);
-    }
-    ctx.rendezvous->barrier(fmt::format("{}/size/{}", ctx.scope, i), ctx.deadline);
-  }
-}
 
 StepKind sweep_step(const CollectiveSpec& spec) {
   return {"collectives." + spec.name,
@@ -86,13 +29,16 @@ StepKind sweep_step(const CollectiveSpec& spec) {
           }};
 }
 
-// Allreduce of ResNet-50's gradients through GradientBuckets, for each bucket size.
-void run_bucket_sweep(StepContext& ctx) {
-  const auto sizes = resnet50_gradient_sizes();
+// Allreduce of a model's gradients through GradientBuckets, for each bucket size.
+void run_bucket_sweep(StepContext& ctx, const GradientSizes& gradient_sizes) {
+  const std::string model = ctx.params.value("model", "resnet50");
+  const auto sizes = gradient_sizes(model);
   const std::vector<std::size_t> bucket_sizes =
       ctx.params.value("bucket_bytes", std::vector<std::size_t>{1 << 20, 4 << 20, 25 << 20, 100 << 20});
   const int iters = ctx.params.value("iters", 5);
-  const Algorithm algorithm = parse_algorithm(ctx.params.value("algorithm", "ring"));
+  BucketOptions options;
+  options.algorithm = parse_algorithm(ctx.params.value("algorithm", "ring"));
+  options.collective.servers = ctx.params.value("servers", options.collective.servers);
   for_each_world_size(ctx, [&](Transport& t) {
     std::vector<std::vector<float>> grads;
     std::size_t total = 0;
@@ -103,43 +49,47 @@ void run_bucket_sweep(StepContext& ctx) {
     for (const std::size_t bucket_bytes : bucket_sizes) {
       std::vector<double> times_ms;
       std::size_t buckets = 0;
+      options.first_bucket_bytes = options.bucket_bytes = bucket_bytes;
+      GradientBuckets b(t, options, ctx.deadline);
       for (int it = -1; it < iters; ++it) {  // one warm-up
-        GradientBuckets b(t, bucket_bytes, algorithm, ctx.deadline);
+        const std::size_t sent_before = b.buckets_sent();
         const std::int64_t t0 = now_ns();
         for (auto& g : grads) b.add(g);
         b.finish();
         if (it >= 0) times_ms.push_back(static_cast<double>(now_ns() - t0) / 1e6);
-        buckets = b.buckets_sent();
+        buckets = b.buckets_sent() - sent_before;
       }
       allreduce(t, Algorithm::rd, times_ms.data(), times_ms.size(), DataType::float64, ReduceOp::max, {},
                 Deadline(ctx.deadline));
       if (t.rank() != 0) continue;
       const Summary s = summarize(times_ms);
       ResultRecord r;
-      r.params = {{"model", "resnet50"}, {"tensors", sizes.size()}, {"bytes", total * sizeof(float)},
-                  {"bucket_bytes", bucket_bytes}, {"algorithm", to_string(algorithm)}, {"transport", t.name()},
+      r.params = {{"model", model}, {"tensors", sizes.size()}, {"bytes", total * sizeof(float)},
+                  {"bucket_bytes", bucket_bytes}, {"algorithm", to_string(options.algorithm)}, {"transport", t.name()},
                   {"ranks", t.world()}};
+      if (options.algorithm == Algorithm::ps) r.params["servers"] = options.collective.servers;
       r.metrics = {{"time_ms", s.median}, {"buckets", buckets}};
       r.samples = to_json(s);
       StepContext rc = ctx;
       rc.world = t.world();
       rc.record(r);
-      std::cout << fmt::format("# buckets {:>10} B: {:>4} buckets, {:.2f} ms per allreduce of {} tensors\n",
-                               bucket_bytes, buckets, s.median, sizes.size());
+      std::cout << fmt::format("# buckets {:>10} B: {:>4} buckets, {:.2f} ms per allreduce of {}'s {} tensors\n",
+                               bucket_bytes, buckets, s.median, model, sizes.size());
     }
   });
 }
 
-StepKind bucket_step() {
+StepKind bucket_step(GradientSizes gradient_sizes) {
   json schema = json::parse(R"({"type": "object", "additionalProperties": false, "properties": {
+              "model": {"type": "string", "minLength": 1},
               "bucket_bytes": {"type": "array", "items": {"type": "integer", "minimum": 4}, "minItems": 1},
               "iters": {"type": "integer", "minimum": 1},
               "algorithm": {"enum": ["ring", "ps", "rd"]},
-              "transport": {"enum": ["tcp", "verbs"]},
+              "servers": {"type": "integer", "minimum": 1},
               "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}}})");
-  schema["properties"]["verbs"] = verbs_params_schema();
-  return {"collectives.buckets", "bucket size vs time for allreducing ResNet-50's 161 gradient tensors", schema,
-          run_bucket_sweep};
+  add_transport_params(schema);
+  return {"collectives.buckets", "bucket size vs time for allreducing a model's gradient tensors (default ResNet-50's 161)",
+          schema, [gradient_sizes](StepContext& ctx) { run_bucket_sweep(ctx, gradient_sizes); }};
 }
 
 int allreduce_main(const Args& args) {
@@ -228,9 +178,9 @@ std::vector<Subcommand> subcommands() {
   return {{"allreduce", "ring / parameter-server / NCCL collective sweeps: algbw, busbw, #wrong", allreduce_main}};
 }
 
-std::vector<StepKind> steps() {
-  return {sweep_step(allreduce_spec()), sweep_step(allgather_spec()), sweep_step(reduce_scatter_spec()), bucket_step(),
-          nccl_step()};
+std::vector<StepKind> steps(const GradientSizes& gradient_sizes) {
+  return {sweep_step(allreduce_spec()), sweep_step(allgather_spec()), sweep_step(reduce_scatter_spec()),
+          bucket_step(gradient_sizes), nccl_step()};
 }
 
 }  // namespace rocebench::collectives

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/host_buffer.hpp"
@@ -221,7 +222,6 @@ json sweep_params_schema() {
     "type": "object", "additionalProperties": false,
     "properties": {
       "algorithm": {"enum": ["ring", "ps", "rd"]},
-      "transport": {"enum": ["tcp", "verbs"]},
       "dtype": {"enum": ["float32", "float16", "bfloat16"]},
       "op": {"enum": ["sum", "avg", "max"]},
       "min_bytes": {"type": "integer", "minimum": 1},
@@ -233,13 +233,9 @@ json sweep_params_schema() {
       "placement": {"enum": ["both", "in", "out"]},
       "chunk_bytes": {"type": "integer", "minimum": 64},
       "servers": {"type": "integer", "minimum": 1},
-      "sockets_per_peer": {"type": "integer", "minimum": 1, "maximum": 16},
-      "spin_us": {"type": "integer", "minimum": 0, "maximum": 10000},
-      "tcp_congestion": {"type": "string", "minLength": 1},
-      "tcp_sndbuf": {"type": "integer", "minimum": 0, "maximum": 1073741824},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
     }})");
-  schema["properties"]["verbs"] = verbs_params_schema();
+  add_transport_params(schema);
   return schema;
 }
 

@@ -300,19 +300,12 @@ TEST(Buckets, RanksThatDisagreeOnTheTensorsAreRefused) {
   const auto errors = rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(shared, r, world);
     std::vector<float> g(r == 0 ? 100 : 120, 1.0f);
-    GradientBuckets buckets(*t, 1 << 20, Algorithm::ring, 10s);
+    GradientBuckets buckets(*t, {}, 10s);
     buckets.add(g);
     buckets.finish();
   });
   EXPECT_EQ(errors[0], "rank 0: the ranks disagree on the bucket's element count: this rank has 100, the ranks range over 100..120");
   EXPECT_NE(errors[1].find("rank 1: the ranks disagree"), std::string::npos) << errors[1];
-}
-
-TEST(Buckets, ResNet50GradientList) {
-  const auto sizes = resnet50_gradient_sizes();
-  EXPECT_EQ(sizes.size(), 161u);
-  EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}), 25557032u);
-  EXPECT_EQ(sizes.front(), 1000u);  // fc bias: backward produces it first
 }
 
 TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
@@ -323,7 +316,7 @@ TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
       auto t = mesh(shared, r, world);
       std::vector<std::vector<float>> grads;
       for (std::size_t n : {1, 300, 17, 2048, 5}) grads.emplace_back(n, static_cast<float>(3 * r));
-      GradientBuckets buckets(*t, bucket_bytes, Algorithm::ring, 10s);
+      GradientBuckets buckets(*t, {.first_bucket_bytes = bucket_bytes, .bucket_bytes = bucket_bytes}, 10s);
       for (auto& g : grads) buckets.add(g);
       buckets.finish();
       for (const auto& g : grads) {
@@ -333,6 +326,45 @@ TEST(Buckets, AverageEveryTensorWhateverTheBucketSize) {
       }
       if (bucket_bytes == 4 && buckets.buckets_sent() != grads.size()) throw std::runtime_error("one bucket per tensor expected");
       if (bucket_bytes == (std::size_t{1} << 30) && buckets.buckets_sent() != 1) throw std::runtime_error("one bucket expected");
+    }));
+  }
+}
+
+// DDP's plan: a small first bucket, then larger ones; bucket_bytes 0 sends one bucket when
+// backward is over. Each step's buckets are timed, and the same object takes the next step.
+TEST(Buckets, TheFirstBucketIsSmallAndZeroMeansOneBucketAfterBackward) {
+  const int world = 2;
+  struct Case {
+    BucketOptions options;
+    std::vector<std::size_t> bytes;  // of each bucket, in order
+  };
+  // Tensors of 100, 300, 300, 300 and 50 floats: 400, 1200, 1200, 1200 and 200 bytes.
+  const std::vector<Case> cases{{{.first_bucket_bytes = 400, .bucket_bytes = 2000}, {400, 2400, 1400}},
+                                {{.first_bucket_bytes = 400, .bucket_bytes = 0}, {4200}}};
+  for (const Case& c : cases) {
+    rbtest::LocalRendezvous shared(world);
+    expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+      auto t = mesh(shared, r, world);
+      std::vector<std::vector<float>> grads;
+      for (std::size_t n : {100, 300, 300, 300, 50}) grads.emplace_back(n, static_cast<float>(r));
+      GradientBuckets buckets(*t, c.options, 10s);
+      for (int step = 0; step < 2; ++step) {
+        const std::int64_t before = now_ns();
+        for (auto& g : grads) buckets.add(g);
+        buckets.finish();
+        const auto times = buckets.take_times();
+        std::vector<std::size_t> bytes;
+        for (const auto& bt : times) {
+          bytes.push_back(bt.bytes);
+          if (!(before <= bt.sealed_ns && bt.sealed_ns <= bt.start_ns && bt.start_ns < bt.end_ns && bt.end_ns <= now_ns()))
+            throw std::runtime_error("bucket times out of order");
+        }
+        if (bytes != c.bytes) throw std::runtime_error(fmt::format("step {}: buckets of {} bytes", step, fmt::join(bytes, ", ")));
+        for (const auto& g : grads)
+          for (float x : g)
+            if (x != 0.5f) throw std::runtime_error(fmt::format("step {}: got {}", step, x));
+        for (auto& g : grads) std::fill(g.begin(), g.end(), static_cast<float>(r));
+      }
     }));
   }
 }

@@ -229,7 +229,7 @@ TEST(VerbsTransport, AnUnknownDeviceIsBadInputListingTheDevices) {
 // The plan step on 2 ranks: a skip record with the reason, no made-up measurement.
 TEST(VerbsTransport, TheSweepStepRecordsASkipWithoutADevice) {
   if (!verbs::device_names().empty()) GTEST_SKIP() << "this host has an RDMA device";
-  const auto all = steps();
+  const auto all = steps({});
   const auto kind = std::find_if(all.begin(), all.end(), [](const StepKind& k) { return k.name == "collectives.allreduce"; });
   ASSERT_NE(kind, all.end());
   rbtest::LocalRendezvous shared(2);

@@ -3,7 +3,9 @@
 #include "rocebench/collectives/dtype.hpp"
 #include "rocebench/collectives/module.hpp"
 #include "rocebench/microbench/module.hpp"
+#include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/module.hpp"
+#include "rocebench/models/zoo.hpp"
 #include "rocebench/netcheck/module.hpp"
 #include "rocebench/reports/module.hpp"
 
@@ -22,12 +24,17 @@ std::vector<microbench::SumKernel> sum_kernels() {
   return out;
 }
 
+// collectives' bucket step times the gradients of any zoo model without depending on models.
+std::vector<std::size_t> gradient_sizes(const std::string& model) {
+  return models::gradient_sizes(models::build_model(model));
+}
+
 }  // namespace
 
 const std::vector<StepKind>& all_step_kinds() {
   static const std::vector<StepKind> kinds = [] {
     std::vector<StepKind> out{rendezvous_step()};
-    for (auto&& more : {microbench::steps(sum_kernels()), collectives::steps(), models::steps(), netcheck::steps(), reports::steps()}) {
+    for (auto&& more : {microbench::steps(sum_kernels()), collectives::steps(gradient_sizes), models::steps(), netcheck::steps(), reports::steps()}) {
       out.insert(out.end(), more.begin(), more.end());
     }
     return out;

@@ -19,6 +19,7 @@
 #include <dnnl.hpp>
 #include <fmt/format.h>
 
+#include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "cpu_engine.hpp"
 #include "rocebench/models/engine.hpp"
@@ -121,6 +122,8 @@ class CpuEngine final : public Engine {
     diff_.resize(nodes.size());
     written_.resize(nodes.size());
     prims_.resize(nodes.size());
+    times_.resize(nodes.size() + 1);
+    for (std::size_t i = 0; i < nodes.size(); ++i) times_[i].node = static_cast<int>(i);
     weights_ = initial_parameters(graph, options.seed);
     for (const auto& w : weights_) {
       grads_.emplace_back(w.size(), 0.f);
@@ -153,7 +156,7 @@ class CpuEngine final : public Engine {
 
   void forward() override {
     loss_ = 0;
-    for (std::size_t i = 1; i < graph_.nodes().size(); ++i) forward_node(static_cast<int>(i));
+    for (std::size_t i = 1; i < graph_.nodes().size(); ++i) timed(times_[i].forward_ms, [&] { forward_node(static_cast<int>(i)); });
     stream_.wait();
     ++pass_;
   }
@@ -161,15 +164,25 @@ class CpuEngine final : public Engine {
   void backward(const GradientCallback& ready) override {
     std::fill(written_.begin(), written_.end(), false);
     for (int i = static_cast<int>(graph_.nodes().size()) - 1; i > 0; --i) {
-      backward_node(i);
+      timed(times_[at(i)].backward_ms, [&] { backward_node(i); });
       for (int p : graph_.node(i).params)
         if (ready) ready({p, grads_[at(p)].data(), graph_.params()[at(p)].size(), false});
     }
   }
 
   void update(const SgdOptions& sgd, double lr) override {
-    for (std::size_t p = 0; p < weights_.size(); ++p)
-      sgd_update(graph_.params()[p].role, weights_[p], grads_[p], velocity_[p], lr, sgd);
+    timed(times_.back().backward_ms, [&] {
+      for (std::size_t p = 0; p < weights_.size(); ++p)
+        sgd_update(graph_.params()[p].role, weights_[p], grads_[p], velocity_[p], lr, sgd);
+    });
+  }
+
+  // Node i's times at times_[i]; the update's at the end, as node -1 (the gpu engine's convention).
+  std::vector<LayerTime> layer_times() const override {
+    if (!options_.profile) return {};
+    std::vector<LayerTime> out(times_.begin() + 1, times_.end());
+    out.back().node = -1;
+    return out;
   }
 
   void synchronize() override { stream_.wait(); }
@@ -676,6 +689,15 @@ class CpuEngine final : public Engine {
   std::vector<Prims> prims_;
   std::uint64_t pass_ = 0;
   double loss_ = 0;
+  std::vector<LayerTime> times_;  // with EngineOptions::profile: per node, summed over the steps; the update last
+
+  // Runs fn, adding its wall time to `ms` when profiling (oneDNN's CPU stream runs primitives as they are called).
+  template <class Fn> void timed(double& ms, Fn&& fn) {
+    if (!options_.profile) return fn();
+    const std::int64_t t0 = now_ns();
+    fn();
+    ms += static_cast<double>(now_ns() - t0) / 1e6;
+  }
 };
 
 }  // namespace

@@ -25,7 +25,7 @@ Precision parse_precision(const std::string& name) {
   throw InputError(fmt::format("unknown precision '{}'; precisions: fp32, tf32, bf16, fp16", name));
 }
 
-std::vector<std::string> engine_names() { return {"cpu", "gpu"}; }
+std::vector<std::string> engine_names() { return {"cpu", "gpu", "replay"}; }
 
 std::int64_t bytes_needed(const Graph& graph, int batch) {
   std::int64_t largest = 0;
@@ -36,6 +36,7 @@ std::int64_t bytes_needed(const Graph& graph, int batch) {
 std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph, const EngineOptions& options) {
   if (name == "cpu") return make_cpu_engine(graph, options);
   if (name == "gpu") return make_gpu_engine(graph, options);
+  if (name == "replay") return make_replay_engine(graph, options);
   throw InputError(fmt::format("unknown engine '{}'; engines: {}", name, fmt::join(engine_names(), ", ")));
 }
 

@@ -1,12 +1,15 @@
 #include "rocebench/models/module.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/net.hpp"
+#include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/train.hpp"
 
 namespace rocebench::models {
@@ -36,14 +39,46 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
                        m["input_wait_ms_per_step"].get<double>());
 }
 
+// `train --world-sizes …`: the models.scaling step as a one-step plan, on as many ranks as the
+// largest world size unless the launcher flags say otherwise.
+int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std::string& sync,
+                const std::string& transport, double bucket_mb, int servers, const LauncherFlags& launcher) {
+  json params{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"layout", c.layout},
+              {"batch", c.batch}, {"steps", c.steps}, {"warmup", c.warmup}, {"sync", sync},
+              {"transport", transport}, {"bucket_mb", bucket_mb}, {"servers", servers}};
+  if (!c.timeline.empty()) params["timeline"] = c.timeline;
+  params["world_sizes"] = json::array();
+  int largest = 0;
+  std::stringstream in(world_sizes);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < 1)
+      throw UsageError(fmt::format("{}: --world-sizes takes rank counts like 1,2,4, not '{}'", kProgram, world_sizes));
+    params["world_sizes"].push_back(std::stoi(item));
+    largest = std::max(largest, std::stoi(item));
+  }
+  Args launch = launcher.to_args();
+  const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
+    return a == "--ranks" || a == "--launcher" || a == "--hostfile";
+  });
+  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(largest)});
+  return run_step_as_plan("models.scaling", params, launch);
+}
+
 int train_main(const Args& args) {
   TrainConfig c;
   bool list = false;
-  std::string out, run_id, host;
-  ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch.");
+  std::string out, run_id, host, world_sizes, sync = "ring", transport = "tcp";
+  double bucket_mb = 25;
+  int servers = 1;
+  LauncherFlags launcher;
+  ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
+                             "data-parallel training at each world size (the models.scaling step): images/s, speedup,\n"
+                             "exposed communication and the predicted step time.");
   parser.flag("--list", &list, "print the models with parameters, gradient tensors and FLOPs per image, and exit")
       .option("--model", &c.model, "model from --list (default resnet50)", "NAME")
-      .option("--engine", &c.engine, "cpu (oneDNN) or gpu (cuDNN) (default cpu)", "NAME")
+      .option("--engine", &c.engine, "cpu (oneDNN), gpu (cuDNN) or replay (a measured timeline) (default cpu)", "NAME")
+      .option("--timeline", &c.timeline, "replay engine: a shipped timeline's name or a results file with a "
+                                         "`train --profile` record", "NAME|FILE")
       .option("--precision", &c.precision, "fp32, tf32, bf16 or fp16 (default fp32)", "NAME")
       .option("--layout", &c.layout, "cpu: blocked (oneDNN's preferred layouts) or plain (NCHW throughout) (default blocked)", "NAME")
       .option("--batch", &c.batch, "images per step on this rank (default 32)")
@@ -57,8 +92,16 @@ int train_main(const Args& args) {
       .flag("--profile", &c.profile, "time every layer of the timed steps (gpu engine) and print the table to stderr")
       .option("--host", &host, "host name in records (default: this host's name)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
-      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
+      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE")
+      .option("--world-sizes", &world_sizes, "data-parallel training at each of these rank counts, e.g. 1,2,4", "LIST")
+      .option("--sync", &sync, "data parallel: how buckets are averaged: ring | ps (parameter server) | rd (default ring)", "NAME")
+      .option("--transport", &transport, "data parallel: tcp | verbs (default tcp)", "NAME")
+      .option("--bucket-mb", &bucket_mb, "data parallel: bucket size after the 1 MiB first one; 0: one reduction after "
+                                         "backward, no overlap (default 25)", "MB")
+      .option("--servers", &servers, "data parallel, ps: parameter-server ranks (default 1)");
+  launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
+  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, servers, launcher);
   if (list) {
     std::cout << zoo_table();
     return kExitOk;
@@ -81,7 +124,8 @@ json params_schema() {
     "additionalProperties": false,
     "properties": {
       "model": {"type": "string", "minLength": 1},
-      "engine": {"enum": ["cpu", "gpu"]},
+      "engine": {"enum": ["cpu", "gpu", "replay"]},
+      "timeline": {"type": "string", "minLength": 1},
       "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
       "layout": {"enum": ["blocked", "plain"]},
       "batch": {"type": "integer", "minimum": 1},
@@ -109,6 +153,7 @@ void run_step(StepContext& ctx) {
   c.loader_threads = p.value("loader_threads", c.loader_threads);
   c.prefetch = p.value("prefetch", c.prefetch);
   c.profile = p.value("profile", c.profile);
+  c.timeline = p.value("timeline", c.timeline);
   c.device = ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
   ctx.record(measure_training(c, ctx.world));
 }
@@ -122,7 +167,8 @@ std::vector<Subcommand> subcommands() {
 
 std::vector<StepKind> steps() {
   return {{"models.train", "images/sec of one model on each rank (forward, backward, SGD) on a fixed random batch",
-           params_schema(), run_step}};
+           params_schema(), run_step},
+          scaling_step()};
 }
 
 }  // namespace rocebench::models

@@ -12,6 +12,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/models/engine.hpp"
+#include "rocebench/models/timeline.hpp"
 #include "rocebench/models/zoo.hpp"
 
 namespace rocebench::models {
@@ -32,6 +33,7 @@ json identity(const TrainConfig& c) {
   json id{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"batch", c.batch}, {"mode", "single"}};
   if (c.layout != "blocked") id["layout"] = c.layout;
   if (!c.data.empty()) id.update({{"input", "images"}, {"loader_threads", c.loader_threads}, {"prefetch", c.prefetch}});
+  if (c.engine == "replay") id["timeline"] = c.timeline;
   return id;
 }
 
@@ -70,7 +72,7 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   try {
     engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed,
                                             .plain_layout = c.layout == "plain", .profile = c.profile,
-                                            .device = c.device});
+                                            .device = c.device, .timeline = c.timeline});
   } catch (const EngineUnavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();
@@ -135,6 +137,8 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
     r.metrics["input_wait_ms_per_step"] = (ls.waited_s - waited_before_timing_s) * 1e3 / c.steps;
   }
   r.samples = to_json(s);
+  if (const std::vector<LayerTime> after = engine->layer_times(); c.profile && !after.empty())
+    r.samples.update(to_samples(graph, timeline_between(graph, layers_before_timing, after, c.steps)));
   return r;
 }
 
@@ -161,7 +165,7 @@ std::string layer_time_table(const Graph& graph, const std::vector<LayerTime>& b
     sum += t.forward_ms + t.backward_ms;
   }
   std::ostringstream out;
-  out << fmt::format("GPU time per timed step by layer (events around each node; mean of {} steps)\n", steps);
+  out << fmt::format("Time per timed step by layer (gpu: events around each node; cpu: wall time; mean of {} steps)\n", steps);
   out << fmt::format("{:<12}{:>6}{:>12}{:>13}{:>10}{:>8}\n", "op", "nodes", "forward ms", "backward ms", "total ms", "share");
   for (const auto& [op, row] : by_op)
     out << fmt::format("{:<12}{:>6}{:>12.3f}{:>13.3f}{:>10.3f}{:>7.1f}%\n", op, row.nodes, row.forward, row.backward,

@@ -124,8 +124,9 @@ struct Collect : Recorder {
 
 TEST(Train, StepKindRecordsOneResultPerRank) {
   const auto kinds = steps();
-  ASSERT_EQ(kinds.size(), 1u);
+  ASSERT_EQ(kinds.size(), 2u);
   EXPECT_EQ(kinds[0].name, "models.train");
+  EXPECT_EQ(kinds[1].name, "models.scaling");
   JsonSchema params(kinds[0].params_schema);
   EXPECT_TRUE(params.validate({{"model", "resnet20_cifar"}, {"batch", 2}, {"steps", 1}, {"warmup", 0}}).empty());
   EXPECT_FALSE(params.validate({{"model", "resnet20_cifar"}, {"engine", "tpu"}}).empty());

@@ -29,6 +29,9 @@ struct EngineOptions {
   float loss_scale = 65536.f;   // gpu fp16: the dynamic loss scale's starting value (torch's GradScaler's)
   bool profile = false;         // time every node's forward and backward (layer_times())
   int device = 0;               // gpu: GPU (device % count); a plan step passes the rank's local index
+  // replay: the compute timeline to play back: a shipped one's name (models/timelines/) or a results
+  // file holding a `train --profile` record (timeline.hpp).
+  std::string timeline{};
 };
 
 // Time of one node's forward and backward summed over the steps synchronized so far, from
@@ -100,6 +103,13 @@ std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions&
 // bf16 instructions (avx512_bf16 or AMX).
 std::vector<Precision> cpu_precisions();
 std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options);
+// Replays a measured compute timeline (each node's forward and backward time, the update's) as
+// waits, with real-sized gradients that it announces as backward reaches their node, so that the
+// communication half of data-parallel training runs for real on any machine while the compute
+// follows the profile (what-if studies in the manner of Daydream and dPRO). It holds no weights
+// and computes nothing: every gradient element is options.seed, so reductions can be checked
+// exactly. Throws InputError when the timeline is not the graph's.
+std::unique_ptr<Engine> make_replay_engine(const Graph& graph, const EngineOptions& options);
 
 // The fixed random batch a rank trains on when it reads no data (tf_cnn_benchmarks' synthetic input):
 // N(0, 1) images, then uniform labels, drawn from one mt19937 seeded with `seed`.

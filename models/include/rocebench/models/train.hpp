@@ -25,6 +25,7 @@ struct TrainConfig {
   int prefetch = 2;
   bool profile = false;  // time every layer of the timed steps; the table goes to standard error
   int device = 0;        // gpu engine: GPU index (modulo the GPUs present); plan steps use the local rank
+  std::string timeline{};  // replay engine: a shipped timeline's name or a results file (timeline.hpp)
 };
 
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
@@ -38,6 +39,8 @@ void validate(const TrainConfig& config);
 // loader_images_per_s (the decoding pool's own throughput) and input_wait_ms_per_step (the mean
 // time a timed step waited for its batch, included in the step time).
 // TFLOP/s counts a training step as 3 × the forward FLOPs (forward, backward-data, backward-weights).
+// With `profile`, samples add the per-step timeline (layers, update_ms: timeline.hpp) that the replay
+// engine plays back. The replay engine adds {timeline} to params.
 ResultRecord measure_training(const TrainConfig& config, int world);
 
 // Per-layer time of the timed steps (Engine::layer_times() after the timed steps less before them,

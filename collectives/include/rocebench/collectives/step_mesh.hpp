@@ -1,0 +1,26 @@
+#pragma once
+// The transport a plan step runs on, from the step's params (`transport`: tcp or verbs, and each
+// one's options), and the loop over the step's world sizes: the pieces every step that moves data
+// between ranks shares (collectives' sweeps, models' data-parallel training).
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rocebench/collectives/transport.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rocebench::collectives {
+
+// The schema of the transport's params, added to a step's params schema (`properties`).
+void add_transport_params(json& schema);
+
+// The world sizes a step asks for (`world_sizes`, default: every rank of the run). Throws InputError
+// naming the field when one asks for more ranks than the run has.
+std::vector<int> step_world_sizes(const StepContext& ctx);
+
+// Runs `body` on a mesh of the first k ranks, for each k of the step's world sizes; the ranks left
+// out of a size wait at the barrier that closes it. Where a rank cannot make the mesh (no RDMA
+// device), rank 0 records a skip with the reason for that size and `body` does not run.
+void for_each_world_size(StepContext& ctx, const std::function<void(Transport&)>& body);
+
+}  // namespace rocebench::collectives

@@ -1,0 +1,78 @@
+#pragma once
+// Data-parallel training (PyTorch DDP's reducer): every rank trains the same model on its own
+// batch; backward hands each gradient, as soon as it is final, to buckets that are averaged over
+// the ranks on a communication thread while backward goes on; the update waits for the last one.
+// models.scaling measures it at several world sizes and predicts each step time from a compute
+// timeline, the bucket plan and an α + β·bytes cost of one bucket fitted in the same run.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "rocebench/collectives/buckets.hpp"
+#include "rocebench/common/step.hpp"
+#include "rocebench/models/engine.hpp"
+#include "rocebench/models/timeline.hpp"
+
+namespace rocebench::models {
+
+// The parameters in the order backward makes their gradients final (last node first), and their
+// sizes in elements: what a bucket plan is made from.
+std::vector<int> params_in_ready_order(const Graph& graph);
+std::vector<std::size_t> gradient_sizes(const Graph& graph);
+
+// One training step of one rank, timed: forward, backward (buckets reduced meanwhile), the wait
+// for the last bucket, the update. Times from now_ns().
+struct StepTimes {
+  std::int64_t start_ns = 0, forward_end_ns = 0, backward_end_ns = 0, reduced_ns = 0, end_ns = 0;
+  std::vector<collectives::BucketTime> buckets;
+
+  double step_ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }
+  double forward_ms() const { return static_cast<double>(forward_end_ns - start_ns) / 1e6; }
+  double backward_ms() const { return static_cast<double>(backward_end_ns - forward_end_ns) / 1e6; }
+  double exposed_ms() const { return static_cast<double>(reduced_ns - backward_end_ns) / 1e6; }  // the wait
+  double update_ms() const { return static_cast<double>(end_ns - reduced_ns) / 1e6; }
+  double comm_ms() const;  // every bucket's reduction, end to end
+};
+
+class DataParallel {
+ public:
+  // `transport` null: one rank alone, nothing to reduce.
+  DataParallel(Engine& engine, collectives::Transport* transport, const collectives::BucketOptions& buckets,
+               std::chrono::milliseconds deadline);
+  StepTimes step(const SgdOptions& sgd, double lr);
+
+ private:
+  Engine& engine_;
+  std::optional<collectives::GradientBuckets> buckets_;
+};
+
+// The time of one bucket's reduction: alpha + beta · bytes, fitted by least squares.
+struct CostModel {
+  double alpha_ms = 0, beta_ms_per_byte = 0;
+  double at(std::size_t bytes) const { return alpha_ms + beta_ms_per_byte * static_cast<double>(bytes); }
+};
+CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> ms);
+
+// The buckets a step of `graph` sends under `options`, in bytes, in order.
+std::vector<std::size_t> bucket_plan(const Graph& graph, const collectives::BucketOptions& options);
+
+// A step predicted from one rank's timeline: buckets are sealed when backward reaches their last
+// gradient and reduced one after another on the communication thread; the update waits for the
+// last. `other_ms` is what the single-rank step took beyond its timeline (the host's own work).
+struct PredictedBucket {
+  std::size_t bytes = 0;
+  double sealed_ms = 0, start_ms = 0, end_ms = 0;  // from the step's start
+};
+struct Prediction {
+  double step_ms = 0, comm_ms = 0, exposed_ms = 0;
+  std::vector<PredictedBucket> buckets;
+};
+Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms,
+                        const collectives::BucketOptions& options, const CostModel& cost);
+
+// The models.scaling plan step.
+StepKind scaling_step();
+
+}  // namespace rocebench::models

@@ -1,0 +1,376 @@
+#include "rocebench/models/data_parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/collectives/step_mesh.hpp"
+#include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_buffer.hpp"
+#include "rocebench/common/stats.hpp"
+#include "rocebench/models/train.hpp"
+#include "rocebench/models/zoo.hpp"
+
+namespace rocebench::models {
+
+using collectives::BucketOptions;
+using collectives::Transport;
+
+std::vector<int> params_in_ready_order(const Graph& graph) {
+  std::vector<int> order;
+  for (int i = static_cast<int>(graph.nodes().size()) - 1; i > 0; --i)
+    for (int p : graph.node(i).params) order.push_back(p);
+  return order;
+}
+
+std::vector<std::size_t> gradient_sizes(const Graph& graph) {
+  std::vector<std::size_t> sizes;
+  for (int p : params_in_ready_order(graph)) sizes.push_back(static_cast<std::size_t>(graph.params()[static_cast<std::size_t>(p)].size()));
+  return sizes;
+}
+
+double StepTimes::comm_ms() const {
+  double sum = 0;
+  for (const auto& b : buckets) sum += static_cast<double>(b.end_ns - b.start_ns) / 1e6;
+  return sum;
+}
+
+DataParallel::DataParallel(Engine& engine, Transport* transport, const BucketOptions& buckets,
+                           std::chrono::milliseconds deadline)
+    : engine_(engine) {
+  if (transport && transport->world() > 1) buckets_.emplace(*transport, buckets, deadline);
+}
+
+StepTimes DataParallel::step(const SgdOptions& sgd, double lr) {
+  StepTimes t;
+  t.start_ns = now_ns();
+  engine_.forward();
+  t.forward_end_ns = now_ns();
+  if (buckets_) {
+    engine_.backward([this](const GradientReady& g) {
+      if (g.on_device)
+        throw InputError("data-parallel training over host transports takes host gradients; the gpu engine's are on the device");
+      buckets_->add({g.data, static_cast<std::size_t>(g.count)});
+    });
+  } else {
+    engine_.backward({});
+  }
+  t.backward_end_ns = now_ns();
+  if (buckets_) {
+    buckets_->finish();
+    t.buckets = buckets_->take_times();
+  }
+  t.reduced_ns = now_ns();
+  engine_.update(sgd, lr);
+  engine_.synchronize();
+  t.end_ns = now_ns();
+  return t;
+}
+
+CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> ms) {
+  const double n = static_cast<double>(bytes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const double x = static_cast<double>(bytes[i]);
+    sx += x;
+    sy += ms[i];
+    sxx += x * x;
+    sxy += x * ms[i];
+  }
+  const double det = n * sxx - sx * sx;
+  if (n == 0) return {};
+  if (det <= 0) return {0, sy / sx};  // one size: all of it per byte
+  CostModel c{(sxx * sy - sx * sxy) / det, (n * sxy - sx * sy) / det};
+  if (c.alpha_ms < 0) c = {0, sxy / sxx};  // through the origin rather than a negative start-up cost
+  return c;
+}
+
+std::vector<std::size_t> bucket_plan(const Graph& graph, const BucketOptions& options) {
+  std::vector<std::size_t> plan;
+  std::size_t open = 0;
+  for (std::size_t elements : gradient_sizes(graph)) {
+    open += 4 * elements;
+    if (options.full(plan.size(), open)) plan.push_back(std::exchange(open, 0));
+  }
+  if (open > 0) plan.push_back(open);
+  return plan;
+}
+
+Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms, const BucketOptions& options,
+                        const CostModel& cost) {
+  Prediction p;
+  double now = compute.forward_ms(), comm_free = 0;
+  std::size_t open = 0;
+  auto seal = [&] {
+    const double start = std::max(now, comm_free);
+    comm_free = start + cost.at(open);
+    p.buckets.push_back({open, now, start, comm_free});
+    p.comm_ms += comm_free - start;
+    open = 0;
+  };
+  for (auto node = compute.nodes.rbegin(); node != compute.nodes.rend(); ++node) {
+    now += node->backward_ms;
+    for (int param : graph.node(node->node).params) {
+      open += 4 * static_cast<std::size_t>(graph.params()[static_cast<std::size_t>(param)].size());
+      if (options.full(p.buckets.size(), open)) seal();
+    }
+  }
+  if (open > 0) seal();
+  p.exposed_ms = std::max(0.0, comm_free - now);
+  p.step_ms = now + p.exposed_ms + compute.update_ms + other_ms;
+  return p;
+}
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct ScalingConfig {
+  TrainConfig train;
+  BucketOptions buckets;
+  double bucket_mb = 25, first_bucket_mb = 1;
+  std::string lr_scaling = "linear";
+  double lr = 0.1;  // for 256 images in total, scaled to the global batch (Goyal et al.)
+  int lr_warmup_steps = 5;
+  bool predict = true;
+};
+
+ScalingConfig scaling_config_from(const json& p) {
+  ScalingConfig c;
+  c.train.model = p.at("model").get<std::string>();
+  c.train.engine = p.value("engine", c.train.engine);
+  c.train.precision = p.value("precision", c.train.precision);
+  c.train.layout = p.value("layout", c.train.layout);
+  c.train.batch = p.value("batch", c.train.batch);
+  c.train.steps = p.value("steps", c.train.steps);
+  c.train.warmup = p.value("warmup", c.train.warmup);
+  c.train.timeline = p.value("timeline", c.train.timeline);
+  c.bucket_mb = p.value("bucket_mb", c.bucket_mb);
+  c.first_bucket_mb = p.value("first_bucket_mb", c.first_bucket_mb);
+  c.buckets.bucket_bytes = static_cast<std::size_t>(c.bucket_mb * kMiB);
+  c.buckets.first_bucket_bytes = c.bucket_mb > 0 ? static_cast<std::size_t>(c.first_bucket_mb * kMiB) : 0;
+  c.buckets.algorithm = collectives::parse_algorithm(p.value("sync", "ring"));
+  c.buckets.collective.servers = p.value("servers", c.buckets.collective.servers);
+  c.lr = p.value("lr", c.lr);
+  c.lr_scaling = p.value("lr_scaling", c.lr_scaling);
+  c.lr_warmup_steps = p.value("lr_warmup_steps", c.lr_warmup_steps);
+  c.predict = p.value("predict", c.predict);
+  if (c.train.engine == "replay" && c.train.timeline.empty())
+    throw InputError("field 'timeline': the replay engine needs one (a shipped name or a results file)");
+  validate(c.train);
+  return c;
+}
+
+// The learning rate of step `step` at `ranks` ranks: the base rate for 256 images scaled to the
+// global batch, linearly or by its square root, after a linear warm-up.
+double learning_rate(const ScalingConfig& c, int ranks, int step) {
+  const double global = static_cast<double>(c.train.batch) * ranks / 256.0;
+  const double scaled = c.lr * (c.lr_scaling == "linear" ? global : c.lr_scaling == "sqrt" ? std::sqrt(global) : 1.0);
+  return ExponentialDecay{scaled, static_cast<double>(c.lr_warmup_steps), 1.0, 1.0}.at(step + 1);
+}
+
+// Times one bucket's reduction at each size the plan sends (and a quarter of the largest, so that
+// two sizes pin the line), max over the ranks, median of `iters`.
+CostModel measure_cost(Transport& t, const std::vector<std::size_t>& plan, const BucketOptions& options,
+                       const Deadline& deadline, int iters) {
+  std::vector<std::size_t> sizes = plan;
+  sizes.push_back(std::max<std::size_t>(4, *std::max_element(plan.begin(), plan.end()) / 4 / 4 * 4));
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<std::size_t> xs;
+  std::vector<double> ys;
+  std::vector<float> data;
+  HostBuffer packed;
+  for (std::size_t bytes : sizes) {
+    data.assign(bytes / 4, 1.f);
+    const std::span<float> whole(data);
+    std::vector<double> ms;
+    for (int i = -1; i < iters; ++i) {
+      const std::int64_t t0 = now_ns();
+      collectives::reduce_bucket(t, std::span(&whole, 1), packed, options, deadline);
+      if (i >= 0) ms.push_back(static_cast<double>(now_ns() - t0) / 1e6);
+    }
+    collectives::allreduce(t, collectives::Algorithm::rd, ms.data(), ms.size(), collectives::DataType::float64,
+                           collectives::ReduceOp::max, {}, deadline);
+    xs.push_back(bytes);
+    ys.push_back(summarize(ms).median);
+  }
+  return fit_cost(xs, ys);
+}
+
+json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
+  json id{{"model", c.train.model}, {"engine", c.train.engine}, {"precision", c.train.precision},
+          {"batch", c.train.batch}, {"mode", "data_parallel"}, {"sync", to_string(c.buckets.algorithm)},
+          {"transport", transport}, {"bucket_mb", c.bucket_mb}, {"first_bucket_mb", c.first_bucket_mb},
+          {"lr_scaling", c.lr_scaling}, {"ranks", ranks}};
+  if (c.buckets.algorithm == collectives::Algorithm::ps) id["servers"] = c.buckets.collective.servers;
+  if (c.train.layout != "blocked") id["layout"] = c.train.layout;
+  if (c.train.engine == "replay") id["timeline"] = c.train.timeline;
+  return id;
+}
+
+// What the sweep keeps from one world size to the next (rank 0).
+struct SweepState {
+  std::optional<double> single_images_per_s;
+  std::optional<Timeline> single_timeline;  // measured at one rank (cpu, gpu) or replayed
+  double single_other_ms = 0;
+};
+
+void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
+  const int k = t.world();
+  const Deadline deadline(ctx.deadline);
+  ResultRecord r;
+  r.params = identity(c, t.name(), k);
+  StepContext rc = ctx;
+  rc.world = k;
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = make_engine(c.train.engine, graph,
+                         {.batch = c.train.batch, .precision = parse_precision(c.train.precision), .seed = c.train.seed,
+                          .plain_layout = c.train.layout == "plain", .profile = c.train.engine != "replay",
+                          .device = ctx.local_rank, .timeline = c.train.timeline});
+  } catch (const EngineUnavailable& e) {
+    r.status = Status::skip;
+    r.reason = e.what();
+    if (t.rank() == 0) rc.record(r);
+    return;
+  }
+  // Each rank its own data: the same model, another batch.
+  const SyntheticBatch b = synthetic_batch(graph, c.train.batch, static_cast<std::uint32_t>(c.train.seed + 7919u * t.rank()));
+  engine->set_batch(b.images, b.labels);
+
+  std::optional<CostModel> cost;
+  if (k > 1 && c.predict) cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, deadline, 5);
+
+  DataParallel dp(*engine, k > 1 ? &t : nullptr, c.buckets, ctx.deadline);
+  const SgdOptions sgd;
+  std::vector<StepTimes> steps;
+  std::vector<LayerTime> layers_before;
+  for (int i = 0; i < c.train.warmup + c.train.steps; ++i) {
+    if (i == c.train.warmup) layers_before = engine->layer_times();
+    StepTimes s = dp.step(sgd, learning_rate(c, k, i));
+    if (i >= c.train.warmup) steps.push_back(std::move(s));
+  }
+  // The step took as long as its slowest rank.
+  std::vector<double> step_ms;
+  for (const auto& s : steps) step_ms.push_back(s.step_ms());
+  if (k > 1)
+    collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
+                           collectives::ReduceOp::max, {}, deadline);
+  if (t.rank() != 0) return;
+
+  const Summary s = summarize(step_ms);
+  double total_ms = 0;
+  for (double ms : step_ms) total_ms += ms;
+  auto median_of = [&](auto part) {
+    std::vector<double> v;
+    for (const auto& st : steps) v.push_back(part(st));
+    return summarize(v).median;
+  };
+  const double images_per_s = static_cast<double>(c.train.batch) * k * static_cast<double>(steps.size()) / (total_ms / 1e3);
+  const double comm = median_of([](const StepTimes& st) { return st.comm_ms(); });
+  const double exposed = median_of([](const StepTimes& st) { return st.exposed_ms(); });
+  r.metrics = {{"images_per_s", images_per_s},
+               {"images_per_s_per_rank", images_per_s / k},
+               {"step_time_ms_p50", s.median},
+               {"forward_ms", median_of([](const StepTimes& st) { return st.forward_ms(); })},
+               {"backward_ms", median_of([](const StepTimes& st) { return st.backward_ms(); })},
+               {"update_ms", median_of([](const StepTimes& st) { return st.update_ms(); })},
+               {"comm_ms", comm},
+               {"exposed_comm_ms", exposed},
+               {"buckets", steps.back().buckets.size()}};
+  if (comm > 0) r.metrics["overlap"] = std::clamp(1.0 - exposed / comm, 0.0, 1.0);
+
+  if (c.train.engine == "replay" && !state.single_timeline) state.single_timeline = load_timeline(c.train.timeline, graph);
+  if (k == 1) {
+    state.single_images_per_s = images_per_s;
+    if (c.train.engine != "replay")
+      state.single_timeline = timeline_between(graph, layers_before, engine->layer_times(), c.train.steps);
+    if (state.single_timeline) {
+      const Timeline& tl = *state.single_timeline;
+      state.single_other_ms = std::max(0.0, s.median - tl.forward_ms() - tl.backward_ms() - tl.update_ms);
+    }
+  }
+  if (state.single_images_per_s) {
+    r.metrics["speedup"] = images_per_s / *state.single_images_per_s;
+    r.metrics["efficiency"] = images_per_s / *state.single_images_per_s / k;
+  }
+  std::string predicted;
+  if (cost && state.single_timeline) {
+    const Prediction p = predict_step(graph, *state.single_timeline, state.single_other_ms, c.buckets, *cost);
+    r.metrics["predicted_step_ms"] = p.step_ms;
+    r.metrics["predicted_exposed_comm_ms"] = p.exposed_ms;
+    r.metrics["prediction_error_pct"] = 100 * (s.median / p.step_ms - 1);
+    r.metrics["alpha_ms"] = cost->alpha_ms;
+    r.metrics["beta_ms_per_MiB"] = cost->beta_ms_per_byte * kMiB;
+    predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%)", p.step_ms, r.metrics["prediction_error_pct"].get<double>());
+  }
+  r.samples = to_json(s);
+  // One step's buckets as rank 0 saw them (the median step), from the step's start.
+  const auto& median_step = steps[steps.size() / 2];
+  json buckets = json::array();
+  for (const auto& bt : median_step.buckets)
+    buckets.push_back({{"bytes", bt.bytes},
+                       {"sealed_ms", static_cast<double>(bt.sealed_ns - median_step.start_ns) / 1e6},
+                       {"start_ms", static_cast<double>(bt.start_ns - median_step.start_ns) / 1e6},
+                       {"end_ms", static_cast<double>(bt.end_ns - median_step.start_ns) / 1e6}});
+  r.samples["buckets"] = buckets;
+  if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
+  rc.record(r);
+  std::cout << fmt::format("# {} {} x{}: {:.1f} images/s{}, step {:.1f} ms p50{}, communication {:.1f} ms of which "
+                           "{:.1f} exposed, {} buckets\n",
+                           c.train.model, c.train.engine, k, images_per_s,
+                           r.metrics.contains("speedup") ? fmt::format(" ({:.2f}x one rank)", r.metrics["speedup"].get<double>()) : "",
+                           s.median, predicted, comm, exposed, steps.back().buckets.size())
+            << std::flush;
+}
+
+json scaling_params_schema() {
+  json schema = json::parse(R"({
+    "type": "object",
+    "required": ["model"],
+    "additionalProperties": false,
+    "properties": {
+      "model": {"type": "string", "minLength": 1},
+      "engine": {"enum": ["cpu", "gpu", "replay"]},
+      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
+      "layout": {"enum": ["blocked", "plain"]},
+      "timeline": {"type": "string", "minLength": 1},
+      "batch": {"type": "integer", "minimum": 1},
+      "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
+      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000},
+      "sync": {"enum": ["ring", "ps", "rd"]},
+      "servers": {"type": "integer", "minimum": 1},
+      "bucket_mb": {"type": "number", "minimum": 0, "maximum": 4096},
+      "first_bucket_mb": {"type": "number", "exclusiveMinimum": 0, "maximum": 4096},
+      "lr": {"type": "number", "exclusiveMinimum": 0},
+      "lr_scaling": {"enum": ["linear", "sqrt", "none"]},
+      "lr_warmup_steps": {"type": "integer", "minimum": 0},
+      "predict": {"type": "boolean"},
+      "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+    }
+  })");
+  collectives::add_transport_params(schema);
+  return schema;
+}
+
+void run_scaling(StepContext& ctx) {
+  const ScalingConfig c = scaling_config_from(ctx.params);
+  const Graph graph = build_model(c.train.model);
+  if (c.train.engine == "replay") load_timeline(c.train.timeline, graph);  // a bad timeline stops the step before any mesh
+  SweepState state;
+  collectives::for_each_world_size(ctx, [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });
+}
+
+}  // namespace
+
+StepKind scaling_step() {
+  return {"models.scaling",
+          "data-parallel training at each world size: images/s, speedup, exposed communication, predicted step time",
+          scaling_params_schema(), run_scaling};
+}
+
+}  // namespace rocebench::models

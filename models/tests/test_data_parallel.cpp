@@ -1,0 +1,353 @@
+// Data-parallel training: N ranks with batch b each against one rank with batch N·b, the replay
+// engine's exact reductions, the bucket plan, the predictor, the models.scaling step and its command
+// line. Ranks are threads (local_rendezvous.hpp); sockets, algorithms and engines are real.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "../../harness/tests/process_util.hpp"
+#include "local_rendezvous.hpp"
+#include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/models/data_parallel.hpp"
+#include "rocebench/models/module.hpp"
+#include "rocebench/models/train.hpp"
+#include "rocebench/models/zoo.hpp"
+
+namespace rocebench::models {
+namespace {
+
+using namespace std::chrono_literals;
+using collectives::Algorithm;
+using collectives::BucketOptions;
+
+const std::string kBinary = ROCEBENCH_BINARY;
+
+// No batch norm and no dropout: with them a rank's statistics and masks are its own, and N ranks
+// of batch b are not one rank of batch N·b (as in PyTorch DDP without SyncBatchNorm).
+Graph small_net() {
+  Graph g("small", {3, 8, 8}, 5);
+  int x = g.relu(g.conv(g.input(), 6, square(3, 1, 1), 1, true));
+  x = g.max_pool(x, square(2, 2));
+  x = g.relu(g.conv(x, 8, square(3, 1, 1), 1, true));
+  g.softmax_ce(g.linear(g.global_avg_pool(x), 5));
+  return g;
+}
+
+std::unique_ptr<collectives::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world) {
+  rbtest::LocalRendezvous::Rank rdv(shared, rank);
+  return collectives::connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), {}, Deadline(10s));
+}
+
+// Rank r's share of a batch of n·b images: images and labels [r·b, (r+1)·b).
+void set_slice(Engine& e, const SyntheticBatch& all, int rank, int b) {
+  const std::size_t image = static_cast<std::size_t>(e.graph().input_shape().size());
+  const std::size_t from = static_cast<std::size_t>(rank * b);
+  e.set_batch(std::span(all.images).subspan(from * image, static_cast<std::size_t>(b) * image),
+              std::span(all.labels).subspan(from, static_cast<std::size_t>(b)));
+}
+
+constexpr int kSteps = 3;
+double lr_of(int step) { return 0.05 * (step + 1); }
+
+std::vector<std::vector<float>> train_alone(const Graph& g, const SyntheticBatch& all, int batch) {
+  auto e = make_cpu_engine(g, {.batch = batch, .seed = 3});
+  set_slice(*e, all, 0, batch);
+  DataParallel dp(*e, nullptr, {}, 10s);
+  for (int s = 0; s < kSteps; ++s) dp.step({}, lr_of(s));
+  std::vector<std::vector<float>> out;
+  for (std::size_t p = 0; p < g.params().size(); ++p) out.push_back(e->parameter(static_cast<int>(p)));
+  return out;
+}
+
+TEST(DataParallel, NRanksOfBatchBTrainAsOneRankOfBatchNB) {
+  const Graph g = small_net();
+  const int b = 3;
+  struct Case {
+    Algorithm algorithm;
+    int ranks;
+    std::size_t bucket_bytes;  // 0: one bucket after backward
+  };
+  for (const Case c : {Case{Algorithm::ring, 2, 0}, Case{Algorithm::ring, 3, 256}, Case{Algorithm::ps, 3, 1024},
+                       Case{Algorithm::rd, 2, 4}, Case{Algorithm::rd, 3, 0}}) {
+    const SyntheticBatch all = synthetic_batch(g, c.ranks * b, 17);
+    const auto reference = train_alone(g, all, c.ranks * b);
+    std::vector<std::vector<std::vector<float>>> weights(static_cast<std::size_t>(c.ranks));
+    rbtest::LocalRendezvous shared(c.ranks);
+    const auto errors = rbtest::on_ranks(c.ranks, [&](int r) {
+      auto t = mesh(shared, r, c.ranks);
+      auto e = make_cpu_engine(g, {.batch = b, .seed = 3});
+      set_slice(*e, all, r, b);
+      DataParallel dp(*e, t.get(),
+                      {.first_bucket_bytes = c.bucket_bytes, .bucket_bytes = c.bucket_bytes, .algorithm = c.algorithm,
+                       .collective = {.servers = 2}},
+                      10s);
+      for (int s = 0; s < kSteps; ++s) {
+        const StepTimes st = dp.step({}, lr_of(s));
+        const std::size_t expected_buckets =
+            bucket_plan(g, {.first_bucket_bytes = c.bucket_bytes, .bucket_bytes = c.bucket_bytes}).size();
+        if (st.buckets.size() != expected_buckets)
+          throw std::runtime_error(fmt::format("{} buckets, expected {}", st.buckets.size(), expected_buckets));
+      }
+      for (std::size_t p = 0; p < g.params().size(); ++p) weights[static_cast<std::size_t>(r)].push_back(e->parameter(static_cast<int>(p)));
+    });
+    const std::string what = fmt::format("{} on {} ranks, buckets of {} bytes", to_string(c.algorithm), c.ranks, c.bucket_bytes);
+    for (int r = 0; r < c.ranks; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << what << ", rank " << r;
+    for (int r = 0; r < c.ranks; ++r) {
+      for (std::size_t p = 0; p < reference.size(); ++p) {
+        const auto& w = weights[static_cast<std::size_t>(r)][p];
+        double diff = 0, norm = 0;
+        for (std::size_t i = 0; i < w.size(); ++i) {
+          diff = std::max(diff, static_cast<double>(std::abs(w[i] - reference[p][i])));
+          norm = std::max(norm, static_cast<double>(std::abs(reference[p][i])));
+        }
+        EXPECT_LT(diff, 1e-5 * std::max(1.0, norm)) << what << ", rank " << r << ", parameter " << p;
+      }
+    }
+    // The weights moved: a trainer that never updated would match a reference that never did either.
+    EXPECT_NE(reference[0], make_cpu_engine(g, {.batch = 1, .seed = 3})->parameter(0)) << what;
+  }
+}
+
+// A timeline for `g` as `train --profile --out` writes it.
+std::filesystem::path write_timeline(const Graph& g, const std::filesystem::path& dir, double forward_ms,
+                                     double backward_ms, const std::string& model = "") {
+  Timeline t;
+  for (int i = 1; i < static_cast<int>(g.nodes().size()); ++i) t.nodes.push_back({i, forward_ms, backward_ms});
+  t.update_ms = 1;
+  ResultRecord r;
+  r.step = "models.train";
+  r.host = "measured-host";
+  r.params = {{"model", model.empty() ? g.name() : model}, {"engine", "cpu"}, {"precision", "fp32"}, {"batch", 4}};
+  r.samples = to_samples(g, t);
+  const auto file = dir / fmt::format("timeline-{}.jsonl", model);
+  std::ofstream(file) << to_json(r, "measured-run").dump() << "\n";
+  return file;
+}
+
+TEST(Replay, GradientsAreAveragedExactlyOverTheRanks) {
+  const Graph g = build_model("resnet20_cifar");
+  const auto dir = rbtest::temp_dir("replay");
+  const auto timeline = write_timeline(g, dir, 0.01, 0.02);
+  const int world = 4;
+  rbtest::LocalRendezvous shared(world);
+  const auto errors = rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    // Rank r's every gradient element is r + 1; their average, 2.5, is exact in float.
+    auto e = make_engine("replay", g, {.batch = 4, .seed = static_cast<std::uint64_t>(r + 1), .timeline = timeline.string()});
+    DataParallel dp(*e, t.get(), {.first_bucket_bytes = 64 << 10, .bucket_bytes = 256 << 10}, 10s);
+    for (int s = 0; s < 2; ++s) {
+      dp.step({}, 0.1);
+      for (std::size_t p = 0; p < g.params().size(); ++p)
+        for (float v : e->gradient(static_cast<int>(p)))
+          if (v != 2.5f) throw std::runtime_error(fmt::format("step {} parameter {}: {}", s, p, v));
+    }
+  });
+  for (int r = 0; r < world; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+TEST(Replay, StepFollowsTheTimeline) {
+  const Graph g = small_net();
+  const auto dir = rbtest::temp_dir("replay-time");
+  const auto timeline = write_timeline(g, dir, 2, 4);  // 8 nodes after the input: 16 ms forward, 32 backward, 1 update
+  auto e = make_engine("replay", g, {.batch = 4, .timeline = timeline.string()});
+  DataParallel dp(*e, nullptr, {}, 10s);
+  const StepTimes t = dp.step({}, 0.1);
+  EXPECT_GE(t.forward_ms(), 16);
+  EXPECT_LT(t.forward_ms(), 16 + 10);
+  EXPECT_GE(t.backward_ms(), 32);
+  EXPECT_LT(t.backward_ms(), 32 + 10);
+  EXPECT_GE(t.update_ms(), 1);
+}
+
+TEST(Timeline, ATimelineOfAnotherModelOrShapeIsRefusedNamingTheField) {
+  const Graph g = small_net();
+  const auto dir = rbtest::temp_dir("timeline");
+  const auto other = write_timeline(build_model("resnet20_cifar"), dir, 1, 1);
+  try {
+    load_timeline(other.string(), g);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":1: field 'params.model': the timeline is of model 'resnet20_cifar', not 'small'"),
+              std::string::npos) << e.what();
+  }
+  const auto renamed = write_timeline(build_model("resnet20_cifar"), dir, 1, 1, "small");
+  try {
+    load_timeline(renamed.string(), g);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'samples.layers': small has 8 nodes after its input; the timeline has"),
+              std::string::npos) << e.what();
+  }
+  try {
+    load_timeline("no-such-timeline", g);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("timeline 'no-such-timeline' is neither a shipped one ("), std::string::npos) << e.what();
+  }
+}
+
+TEST(Timeline, TrainProfileRecordsATimelineTheReplayEngineReads) {
+  const auto dir = rbtest::temp_dir("profile");
+  TrainConfig c{.model = "resnet20_cifar", .batch = 2, .steps = 2, .warmup = 1, .profile = true};
+  ResultRecord r = measure_training(c, 1);
+  r.host = "h";
+  ASSERT_TRUE(r.samples.contains("layers")) << r.samples.dump();
+  std::ofstream(dir / "p.jsonl") << to_json(r, "run-1").dump() << "\n";
+  const Graph g = build_model("resnet20_cifar");
+  const Timeline t = load_timeline((dir / "p.jsonl").string(), g);
+  EXPECT_EQ(t.nodes.size() + 1, g.nodes().size());
+  EXPECT_EQ(t.source["host"], "h");
+  EXPECT_EQ(t.source["run"], "run-1");
+  // The layers account for most of the step (the rest is the host's own work between them).
+  const double layers = t.forward_ms() + t.backward_ms() + t.update_ms;
+  EXPECT_GT(layers, 0.5 * r.metrics["step_time_ms_p50"].get<double>());
+  EXPECT_LT(layers, 1.05 * r.metrics["step_time_ms_p50"].get<double>());
+}
+
+TEST(Timeline, EveryShippedTimelineFitsItsModel) {
+  ASSERT_FALSE(shipped_timelines().empty());
+  for (const auto& name : shipped_timelines()) {
+    const std::string model = name.substr(name.find('-') + 1, name.find('-', name.find('-') + 1) - name.find('-') - 1);
+    const Timeline t = load_timeline(name, build_model(model));
+    EXPECT_GT(t.backward_ms(), 0) << name;
+    EXPECT_TRUE(t.source.contains("host")) << name;
+  }
+}
+
+TEST(BucketPlan, ResNet50GradientsInBackwardOrderAndDdpBuckets) {
+  const Graph g = build_model("resnet50");
+  const auto sizes = gradient_sizes(g);
+  EXPECT_EQ(sizes.size(), 161u);
+  EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}), 25557032u);
+  EXPECT_EQ(sizes.front(), 2048000u);  // the fc weight, then its bias: engines announce a node's parameters in order
+  EXPECT_EQ(sizes[1], 1000u);
+  // DDP's plan: a 1 MiB first bucket (here the fc weight alone, already larger), then 25 MiB ones.
+  const auto plan = bucket_plan(g, {});
+  EXPECT_EQ(plan.front(), 4u * 2048000);
+  for (std::size_t i = 1; i + 1 < plan.size(); ++i) EXPECT_GE(plan[i], 25u << 20) << i;
+  EXPECT_EQ(std::accumulate(plan.begin(), plan.end(), std::size_t{0}), 4u * 25557032);
+  EXPECT_EQ(bucket_plan(g, {.bucket_bytes = 0}), (std::vector<std::size_t>{4u * 25557032}));
+}
+
+TEST(Predict, CostFitRecoversTheLine) {
+  const std::vector<std::size_t> bytes{1000, 5000, 20000};
+  const std::vector<double> ms{0.5 + 1000 * 1e-4, 0.5 + 5000 * 1e-4, 0.5 + 20000 * 1e-4};
+  const CostModel c = fit_cost(bytes, ms);
+  EXPECT_NEAR(c.alpha_ms, 0.5, 1e-9);
+  EXPECT_NEAR(c.beta_ms_per_byte, 1e-4, 1e-12);
+}
+
+// Two nodes with parameters: backward reaches linear (node 3) first, then conv (node 1).
+TEST(Predict, BucketsWaitForBackwardAndForEachOther) {
+  Graph g("two", {1, 4, 4}, 2);
+  g.softmax_ce(g.linear(g.relu(g.conv(g.input(), 2, square(3, 1, 1), 1, true)), 2));
+  // conv weight 2·1·3·3 = 18 and bias 2 floats = 80 bytes; linear weight 2·32 = 64 and bias 2 = 264 bytes.
+  Timeline t;
+  t.nodes = {{1, 1, 10}, {2, 1, 1}, {3, 1, 2}, {4, 1, 1}};  // forward 4 ms
+  t.update_ms = 0.5;
+  const CostModel cost{1, 0.1};  // 1 ms + 0.1 ms per byte: linear's bucket 27.4 ms, conv's 9 ms
+  const Prediction p = predict_step(g, t, 0.25, {.first_bucket_bytes = 260, .bucket_bytes = 260}, cost);
+  ASSERT_EQ(p.buckets.size(), 2u);
+  // The loss's backward (1 ms) and linear's (2 ms) after forward's 4: sealed at 7, reduced 7 → 34.4.
+  EXPECT_EQ(p.buckets[0].bytes, 264u);
+  EXPECT_DOUBLE_EQ(p.buckets[0].sealed_ms, 7);
+  EXPECT_DOUBLE_EQ(p.buckets[0].end_ms, 34.4);
+  // conv's gradient is final at 7 + 1 + 10 = 18 but waits for the link until 34.4, done at 43.4.
+  EXPECT_DOUBLE_EQ(p.buckets[1].sealed_ms, 18);
+  EXPECT_DOUBLE_EQ(p.buckets[1].start_ms, 34.4);
+  EXPECT_NEAR(p.buckets[1].end_ms, 43.4, 1e-12);
+  EXPECT_NEAR(p.exposed_ms, 43.4 - 18, 1e-12);
+  EXPECT_NEAR(p.step_ms, 43.4 + 0.5 + 0.25, 1e-12);
+  // One bucket after backward: nothing overlaps.
+  const Prediction one = predict_step(g, t, 0, {.bucket_bytes = 0}, cost);
+  EXPECT_NEAR(one.exposed_ms, 1 + 0.1 * 344, 1e-12);
+}
+
+// models.scaling with ranks as threads: one record per world size, speedup against one rank, the
+// prediction, and the buckets of a step.
+TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
+  const auto kinds = steps();
+  const auto kind = std::find_if(kinds.begin(), kinds.end(), [](const StepKind& k) { return k.name == "models.scaling"; });
+  ASSERT_NE(kind, kinds.end());
+  const auto dir = rbtest::temp_dir("scaling");
+  const Graph g = build_model("resnet20_cifar");
+  const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
+                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"steps", 3},
+                       {"warmup", 1}, {"bucket_mb", 0.25}, {"world_sizes", {1, 2, 3}}};
+  ASSERT_TRUE(JsonSchema(kind->params_schema).validate(params).empty());
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  rbtest::KeptRecords kept;
+  const auto errors = rbtest::on_ranks(world, [&](int r) {
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
+    ctx.step = "models.scaling";
+    ctx.address = "127.0.0.1";
+    ctx.params = params;
+    ctx.deadline = 10s;
+    kind->run(ctx);
+  });
+  for (int r = 0; r < world; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+  ASSERT_EQ(kept.records.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json& rec = kept.records[i];
+    EXPECT_TRUE(result_schema().validate(rec).empty()) << rec.dump();
+    EXPECT_EQ(rec["params"]["ranks"], i + 1);
+    EXPECT_EQ(rec["world"], i + 1);
+    EXPECT_EQ(rec["params"]["sync"], "ring");
+    EXPECT_EQ(rec["params"]["engine"], "replay");
+    EXPECT_EQ(rec["samples"]["n"], 3);
+    EXPECT_EQ(rec["samples"]["timeline_source"]["host"], "measured-host");
+    const json& m = rec["metrics"];
+    EXPECT_NEAR(m["images_per_s_per_rank"].get<double>() * static_cast<double>(i + 1), m["images_per_s"].get<double>(), 1e-9);
+    EXPECT_NEAR(m["speedup"].get<double>(), m["images_per_s"].get<double>() / kept.records[0]["metrics"]["images_per_s"].get<double>(), 1e-9);
+    if (i == 0) {
+      EXPECT_FALSE(m.contains("predicted_step_ms"));
+      continue;
+    }
+    EXPECT_GT(m["predicted_step_ms"].get<double>(), 0);
+    EXPECT_GT(m["comm_ms"].get<double>(), 0);
+    EXPECT_EQ(m["buckets"], rec["samples"]["buckets"].size());
+    EXPECT_EQ(rec["samples"]["buckets"].size(), bucket_plan(g, {.bucket_bytes = 1 << 18}).size());
+  }
+}
+
+TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
+  const auto dir = rbtest::temp_dir("scaling-cli");
+  const Graph g = build_model("resnet20_cifar");
+  const std::string timeline = write_timeline(g, dir, 0.02, 0.04).string();
+  const std::vector<std::string> base = {kBinary, "train", "--model", "resnet20_cifar", "--engine", "replay", "--timeline",
+                                         timeline, "--batch", "2", "--steps", "2", "--warmup", "0"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), more.begin(), more.end());
+    return argv;
+  };
+  ASSERT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--results-dir", (dir / "ok").string()}), dir, "ok"), 0)
+      << rbtest::slurp(dir / "ok.err");
+  EXPECT_NE(rbtest::slurp(dir / "ok.out").find("resnet20_cifar replay x2:"), std::string::npos) << rbtest::slurp(dir / "ok.out");
+  EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--sync", "tree", "--results-dir", (dir / "a").string()}), dir, "a"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "a.err").find("steps[0].params.sync"), std::string::npos) << rbtest::slurp(dir / "a.err");
+  EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--transport", "carrier-pigeon", "--results-dir", (dir / "b").string()}), dir, "b"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "b.err").find("steps[0].params.transport"), std::string::npos) << rbtest::slurp(dir / "b.err");
+  EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,4", "--ranks", "2", "--results-dir", (dir / "c").string()}), dir, "c"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "c.err").find("field 'world_sizes': 4 ranks asked for, but the run has 2"), std::string::npos)
+      << rbtest::slurp(dir / "c.err");
+  EXPECT_EQ(rbtest::run(with({"--world-sizes", "2", "--bucket-mb", "-1", "--results-dir", (dir / "d").string()}), dir, "d"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "d.err").find("steps[0].params.bucket_mb"), std::string::npos) << rbtest::slurp(dir / "d.err");
+  EXPECT_EQ(rbtest::run({kBinary, "train", "--model", "resnet50", "--engine", "replay", "--timeline", timeline, "--world-sizes",
+                         "1,2", "--results-dir", (dir / "e").string()}, dir, "e"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "e.err").find("field 'params.model': the timeline is of model 'resnet20_cifar', not 'resnet50'"),
+            std::string::npos) << rbtest::slurp(dir / "e.err");
+  EXPECT_EQ(rbtest::run({kBinary, "train", "--engine", "abacus", "--world-sizes", "1"}, dir, "f"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "f.err").find("steps[0].params.engine"), std::string::npos) << rbtest::slurp(dir / "f.err");
+}
+
+}  // namespace
+}  // namespace rocebench::models
