@@ -12,6 +12,7 @@ import re
 import sys
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -40,38 +41,71 @@ def save(fig, outdir, name):
     plt.close(fig)
 
 
+def key_text(key, names):
+    """The series key as words, in the order of `names` (the report's labels)."""
+    words = []
+    for name in names:
+        v = key.get(name)
+        if v is None:
+            continue
+        if name == "batch":
+            words.append(f"batch {v}")
+        elif name == "bucket_mb":
+            words.append("one bucket after backward" if v == 0 else f"buckets of {v:g} MiB")
+        elif name == "servers":
+            words.append(f"{v} server" + ("" if v == 1 else "s"))
+        elif name == "timeline":
+            words.append(f"timeline {v}")
+        else:
+            words.append(str(v))
+    return " ".join(words)
+
+
 def speedup(data, outdir):
     by_model = {}
     for s in data.get("scaling", []):
         by_model.setdefault(s["model"] or "model", []).append(s)
     for model, series in sorted(by_model.items()):
-        fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
-        top = 1
-        for s in series[:MAX_LINES]:
+        series = series[:MAX_LINES]
+        # What all lines share goes in the title; each legend entry says only how its line differs.
+        names = [n for n in series[0]["key_order"] if any(n in s["key"] for s in series)]
+        shared = [n for n in names if all(s["key"].get(n) == series[0]["key"].get(n) for s in series)]
+        differing = [n for n in names if n not in shared] or ["mode"]
+        fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.6))
+        for s in series:
             xs = [p["gpus"] for p in s["points"]]
             sp = values(s["points"], "speedup")
             eff = values(s["points"], "efficiency")
             base = s["base_gpus"]
-            label = s["label"] + ("" if base in (0, 1) else f" (relative to {base} GPUs)")
+            label = key_text(s["key"], differing) + ("" if base in (0, 1) else f" (relative to {base})")
             line, = ax_s.plot(xs, sp, "o-", label=label)
             ax_e.plot(xs, eff, "o-", color=line.get_color(), label=label)
             mark_missing(ax_s, xs, sp, "red", at=1)  # log axis: 1 is its bottom
             mark_missing(ax_e, xs, eff, "red")
-            top = max(top, max(xs))
             ideal = [p["ideal"] for p in s["points"]]
-            ax_s.plot(xs, ideal, "--", color=line.get_color(), alpha=0.35)
-        ax_s.plot([], [], "k--", alpha=0.35, label="ideal")
+            ax_s.plot(xs, ideal, "--", color="grey", alpha=0.5)
+            predicted = values(s["points"], "predicted_speedup")
+            if any(not math.isnan(v) for v in predicted):
+                pairs_ = [(x, 1.0 if x == base else v) for x, v in zip(xs, predicted) if x == base or not math.isnan(v)]
+                ax_s.plot([x for x, _ in pairs_], [v for _, v in pairs_], ":", marker="^", color=line.get_color(),
+                          alpha=0.8, label="_predicted")
+        ax_s.plot([], [], "--", color="grey", alpha=0.5, label="ideal")
+        if any(p.get("predicted_speedup") is not None for s in series for p in s["points"]):
+            ax_s.plot([], [], "k:", marker="^", alpha=0.8, label="predicted")
         for ax in (ax_s, ax_e):
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("GPUs")
+            ax.set_xlabel(series[0].get("ranks", "GPUs"))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
             ax.grid(True, alpha=0.3)
         ax_s.set_yscale("log", base=2)
+        ax_s.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
         ax_s.set_ylabel("speedup S(N) = X(N) / X(base)")
-        ax_s.set_title(f"{model}: speedup")
+        ax_s.set_title("speedup")
         ax_e.set_ylabel("efficiency S(N) / (N / base)")
         ax_e.set_ylim(0, 1.1)
-        ax_e.set_title(f"{model}: efficiency")
-        ax_s.legend(fontsize=7)
+        ax_e.set_title("efficiency")
+        ax_s.legend(fontsize=7, loc="upper left")
+        fig.suptitle(key_text(series[0]["key"], shared), fontsize=10)
         save(fig, outdir, f"speedup_{slug(model)}")
 
 

@@ -201,10 +201,13 @@ CostModel measure_cost(Transport& t, const std::vector<std::size_t>& plan, const
   return fit_cost(xs, ys);
 }
 
+// A size as the plan would write it: 25, not 25.0.
+json megabytes(double mb) { return mb == std::floor(mb) ? json(static_cast<std::int64_t>(mb)) : json(mb); }
+
 json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
   json id{{"model", c.train.model}, {"engine", c.train.engine}, {"precision", c.train.precision},
           {"batch", c.train.batch}, {"mode", "data_parallel"}, {"sync", to_string(c.buckets.algorithm)},
-          {"transport", transport}, {"bucket_mb", c.bucket_mb}, {"first_bucket_mb", c.first_bucket_mb},
+          {"transport", transport}, {"bucket_mb", megabytes(c.bucket_mb)}, {"first_bucket_mb", megabytes(c.first_bucket_mb)},
           {"lr_scaling", c.lr_scaling}, {"ranks", ranks}};
   if (c.buckets.algorithm == collectives::Algorithm::ps) id["servers"] = c.buckets.collective.servers;
   if (c.train.layout != "blocked") id["layout"] = c.train.layout;
@@ -278,11 +281,11 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
                {"step_time_ms_p50", s.median},
                {"forward_ms", median_of([](const StepTimes& st) { return st.forward_ms(); })},
                {"backward_ms", median_of([](const StepTimes& st) { return st.backward_ms(); })},
-               {"update_ms", median_of([](const StepTimes& st) { return st.update_ms(); })},
-               {"comm_ms", comm},
-               {"exposed_comm_ms", exposed},
-               {"buckets", steps.back().buckets.size()}};
-  if (comm > 0) r.metrics["overlap"] = std::clamp(1.0 - exposed / comm, 0.0, 1.0);
+               {"update_ms", median_of([](const StepTimes& st) { return st.update_ms(); })}};
+  if (k > 1) {  // one rank alone reduces nothing
+    r.metrics.update({{"comm_ms", comm}, {"exposed_comm_ms", exposed}, {"buckets", steps.back().buckets.size()}});
+    if (comm > 0) r.metrics["overlap"] = std::clamp(1.0 - exposed / comm, 0.0, 1.0);
+  }
 
   if (c.train.engine == "replay" && !state.single_timeline) state.single_timeline = load_timeline(c.train.timeline, graph);
   if (k == 1) {
@@ -302,6 +305,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   if (cost && state.single_timeline) {
     const Prediction p = predict_step(graph, *state.single_timeline, state.single_other_ms, c.buckets, *cost);
     r.metrics["predicted_step_ms"] = p.step_ms;
+    r.metrics["predicted_images_per_s"] = static_cast<double>(c.train.batch) * k * 1e3 / p.step_ms;
     r.metrics["predicted_exposed_comm_ms"] = p.exposed_ms;
     r.metrics["prediction_error_pct"] = 100 * (s.median / p.step_ms - 1);
     r.metrics["alpha_ms"] = cost->alpha_ms;
@@ -320,11 +324,13 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   r.samples["buckets"] = buckets;
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
   rc.record(r);
-  std::cout << fmt::format("# {} {} x{}: {:.1f} images/s{}, step {:.1f} ms p50{}, communication {:.1f} ms of which "
-                           "{:.1f} exposed, {} buckets\n",
-                           c.train.model, c.train.engine, k, images_per_s,
+  std::cout << fmt::format("# {} {} {} x{}: {:.1f} images/s{}, step {:.1f} ms p50{}{}\n", c.train.model, c.train.engine,
+                           to_string(c.buckets.algorithm), k, images_per_s,
                            r.metrics.contains("speedup") ? fmt::format(" ({:.2f}x one rank)", r.metrics["speedup"].get<double>()) : "",
-                           s.median, predicted, comm, exposed, steps.back().buckets.size())
+                           s.median, predicted,
+                           k > 1 ? fmt::format(", communication {:.1f} ms in {} buckets, {:.1f} of it exposed", comm,
+                                               steps.back().buckets.size(), exposed)
+                                 : "")
             << std::flush;
 }
 

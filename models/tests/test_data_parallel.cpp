@@ -331,7 +331,7 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   };
   ASSERT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--results-dir", (dir / "ok").string()}), dir, "ok"), 0)
       << rbtest::slurp(dir / "ok.err");
-  EXPECT_NE(rbtest::slurp(dir / "ok.out").find("resnet20_cifar replay x2:"), std::string::npos) << rbtest::slurp(dir / "ok.out");
+  EXPECT_NE(rbtest::slurp(dir / "ok.out").find("resnet20_cifar replay ring x2:"), std::string::npos) << rbtest::slurp(dir / "ok.out");
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--sync", "tree", "--results-dir", (dir / "a").string()}), dir, "a"), 2);
   EXPECT_NE(rbtest::slurp(dir / "a.err").find("steps[0].params.sync"), std::string::npos) << rbtest::slurp(dir / "a.err");
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--transport", "carrier-pigeon", "--results-dir", (dir / "b").string()}), dir, "b"), 2);

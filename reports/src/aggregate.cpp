@@ -44,15 +44,23 @@ std::string key_label(const json& key, const std::vector<std::string>& order) {
     else if (name == "world") out += v + " ranks";
     else if (name == "bytes") out += v + " B";
     else if (name == "inplace") out += v == "true" ? "in-place" : "out-of-place";
+    else if (name == "bucket_mb") out += key[name] == 0 ? "one bucket after backward" : "buckets of " + v + " MiB";
+    else if (name == "servers") out += v + (key[name] == 1 ? " server" : " servers");
+    else if (name == "timeline") out += "timeline " + v;
     else out += v;
   }
   return out;
 }
 
+// What identifies a training series: the model and how it was trained (the data-parallel ones add
+// how gradients were averaged).
+const std::vector<std::string> kTrainingKey{"model", "mode", "engine", "precision", "batch", "sync",
+                                            "transport", "bucket_mb", "servers", "timeline"};
+
 // A key made of the params that identify a series (absent params are left out).
-json pick(const json& params, std::initializer_list<const char*> names) {
+json pick(const json& params, const std::vector<std::string>& names) {
   json key = json::object();
-  for (const char* n : names) {
+  for (const auto& n : names) {
     if (auto it = params.find(n); it != params.end()) key[n] = *it;
   }
   return key;
@@ -92,7 +100,7 @@ class Grid {
 };
 
 struct Names {
-  std::uint32_t images = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
+  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
                 lat_p50 = kNoName;
 };
 
@@ -100,6 +108,8 @@ class Builder {
  public:
   explicit Builder(const Dataset& d) : d_(d) {
     n_.images = d.name_id("images_per_s");
+    n_.predicted_images = d.name_id("predicted_images_per_s");
+    n_.exposed_comm = d.name_id("exposed_comm_ms");
     n_.time = d.name_id("time_us");
     n_.algbw = d.name_id("algbw_GBps");
     n_.busbw = d.name_id("busbw_GBps");
@@ -192,8 +202,9 @@ class Builder {
     Target& t = it->second;
     const std::string& step = d_.names.str(o.step);
     const json& p = d_.params_of(o);
-    if (step == "models.train") {
-      t = {Kind::training, &training_.group(param_text(p, "model"), pick(p, {"model", "mode", "engine", "precision", "batch"})),
+    if (step == "models.train" || step == "models.scaling") {
+      t = {Kind::training,
+           &training_.group(param_text(p, "model"), pick(p, kTrainingKey)),
            static_cast<double>(o.world)};
     } else if (step.starts_with("collectives.")) {
       const std::string op = step.substr(std::string("collectives.").size());
@@ -227,7 +238,9 @@ class Builder {
       case Kind::training:
         // Every rank records its step times; the job's throughput is on rank 0's record.
         if (o.metric(n_.images) || (o.status != Status::ok && o.status != Status::warn)) {
-          add(*t.group, t.x, o, run, {{"images_per_s", n_.images}}, n_.images);
+          add(*t.group, t.x, o, run,
+              {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm}},
+              n_.images);
         }
         break;
       case Kind::collective:
@@ -282,10 +295,12 @@ class Builder {
         ScalingPoint p;
         p.gpus = static_cast<int>(gpus);
         p.images_per_s = value_of(cells, "images_per_s");
-        if (s.base_gpus > 0) p.ideal = gpus / s.base_gpus;
-        if (p.images_per_s && base) {
+        p.exposed_comm_ms = value_of(cells, "exposed_comm_ms");
+        if (s.base_gpus > 0 && !s.independent()) p.ideal = gpus / s.base_gpus;
+        if (p.images_per_s && base && !s.independent()) {
           p.speedup = *p.images_per_s / *base;
           p.efficiency = *p.speedup / p.ideal;
+          if (auto predicted = value_of(cells, "predicted_images_per_s")) p.predicted_speedup = *predicted / *base;
         }
         if (!p.images_per_s) p.missing = missing_of(cells, "images_per_s");
         s.points.push_back(p);
@@ -456,7 +471,7 @@ class Builder {
       }
     };
     collect(training_, "images_per_s", [](const Group& g, double x) {
-      return "train " + key_label(g.key, {"model", "mode", "engine", "precision", "batch"}) + " @ " + number(x) + " GPUs";
+      return "train " + key_label(g.key, kTrainingKey) + " @ " + number(x) + " GPUs";
     }, true);
     collect(sizes_, "busbw_GBps", [](const Group& g, double x) {
       return g.family.substr(0, g.family.find('\n')) + " " +
@@ -498,7 +513,18 @@ json cdf_points(std::vector<double> values) {
 
 }  // namespace
 
-std::string ScalingSeries::label() const { return key_label(key, {"model", "mode", "engine", "precision", "batch"}); }
+std::string ScalingSeries::label() const {
+  return key_label(key, kTrainingKey);
+}
+
+bool ScalingSeries::independent() const { return param_text(key, "mode") == "single"; }
+
+std::string ScalingSeries::ranks() const {
+  const std::string engine = param_text(key, "engine");
+  if (engine == "cpu") return "CPU ranks";
+  if (engine == "replay") return "ranks (replayed timeline)";
+  return "GPUs";
+}
 
 const ScalingPoint* ScalingSeries::at(int gpus) const {
   for (const auto& p : points) {
@@ -520,9 +546,10 @@ json plot_input(const Aggregate& a) {
     for (const auto& p : s.points) {
       points.push_back({{"gpus", p.gpus}, {"images_per_s", optional_json(p.images_per_s)},
                         {"speedup", optional_json(p.speedup)}, {"efficiency", optional_json(p.efficiency)},
-                        {"ideal", p.ideal}});
+                        {"predicted_speedup", optional_json(p.predicted_speedup)}, {"ideal", p.ideal}});
     }
-    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"base_gpus", s.base_gpus},
+    if (s.independent()) continue;  // no speedup to draw
+    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", kTrainingKey}, {"base_gpus", s.base_gpus},
                               {"points", points}});
   }
   for (const auto* curves : {&a.size_curves, &a.world_curves}) {

@@ -1,5 +1,7 @@
 #include "rocebench/reports/tables.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "rocebench/reports/text.hpp"
@@ -55,13 +57,30 @@ Section input_section(const ReportInput& in) {
 Section training_section(const ReportInput& in) {
   Section s{"Training throughput and scaling", {}, {}, plots_named(in.plots, "speedup_")};
   for (const auto& series : in.agg->scaling) {
-    Table t{series.label(), "", {"GPUs", "images/s", "speedup", "efficiency", "ideal speedup"}, {}};
+    const std::string ranks = series.ranks();
+    if (series.independent()) {
+      Table t{series.label(), "Each rank trained alone on its own batch: throughput per rank, no speedup.",
+              {ranks, "images/s (rank 0)"}, {}};
+      for (const auto& p : series.points) t.rows.push_back({{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing)});
+      s.tables.push_back(std::move(t));
+      continue;
+    }
+    const auto has = [&](auto member) {
+      return std::any_of(series.points.begin(), series.points.end(), [&](const ScalingPoint& p) { return (p.*member).has_value(); });
+    };
+    const bool predicted = has(&ScalingPoint::predicted_speedup), exposed = has(&ScalingPoint::exposed_comm_ms);
+    Table t{series.label(), "", {ranks, "images/s", "speedup", "efficiency", "ideal speedup"}, {}};
+    if (predicted) t.columns.push_back("predicted speedup");
+    if (exposed) t.columns.push_back("exposed comm (ms)");
     if (series.base_gpus > 1) {
-      t.note = fmt::format("No 1-GPU value: speedup and efficiency are relative to {} GPUs.", series.base_gpus);
+      t.note = fmt::format("No 1-rank value: speedup and efficiency are relative to {} {}.", series.base_gpus, ranks);
     }
     for (const auto& p : series.points) {
-      t.rows.push_back({{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing), value_cell(p.speedup, p.missing),
-                        value_cell(p.efficiency, p.missing), {p.ideal > 0 ? number(p.ideal) : "—"}});
+      std::vector<TableCell> row{{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing), value_cell(p.speedup, p.missing),
+                            value_cell(p.efficiency, p.missing), {p.ideal > 0 ? number(p.ideal) : "—"}};
+      if (predicted) row.push_back(p.gpus == series.base_gpus ? TableCell{"—"} : value_cell(p.predicted_speedup, p.missing));
+      if (exposed) row.push_back(value_cell(p.exposed_comm_ms, p.missing));
+      t.rows.push_back(std::move(row));
     }
     s.tables.push_back(std::move(t));
   }

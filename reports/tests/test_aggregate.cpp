@@ -48,6 +48,51 @@ TEST(Scaling, HandComputedSpeedupAndEfficiencyFrom1To128Gpus) {
   }
 }
 
+// Ranks that each trained alone (models.train) make no speedup; data-parallel training
+// (models.scaling) does, with its predicted speedup and the communication a step waited for.
+TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
+  std::vector<json> records;
+  for (int ranks : {1, 2, 4}) {
+    json single = train("r", "resnet20_cifar", "single", ranks, 500);
+    single["params"]["engine"] = "cpu";
+    records.push_back(single);
+    ResultRecord r;
+    r.step = "models.scaling";
+    r.host = "node01";
+    r.world = ranks;
+    r.params = {{"model", "resnet50"}, {"engine", "replay"}, {"precision", "fp32"}, {"batch", 2}, {"mode", "data_parallel"},
+                {"sync", "ring"}, {"transport", "tcp"}, {"bucket_mb", 25}, {"ranks", ranks}, {"timeline", "t"}};
+    r.metrics = {{"images_per_s", 10.0 * ranks * (ranks == 4 ? 0.9 : 1.0)}, {"step_time_ms_p50", 200}};
+    if (ranks > 1) r.metrics.update({{"predicted_images_per_s", 10.0 * ranks * 0.95}, {"exposed_comm_ms", 5.0 * ranks}});
+    r.samples = {{"n", 1}};
+    records.push_back(to_json(r, "r"));
+  }
+  const Aggregate a = aggregate_of(records);
+  const ScalingSeries& alone = series(a, "single");
+  EXPECT_TRUE(alone.independent());
+  EXPECT_EQ(alone.ranks(), "CPU ranks");
+  for (const auto& p : alone.points) {
+    EXPECT_DOUBLE_EQ(*p.images_per_s, 500);
+    EXPECT_FALSE(p.speedup) << p.gpus;
+    EXPECT_FALSE(p.efficiency) << p.gpus;
+  }
+  const ScalingSeries& dp = series(a, "data_parallel");
+  EXPECT_FALSE(dp.independent());
+  EXPECT_EQ(dp.ranks(), "ranks (replayed timeline)");
+  EXPECT_EQ(dp.label(), "resnet50 data_parallel replay fp32 batch 2 ring tcp buckets of 25 MiB timeline t");
+  ASSERT_EQ(dp.points.size(), 3u);
+  EXPECT_NEAR(*dp.points[2].speedup, 3.6, 1e-12);
+  EXPECT_NEAR(*dp.points[2].efficiency, 0.9, 1e-12);
+  EXPECT_FALSE(dp.points[0].predicted_speedup);
+  EXPECT_NEAR(*dp.points[1].predicted_speedup, 1.9, 1e-12);
+  EXPECT_NEAR(*dp.points[2].exposed_comm_ms, 20, 1e-12);
+  // The plots get only the series with a speedup.
+  const json plot = plot_input(a);
+  ASSERT_EQ(plot["scaling"].size(), 1u);
+  EXPECT_EQ(plot["scaling"][0]["key"]["sync"], "ring");
+  EXPECT_EQ(plot["scaling"][0]["points"][1]["predicted_speedup"], 1.9);
+}
+
 TEST(Scaling, WithoutAOneGpuPointSpeedupIsRelativeToTheSmallest) {
   std::vector<json> records;
   for (const auto& [gpus, ips] : std::vector<std::pair<int, double>>{{8, 800}, {16, 1520}, {32, 2880}}) {

@@ -26,14 +26,22 @@ struct Cell {
 struct ScalingPoint {
   int gpus = 0;
   std::optional<double> images_per_s, speedup, efficiency;
+  // Data-parallel training (models.scaling): the step predicted from one rank's timeline as a
+  // speedup, and how long a step waited for its gradients' reduction.
+  std::optional<double> predicted_speedup, exposed_comm_ms;
   double ideal = 0;         // the ideal speedup, gpus / base_gpus
   std::string missing;      // why there is no value (empty when there is one)
 };
 
 // Throughput against GPUs for one model and mode. Speedup S(N) = X(N) / X(base) and efficiency
-// S(N) / (N / base), where base is 1 GPU or, when the series has no 1-GPU value, its smallest N.
+// S(N) / (N / base), where base is 1 GPU or, when the series has no 1-GPU value, its smallest N;
+// only for training whose ranks worked together, never for independent ones.
 struct ScalingSeries {
-  json key;  // model, mode, engine, precision, batch
+  json key;  // model, mode, engine, precision, batch; data parallel: sync, transport, bucket_mb, servers, timeline
+  // Ranks that each trained alone (models.train, mode "single"): no speedup is made of them.
+  bool independent() const;
+  // What its ranks are, as a heading: GPUs, CPU ranks, or ranks replaying a measured timeline.
+  std::string ranks() const;
   int base_gpus = 0;  // 0 when the series has no value at all
   std::vector<ScalingPoint> points;
   std::string label() const;
