@@ -59,8 +59,9 @@ void add_transport_params(json& schema) {
   p["verbs"] = verbs_params_schema();
 }
 
-std::vector<int> step_world_sizes(const StepContext& ctx) {
-  std::vector<int> sizes = ctx.params.value("world_sizes", std::vector<int>{ctx.world});
+std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallback) {
+  if (fallback.empty()) fallback = {ctx.world};
+  std::vector<int> sizes = ctx.params.value("world_sizes", fallback);
   for (int k : sizes) {
     if (k > ctx.world) {
       throw InputError(fmt::format("field 'world_sizes': {} ranks asked for, but the run has {}", k, ctx.world));
@@ -70,7 +71,10 @@ std::vector<int> step_world_sizes(const StepContext& ctx) {
 }
 
 void for_each_world_size(StepContext& ctx, const std::function<void(Transport&)>& body) {
-  const std::vector<int> sizes = step_world_sizes(ctx);
+  for_each_world_size(ctx, step_world_sizes(ctx), body);
+}
+
+void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(Transport&)>& body) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int k = sizes[i];
     if (ctx.rank < k) {

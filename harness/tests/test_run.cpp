@@ -38,11 +38,17 @@ void write(const path& file, const std::string& text) { std::ofstream(file) << t
 
 bool mpirun_available() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
+// For tests of how ranks start: the rendezvous alone (the default plan also trains and sweeps for minutes).
+path rendezvous_plan(const path& dir) {
+  write(dir / "plan.json", R"({"name": "meet", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 50}}]})");
+  return dir / "plan.json";
+}
+
 }  // namespace
 
 TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   const path dir = rbtest::temp_dir("run");
-  ASSERT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "out").string()}, dir, "run"), 0)
+  ASSERT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "out").string()}, dir, "run", {}, 280), 0)
       << rbtest::slurp(dir / "run.err");
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");
   const json& run = f.records.front();
@@ -55,6 +61,8 @@ TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   // resnet20_cifar on the cpu engine on every rank; the gpu step is ok on a GPU host, else skip.
   EXPECT_GE(count_results(f, "models.train", "ok"), 4);
   EXPECT_EQ(count_results(f, "models.train", "ok") + count_results(f, "models.train", "skip"), 8);
+  // Data-parallel scaling: the cpu engine at 1 and 2 ranks, the replayed timeline at 1, 2 and 4 (three ways).
+  EXPECT_EQ(count_results(f, "models.scaling", "ok"), 2 + 3 * 3);
   for (const auto& r : f.records) {
     if (r.value("step", "") == "harness.rendezvous") {
       EXPECT_EQ(r["samples"]["n"], 50);
@@ -66,7 +74,8 @@ TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
 
 TEST(RunCommand, EightLocalRanks) {
   const path dir = rbtest::temp_dir("run8");
-  ASSERT_EQ(rbtest::run({kBinary, "run", "--ranks", "8", "--results-dir", (dir / "out").string()}, dir, "run"), 0)
+  ASSERT_EQ(rbtest::run({kBinary, "run", rendezvous_plan(dir).string(), "--ranks", "8", "--results-dir",
+                         (dir / "out").string()}, dir, "run"), 0)
       << rbtest::slurp(dir / "run.err");
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");
   EXPECT_EQ(f.records.front()["world"], 8);
@@ -152,7 +161,7 @@ TEST(RunCommand, OpenMpiStartsRanksThatFindEachOther) {
   const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
   const int rc = rbtest::run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "ROCEBENCH_TOKEN",
                               "-x", "MASTER_ADDR", "-x", "MASTER_PORT", kBinary, "run", "--launcher", "env",
-                              "--results-dir", (dir / "out").string()},
+                              "--plan", rendezvous_plan(dir).string(), "--results-dir", (dir / "out").string()},
                              dir, "mpi",
                              {{"ROCEBENCH_TOKEN", "tok"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},
                               {"OMPI_MCA_rmaps_base_oversubscribe", "1"}},
@@ -168,8 +177,8 @@ TEST(RunCommand, MpirunLauncherFromAHostfile) {
   if (!mpirun_available()) GTEST_SKIP() << "mpirun (openmpi-bin) is not installed";
   const path dir = rbtest::temp_dir("mpil");
   write(dir / "hosts", "localhost slots=2\n");
-  const int rc = rbtest::run({kBinary, "run", "--launcher", "mpirun", "--hostfile", (dir / "hosts").string(),
-                              "--results-dir", (dir / "out").string()},
+  const int rc = rbtest::run({kBinary, "run", rendezvous_plan(dir).string(), "--launcher", "mpirun", "--hostfile",
+                              (dir / "hosts").string(), "--results-dir", (dir / "out").string()},
                              dir, "run", {}, 180);
   ASSERT_EQ(rc, 0) << rbtest::slurp(dir / "run.err");
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");

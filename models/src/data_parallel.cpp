@@ -367,8 +367,13 @@ void run_scaling(StepContext& ctx) {
   const ScalingConfig c = scaling_config_from(ctx.params);
   const Graph graph = build_model(c.train.model);
   if (c.train.engine == "replay") load_timeline(c.train.timeline, graph);  // a bad timeline stops the step before any mesh
+  // By default the speedup curve's usual points: 1, 2, 4 … and every rank of the run.
+  std::vector<int> doubling;
+  for (int k = 1; k < ctx.world; k *= 2) doubling.push_back(k);
+  doubling.push_back(ctx.world);
   SweepState state;
-  collectives::for_each_world_size(ctx, [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });
+  collectives::for_each_world_size(ctx, collectives::step_world_sizes(ctx, doubling),
+                                   [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });
 }
 
 }  // namespace

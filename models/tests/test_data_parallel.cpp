@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <thread>
+
+#include <signal.h>
 
 #include <fmt/format.h>
 
@@ -13,6 +16,8 @@
 #include "local_rendezvous.hpp"
 #include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/net.hpp"
+#include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/module.hpp"
@@ -347,6 +352,47 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
             std::string::npos) << rbtest::slurp(dir / "e.err");
   EXPECT_EQ(rbtest::run({kBinary, "train", "--engine", "abacus", "--world-sizes", "1"}, dir, "f"), 2);
   EXPECT_NE(rbtest::slurp(dir / "f.err").find("steps[0].params.engine"), std::string::npos) << rbtest::slurp(dir / "f.err");
+}
+
+// A rank lost at the second world size: the survivor names it within the deadline (exit 3), and the
+// first world size's record is still in the results.
+TEST(Scaling, ARankKilledMidSweepIsNamedAndEarlierWorldSizesStay) {
+  const auto dir = rbtest::temp_dir("scaling-kill");
+  const auto results = dir / "out";
+  const Graph g = build_model("resnet20_cifar");
+  // 64 nodes of 0.05 + 0.1 ms: ~10 ms a step, 300 steps ~3 s at each world size.
+  const std::string timeline = write_timeline(g, dir, 0.05, 0.1).string();
+  rbtest::write_file(dir / "plan.json", json{{"name", "scaling"}, {"steps", {{{"step", "models.scaling"}, {"params", {
+      {"model", "resnet20_cifar"}, {"engine", "replay"}, {"timeline", timeline}, {"batch", 2}, {"steps", 300},
+      {"warmup", 0}, {"world_sizes", {1, 2}}}}}}}}.dump());
+  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  std::vector<rbtest::Process> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "plan.json").string(),
+                                   "--results-dir", results.string(), "--deadline", "10"},
+                                  {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", port}, {"ROCEBENCH_TOKEN", "tok"}},
+                                  dir, "rank" + std::to_string(r)));
+  }
+  // The one-rank record is written when that size ends; the two ranks then train for seconds.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (rbtest::slurp(results / "results.jsonl").find("\"models.scaling\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(rbtest::slurp(results / "results.jsonl").find("\"models.scaling\""), std::string::npos)
+      << ranks[0].stderr_text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(ranks[1].pid, SIGKILL);
+  EXPECT_EQ(ranks[0].wait(30), 3) << ranks[0].stderr_text();
+  EXPECT_NE(ranks[0].stderr_text().find("rank 1 on host"), std::string::npos) << ranks[0].stderr_text();
+  ranks[1].wait(5);
+  const RecordFile f = read_records(results / "results.jsonl", &result_schema());
+  EXPECT_TRUE(f.issues.empty());
+  std::vector<int> recorded;
+  for (const auto& r : f.records)
+    if (r.value("step", "") == "models.scaling" && r["status"] == "ok") recorded.push_back(r["world"]);
+  EXPECT_EQ(recorded, std::vector<int>{1});
 }
 
 }  // namespace

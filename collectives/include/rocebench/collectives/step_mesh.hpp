@@ -14,13 +14,15 @@ namespace rocebench::collectives {
 // The schema of the transport's params, added to a step's params schema (`properties`).
 void add_transport_params(json& schema);
 
-// The world sizes a step asks for (`world_sizes`, default: every rank of the run). Throws InputError
-// naming the field when one asks for more ranks than the run has.
-std::vector<int> step_world_sizes(const StepContext& ctx);
+// The world sizes a step asks for (`world_sizes`; without it `fallback`, or when that is empty every
+// rank of the run). Throws InputError naming the field when one asks for more ranks than the run has.
+std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallback = {});
 
-// Runs `body` on a mesh of the first k ranks, for each k of the step's world sizes; the ranks left
-// out of a size wait at the barrier that closes it. Where a rank cannot make the mesh (no RDMA
-// device), rank 0 records a skip with the reason for that size and `body` does not run.
+// Runs `body` on a mesh of the first k ranks, for each k of `sizes` (by default the step's world
+// sizes); the ranks left out of a size wait at the barrier that closes it. Where a rank cannot make
+// the mesh (no RDMA device), rank 0 records a skip with the reason for that size and `body` does
+// not run.
+void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(Transport&)>& body);
 void for_each_world_size(StepContext& ctx, const std::function<void(Transport&)>& body);
 
 }  // namespace rocebench::collectives
