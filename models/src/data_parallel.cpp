@@ -140,14 +140,7 @@ struct ScalingConfig {
 
 ScalingConfig scaling_config_from(const json& p) {
   ScalingConfig c;
-  c.train.model = p.at("model").get<std::string>();
-  c.train.engine = p.value("engine", c.train.engine);
-  c.train.precision = p.value("precision", c.train.precision);
-  c.train.layout = p.value("layout", c.train.layout);
-  c.train.batch = p.value("batch", c.train.batch);
-  c.train.steps = p.value("steps", c.train.steps);
-  c.train.warmup = p.value("warmup", c.train.warmup);
-  c.train.timeline = p.value("timeline", c.train.timeline);
+  c.train = training_config_from(p);
   c.bucket_mb = p.value("bucket_mb", c.bucket_mb);
   c.first_bucket_mb = p.value("first_bucket_mb", c.first_bucket_mb);
   c.buckets.bucket_bytes = static_cast<std::size_t>(c.bucket_mb * kMiB);
@@ -158,8 +151,6 @@ ScalingConfig scaling_config_from(const json& p) {
   c.lr_scaling = p.value("lr_scaling", c.lr_scaling);
   c.lr_warmup_steps = p.value("lr_warmup_steps", c.lr_warmup_steps);
   c.predict = p.value("predict", c.predict);
-  if (c.train.engine == "replay" && c.train.timeline.empty())
-    throw InputError("field 'timeline': the replay engine needs one (a shipped name or a results file)");
   validate(c.train);
   return c;
 }
@@ -335,19 +326,8 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
 }
 
 json scaling_params_schema() {
-  json schema = json::parse(R"({
-    "type": "object",
-    "required": ["model"],
-    "additionalProperties": false,
-    "properties": {
-      "model": {"type": "string", "minLength": 1},
-      "engine": {"enum": ["cpu", "gpu", "replay"]},
-      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
-      "layout": {"enum": ["blocked", "plain"]},
-      "timeline": {"type": "string", "minLength": 1},
-      "batch": {"type": "integer", "minimum": 1},
-      "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
-      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000},
+  json schema = training_params_schema();
+  schema["properties"].update(json::parse(R"({
       "sync": {"enum": ["ring", "ps", "rd"]},
       "servers": {"type": "integer", "minimum": 1},
       "bucket_mb": {"type": "number", "minimum": 0, "maximum": 4096},
@@ -357,8 +337,7 @@ json scaling_params_schema() {
       "lr_warmup_steps": {"type": "integer", "minimum": 0},
       "predict": {"type": "boolean"},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
-    }
-  })");
+  })"));
   collectives::add_transport_params(schema);
   return schema;
 }

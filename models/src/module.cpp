@@ -118,42 +118,23 @@ int train_main(const Args& args) {
 }
 
 json params_schema() {
-  return json::parse(R"({
-    "type": "object",
-    "required": ["model"],
-    "additionalProperties": false,
-    "properties": {
-      "model": {"type": "string", "minLength": 1},
-      "engine": {"enum": ["cpu", "gpu", "replay"]},
-      "timeline": {"type": "string", "minLength": 1},
-      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
-      "layout": {"enum": ["blocked", "plain"]},
-      "batch": {"type": "integer", "minimum": 1},
-      "steps": {"type": "integer", "minimum": 1},
-      "warmup": {"type": "integer", "minimum": 0},
+  json schema = training_params_schema();
+  schema["properties"].update(json::parse(R"({
       "data": {"type": "string", "minLength": 1},
       "loader_threads": {"type": "integer", "minimum": 1},
       "prefetch": {"type": "integer", "minimum": 2},
       "profile": {"type": "boolean"}
-    }
-  })");
+  })"));
+  return schema;
 }
 
 void run_step(StepContext& ctx) {
-  TrainConfig c;
   const json& p = ctx.params;
-  c.model = p.at("model").get<std::string>();
-  c.engine = p.value("engine", c.engine);
-  c.precision = p.value("precision", c.precision);
-  c.layout = p.value("layout", c.layout);
-  c.batch = p.value("batch", c.batch);
-  c.steps = p.value("steps", c.steps);
-  c.warmup = p.value("warmup", c.warmup);
+  TrainConfig c = training_config_from(p);
   c.data = p.value("data", c.data);
   c.loader_threads = p.value("loader_threads", c.loader_threads);
   c.prefetch = p.value("prefetch", c.prefetch);
   c.profile = p.value("profile", c.profile);
-  c.timeline = p.value("timeline", c.timeline);
   c.device = ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
   ctx.record(measure_training(c, ctx.world));
 }

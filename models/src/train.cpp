@@ -39,12 +39,45 @@ json identity(const TrainConfig& c) {
 
 }  // namespace
 
+json training_params_schema() {
+  return json::parse(R"({
+    "type": "object",
+    "required": ["model"],
+    "additionalProperties": false,
+    "properties": {
+      "model": {"type": "string", "minLength": 1},
+      "engine": {"enum": ["cpu", "gpu", "replay"]},
+      "timeline": {"type": "string", "minLength": 1},
+      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
+      "layout": {"enum": ["blocked", "plain"]},
+      "batch": {"type": "integer", "minimum": 1},
+      "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
+      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000}
+    }
+  })");
+}
+
+TrainConfig training_config_from(const json& p) {
+  TrainConfig c;
+  c.model = p.at("model").get<std::string>();
+  c.engine = p.value("engine", c.engine);
+  c.timeline = p.value("timeline", c.timeline);
+  c.precision = p.value("precision", c.precision);
+  c.layout = p.value("layout", c.layout);
+  c.batch = p.value("batch", c.batch);
+  c.steps = p.value("steps", c.steps);
+  c.warmup = p.value("warmup", c.warmup);
+  return c;
+}
+
 void validate(const TrainConfig& c) {
   const Graph graph = build_model(c.model);
   parse_precision(c.precision);
   const auto engines = engine_names();
   if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
     throw InputError(fmt::format("unknown engine '{}'; engines: {}", c.engine, fmt::join(engines, ", ")));
+  if (c.engine == "replay" && c.timeline.empty())
+    throw InputError("the replay engine needs a timeline (--timeline, plan field 'timeline'): a shipped one's name or a results file");
   if (c.layout != "blocked" && c.layout != "plain")
     throw InputError(fmt::format("unknown layout '{}'; layouts: blocked, plain", c.layout));
   if (c.batch < 1 || c.steps < 1 || c.warmup < 0)

@@ -28,6 +28,11 @@ struct TrainConfig {
   std::string timeline{};  // replay engine: a shipped timeline's name or a results file (timeline.hpp)
 };
 
+// The params every training step shares (model, engine, precision, layout, timeline, batch, steps,
+// warmup): their JSON Schema (a step adds its own), and read into a config (after validation).
+json training_params_schema();
+TrainConfig training_config_from(const json& params);
+
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
 // or a batch that does not fit in memory throw InputError naming what exists or what is needed.
 void validate(const TrainConfig& config);
