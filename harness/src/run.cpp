@@ -58,7 +58,7 @@ std::chrono::milliseconds millis(double seconds) {
 
 // Runs every step of the plan on this rank. Throws InfraError when the run cannot go on.
 void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, const std::string& host,
-               StoreClient& client, double deadline_s) {
+               StoreClient& client, double deadline_s, const fs::path& results_dir) {
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
     StepContext ctx;
@@ -74,6 +74,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
     ctx.deadline = millis(deadline_s);
     ctx.rendezvous = &client;
     ctx.recorder = &client;
+    ctx.results_dir = results_dir;
     try {
       step.kind->run(ctx);
     } catch (const std::exception& e) {
@@ -116,10 +117,11 @@ int rank_main(const RunOptions& options) {
   std::unique_ptr<StoreServer> server;
   std::string run_id = options.run_id;
   double deadline_s = options.deadline_s;
+  fs::path dir;  // rank 0's
   if (env.rank == 0) {
     plan = load_plan(options.plan_path, kinds);
     if (run_id.empty()) run_id = new_run_id();
-    const fs::path dir = options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir);
+    dir = options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir);
     std::error_code ec;
     fs::create_directories(dir, ec);
     writer = std::make_unique<RecordWriter>(dir / "results.jsonl");
@@ -166,7 +168,7 @@ int rank_main(const RunOptions& options) {
         client.end_step();
       }
       client.barrier("run/start", millis(deadline_s));
-      run_steps(*plan, env, run_id, host, client, deadline_s);
+      run_steps(*plan, env, run_id, host, client, deadline_s, dir);
       client.barrier("run/end", millis(deadline_s));
     } catch (const InfraError& e) {
       exit_code = fail(kExitInfra, e.what());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -136,6 +138,7 @@ struct ScalingConfig {
   double lr = 0.1;  // for 256 images in total, scaled to the global batch (Goyal et al.)
   int lr_warmup_steps = 5;
   bool predict = true;
+  int trace_steps = 3;  // of each rank, as Chrome trace events beside the results (0: none)
 };
 
 ScalingConfig scaling_config_from(const json& p) {
@@ -151,6 +154,7 @@ ScalingConfig scaling_config_from(const json& p) {
   c.lr_scaling = p.value("lr_scaling", c.lr_scaling);
   c.lr_warmup_steps = p.value("lr_warmup_steps", c.lr_warmup_steps);
   c.predict = p.value("predict", c.predict);
+  c.trace_steps = p.value("trace_steps", c.trace_steps);
   validate(c.train);
   return c;
 }
@@ -206,6 +210,55 @@ json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
   return id;
 }
 
+// Chrome trace events (Perfetto, chrome://tracing) of a rank's last `count` timed steps: the step's
+// phases on one track, each bucket's wait for the link and its reduction on another. Times are from
+// the first of those steps' start on this rank (clocks of different hosts are not aligned).
+json trace_events(const std::vector<StepTimes>& steps, int rank, const std::string& host, int count) {
+  json events = json::array();
+  const auto meta = [&](const char* what, int tid, const std::string& name) {
+    events.push_back({{"ph", "M"}, {"name", what}, {"pid", rank}, {"tid", tid}, {"args", {{"name", name}}}});
+  };
+  meta("process_name", 0, fmt::format("rank {} ({})", rank, host));
+  meta("thread_name", 0, "compute");
+  meta("thread_name", 1, "communication");
+  const std::size_t first = steps.size() - std::min<std::size_t>(steps.size(), static_cast<std::size_t>(count));
+  if (first == steps.size()) return events;
+  const std::int64_t origin = steps[first].start_ns;
+  const auto span = [&](int tid, const std::string& name, std::int64_t from, std::int64_t to, json args = json::object()) {
+    if (to <= from) return;
+    events.push_back({{"ph", "X"}, {"name", name}, {"pid", rank}, {"tid", tid}, {"ts", static_cast<double>(from - origin) / 1e3},
+                      {"dur", static_cast<double>(to - from) / 1e3}, {"args", args}});
+  };
+  for (std::size_t i = first; i < steps.size(); ++i) {
+    const StepTimes& t = steps[i];
+    span(0, "forward", t.start_ns, t.forward_end_ns, {{"step", i}});
+    span(0, "backward", t.forward_end_ns, t.backward_end_ns, {{"step", i}});
+    span(0, "wait for gradients", t.backward_end_ns, t.reduced_ns, {{"step", i}});
+    span(0, "update", t.reduced_ns, t.end_ns, {{"step", i}});
+    for (std::size_t b = 0; b < t.buckets.size(); ++b) {
+      const auto& bt = t.buckets[b];
+      const json args{{"step", i}, {"bucket", b}, {"bytes", bt.bytes}};
+      span(1, fmt::format("bucket {} queued", b), bt.sealed_ns, bt.start_ns, args);
+      span(1, fmt::format("bucket {} allreduce {:.1f} MiB", b, static_cast<double>(bt.bytes) / kMiB), bt.start_ns, bt.end_ns, args);
+    }
+  }
+  return events;
+}
+
+// Every rank's trace events through the rendezvous; rank 0 writes them as one file beside the
+// results and returns its name (empty when it has no results folder).
+std::string gather_trace(StepContext& ctx, int k, const json& mine) {
+  const std::string key = fmt::format("{}/trace/{}/", ctx.scope, k);
+  ctx.rendezvous->set(key + std::to_string(ctx.rank), mine.dump());
+  if (ctx.rank != 0 || ctx.results_dir.empty()) return "";
+  json all = {{"traceEvents", json::array()}, {"displayTimeUnit", "ms"}};
+  for (int r = 0; r < k; ++r)
+    for (auto& e : json::parse(ctx.rendezvous->get(key + std::to_string(r), ctx.deadline))) all["traceEvents"].push_back(std::move(e));
+  const std::string name = fmt::format("trace-{}-{}ranks.json", ctx.scope, k);
+  std::ofstream(std::filesystem::path(ctx.results_dir) / name) << all.dump() << "\n";
+  return name;
+}
+
 // What the sweep keeps from one world size to the next (rank 0).
 struct SweepState {
   std::optional<double> single_images_per_s;
@@ -254,6 +307,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   if (k > 1)
     collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
                            collectives::ReduceOp::max, {}, deadline);
+  const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(steps, t.rank(), ctx.host, c.trace_steps)) : "";
   if (t.rank() != 0) return;
 
   const Summary s = summarize(step_ms);
@@ -314,6 +368,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
                        {"end_ms", static_cast<double>(bt.end_ns - median_step.start_ns) / 1e6}});
   r.samples["buckets"] = buckets;
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
+  if (!trace.empty()) r.samples["trace"] = trace;
   rc.record(r);
   std::cout << fmt::format("# {} {} {} x{}: {:.1f} images/s{}, step {:.1f} ms p50{}{}\n", c.train.model, c.train.engine,
                            to_string(c.buckets.algorithm), k, images_per_s,
@@ -336,6 +391,7 @@ json scaling_params_schema() {
       "lr_scaling": {"enum": ["linear", "sqrt", "none"]},
       "lr_warmup_steps": {"type": "integer", "minimum": 0},
       "predict": {"type": "boolean"},
+      "trace_steps": {"type": "integer", "minimum": 0, "maximum": 1000},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
   })"));
   collectives::add_transport_params(schema);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include <signal.h>
@@ -337,6 +338,15 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   ASSERT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--results-dir", (dir / "ok").string()}), dir, "ok"), 0)
       << rbtest::slurp(dir / "ok.err");
   EXPECT_NE(rbtest::slurp(dir / "ok.out").find("resnet20_cifar replay ring x2:"), std::string::npos) << rbtest::slurp(dir / "ok.out");
+  // The last steps of every rank as one Chrome trace beside the results, named in the record.
+  const json trace = json::parse(rbtest::slurp(dir / "ok" / "trace-step0-2ranks.json"));
+  std::set<std::pair<int, std::string>> seen;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") seen.insert({e["pid"].get<int>(), e["name"].get<std::string>().substr(0, 16)});
+  for (int rank : {0, 1})
+    for (const char* name : {"forward", "backward", "update", "bucket 0 allredu"})
+      EXPECT_TRUE(seen.count({rank, name})) << rank << " " << name << "\n" << trace.dump();
+  EXPECT_NE(rbtest::slurp(dir / "ok" / "results.jsonl").find("\"trace\":\"trace-step0-2ranks.json\""), std::string::npos);
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--sync", "tree", "--results-dir", (dir / "a").string()}), dir, "a"), 2);
   EXPECT_NE(rbtest::slurp(dir / "a.err").find("steps[0].params.sync"), std::string::npos) << rbtest::slurp(dir / "a.err");
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--transport", "carrier-pigeon", "--results-dir", (dir / "b").string()}), dir, "b"), 2);

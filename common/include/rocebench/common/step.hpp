@@ -43,6 +43,7 @@ struct StepContext {
   std::chrono::milliseconds deadline{60000};  // for any single wait inside the step
   Rendezvous* rendezvous = nullptr;
   Recorder* recorder = nullptr;
+  std::string results_dir;  // rank 0: the run's results folder, for files beside results.jsonl; empty elsewhere
 
   // Fills step, host, rank and world, then emits.
   void record(ResultRecord r) const;
