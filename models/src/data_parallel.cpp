@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/common/clock.hpp"
@@ -139,6 +140,9 @@ struct ScalingConfig {
   int lr_warmup_steps = 5;
   bool predict = true;
   int trace_steps = 3;  // of each rank, as Chrome trace events beside the results (0: none)
+  // cpu engine: oneDNN threads per rank, the same at every world size (torchrun's default of 1:
+  // ranks sharing a host's cores with more threads than cores stall in OpenMP's barriers).
+  int threads = 1;
 };
 
 ScalingConfig scaling_config_from(const json& p) {
@@ -155,6 +159,7 @@ ScalingConfig scaling_config_from(const json& p) {
   c.lr_warmup_steps = p.value("lr_warmup_steps", c.lr_warmup_steps);
   c.predict = p.value("predict", c.predict);
   c.trace_steps = p.value("trace_steps", c.trace_steps);
+  c.threads = p.value("threads", c.threads);
   validate(c.train);
   return c;
 }
@@ -207,6 +212,7 @@ json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
   if (c.buckets.algorithm == collectives::Algorithm::ps) id["servers"] = c.buckets.collective.servers;
   if (c.train.layout != "blocked") id["layout"] = c.train.layout;
   if (c.train.engine == "replay") id["timeline"] = c.train.timeline;
+  if (c.train.engine == "cpu") id["threads"] = c.threads;
   return id;
 }
 
@@ -392,6 +398,7 @@ json scaling_params_schema() {
       "lr_warmup_steps": {"type": "integer", "minimum": 0},
       "predict": {"type": "boolean"},
       "trace_steps": {"type": "integer", "minimum": 0, "maximum": 1000},
+      "threads": {"type": "integer", "minimum": 1, "maximum": 1024},
       "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
   })"));
   collectives::add_transport_params(schema);
@@ -406,6 +413,7 @@ void run_scaling(StepContext& ctx) {
   std::vector<int> doubling;
   for (int k = 1; k < ctx.world; k *= 2) doubling.push_back(k);
   doubling.push_back(ctx.world);
+  if (c.train.engine == "cpu") omp_set_num_threads(c.threads);
   SweepState state;
   collectives::for_each_world_size(ctx, collectives::step_world_sizes(ctx, doubling),
                                    [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });

@@ -42,10 +42,10 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
 // `train --world-sizes …`: the models.scaling step as a one-step plan, on as many ranks as the
 // largest world size unless the launcher flags say otherwise.
 int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std::string& sync,
-                const std::string& transport, double bucket_mb, int servers, const LauncherFlags& launcher) {
+                const std::string& transport, double bucket_mb, int servers, int threads, const LauncherFlags& launcher) {
   json params{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"layout", c.layout},
               {"batch", c.batch}, {"steps", c.steps}, {"warmup", c.warmup}, {"sync", sync},
-              {"transport", transport}, {"bucket_mb", bucket_mb}, {"servers", servers}};
+              {"transport", transport}, {"bucket_mb", bucket_mb}, {"servers", servers}, {"threads", threads}};
   if (!c.timeline.empty()) params["timeline"] = c.timeline;
   params["world_sizes"] = json::array();
   int largest = 0;
@@ -69,7 +69,7 @@ int train_main(const Args& args) {
   bool list = false;
   std::string out, run_id, host, world_sizes, sync = "ring", transport = "tcp";
   double bucket_mb = 25;
-  int servers = 1;
+  int servers = 1, threads = 1;
   LauncherFlags launcher;
   ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
                              "data-parallel training at each world size (the models.scaling step): images/s, speedup,\n"
@@ -98,10 +98,11 @@ int train_main(const Args& args) {
       .option("--transport", &transport, "data parallel: tcp | verbs (default tcp)", "NAME")
       .option("--bucket-mb", &bucket_mb, "data parallel: bucket size after the 1 MiB first one; 0: one reduction after "
                                          "backward, no overlap (default 25)", "MB")
-      .option("--servers", &servers, "data parallel, ps: parameter-server ranks (default 1)");
+      .option("--servers", &servers, "data parallel, ps: parameter-server ranks (default 1)")
+      .option("--threads", &threads, "data parallel, cpu engine: oneDNN threads per rank (default 1)");
   launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
-  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, servers, launcher);
+  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, servers, threads, launcher);
   if (list) {
     std::cout << zoo_table();
     return kExitOk;

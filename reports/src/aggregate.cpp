@@ -204,7 +204,10 @@ class Builder {
     const json& p = d_.params_of(o);
     if (step == "models.train" || step == "models.scaling") {
       t = {Kind::training,
-           &training_.group(param_text(p, "model"), pick(p, kTrainingKey)),
+           // Series of one model share the ranks they expect (a point measured for one and not for
+           // another is missing there), except independent ranks, which make no curve.
+           &training_.group(param_text(p, "model") + (param_text(p, "mode") == "single" ? "\nsingle" : ""),
+                            pick(p, kTrainingKey)),
            static_cast<double>(o.world)};
     } else if (step.starts_with("collectives.")) {
       const std::string op = step.substr(std::string("collectives.").size());

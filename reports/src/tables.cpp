@@ -70,16 +70,21 @@ Section training_section(const ReportInput& in) {
     };
     const bool predicted = has(&ScalingPoint::predicted_speedup), exposed = has(&ScalingPoint::exposed_comm_ms);
     Table t{series.label(), "", {ranks, "images/s", "speedup", "efficiency", "ideal speedup"}, {}};
+    if (predicted || exposed)
+      t.note = "Exposed comm: how long a step's update waited for its gradients' reduction. Predicted: from one rank's "
+               "compute timeline and an allreduce cost fitted in the same run.";
     if (predicted) t.columns.push_back("predicted speedup");
     if (exposed) t.columns.push_back("exposed comm (ms)");
     if (series.base_gpus > 1) {
-      t.note = fmt::format("No 1-rank value: speedup and efficiency are relative to {} {}.", series.base_gpus, ranks);
+      t.note = fmt::format("No 1-rank value: speedup and efficiency are relative to {} {}. ", series.base_gpus, ranks) + t.note;
     }
     for (const auto& p : series.points) {
       std::vector<TableCell> row{{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing), value_cell(p.speedup, p.missing),
                             value_cell(p.efficiency, p.missing), {p.ideal > 0 ? number(p.ideal) : "—"}};
-      if (predicted) row.push_back(p.gpus == series.base_gpus ? TableCell{"—"} : value_cell(p.predicted_speedup, p.missing));
-      if (exposed) row.push_back(value_cell(p.exposed_comm_ms, p.missing));
+      // One rank alone is the base: nothing to predict, nothing to reduce.
+      const bool alone = p.gpus == 1 && p.images_per_s;
+      if (predicted) row.push_back(alone ? TableCell{"—"} : value_cell(p.predicted_speedup, p.missing));
+      if (exposed) row.push_back(alone ? TableCell{"—"} : value_cell(p.exposed_comm_ms, p.missing));
       t.rows.push_back(std::move(row));
     }
     s.tables.push_back(std::move(t));

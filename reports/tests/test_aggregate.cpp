@@ -78,6 +78,10 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
   }
   const ScalingSeries& dp = series(a, "data_parallel");
   EXPECT_FALSE(dp.independent());
+  // Independent ranks of the same model at 8 ranks do not make the curve expect an 8-rank point.
+  json eight = train("r", "resnet50", "single", 8, 500);
+  records.push_back(eight);
+  EXPECT_EQ(series(aggregate_of(records), "data_parallel").points.size(), 3u);
   EXPECT_EQ(dp.ranks(), "ranks (replayed timeline)");
   EXPECT_EQ(dp.label(), "resnet50 data_parallel replay fp32 batch 2 ring tcp buckets of 25 MiB timeline t");
   ASSERT_EQ(dp.points.size(), 3u);
