@@ -133,6 +133,10 @@ int allreduce_main(const Args& args) {
     launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
 
+    if (parse_bytes("-b", min_bytes) > parse_bytes("-e", max_bytes)) {
+      throw UsageError(fmt::format("rocebench allreduce: -e {} is smaller than -b {}; the sweep would have no size",
+                                   max_bytes, min_bytes));
+    }
     json params = {{"min_bytes", parse_bytes("-b", min_bytes)}, {"max_bytes", parse_bytes("-e", max_bytes)},
                    {"factor", factor}, {"warmup", warmup}, {"iters", iters}, {"dtype", dtype}, {"op", op},
                    {"check", !no_check}};

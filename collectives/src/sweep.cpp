@@ -9,6 +9,7 @@
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
 #include "rocebench/common/stats.hpp"
 
@@ -89,7 +90,7 @@ std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks) {
   for (std::size_t b = config.min_bytes; b <= config.max_bytes;) {
     const std::size_t rounded = std::max(unit, b / unit * unit);
     if (sizes.empty() || sizes.back() != rounded) sizes.push_back(rounded);
-    if (config.factor <= 1) break;
+    if (config.factor <= 1 || b > config.max_bytes / static_cast<std::size_t>(config.factor)) break;  // no wrap-around
     b *= static_cast<std::size_t>(config.factor);
   }
   return sizes;
@@ -255,6 +256,9 @@ SweepConfig sweep_config_from(const json& p) {
   c.out_of_place = placement != "in";
   c.options.chunk_bytes = p.value("chunk_bytes", c.options.chunk_bytes);
   c.options.servers = p.value("servers", c.options.servers);
+  if (c.min_bytes > c.max_bytes)
+    throw InputError(fmt::format("field 'max_bytes': {} is smaller than min_bytes {}; the sweep would have no size",
+                                 c.max_bytes, c.min_bytes));
   return c;
 }
 

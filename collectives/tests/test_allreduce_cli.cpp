@@ -90,6 +90,8 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
                          "--results-dir", (dir / "e").string()}, dir, "e"), 2);
   EXPECT_NE(rbtest::slurp(dir / "e.err").find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos)
       << rbtest::slurp(dir / "e.err");
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--ranks", "2", "-b", "2K", "-e", "1K"}, dir, "g"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "g.err").find("-e 1K is smaller than -b 2K"), std::string::npos) << rbtest::slurp(dir / "g.err");
   EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--tcp-sndbuf", "-64K", "--ranks", "2"}, dir, "f"), 2);
   EXPECT_NE(rbtest::slurp(dir / "f.err").find("--tcp-sndbuf: '-64K' is not a size"), std::string::npos)
       << rbtest::slurp(dir / "f.err");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "rocebench/collectives/buckets.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 
 using namespace rocebench;
@@ -131,6 +133,21 @@ TEST(Sweep, SizesAreWholeSegments) {
   EXPECT_EQ(sweep_sizes(c, 3), (std::vector<std::size_t>{12, 24, 120, 504}));  // multiples of 3 floats
   c.factor = 1;
   EXPECT_EQ(sweep_sizes(c, 2), (std::vector<std::size_t>{8}));
+  // Near the top of size_t the next size would wrap around to a small one and the sweep never end.
+  c.min_bytes = std::size_t{1} << 62;
+  c.max_bytes = std::numeric_limits<std::size_t>::max();
+  c.factor = 8;
+  EXPECT_EQ(sweep_sizes(c, 1), (std::vector<std::size_t>{std::size_t{1} << 62}));
+}
+
+// min_bytes above max_bytes gave an empty sweep, whose largest size every rank then read: SIGSEGV.
+TEST(Sweep, MinAboveMaxIsRefusedNamingTheField) {
+  try {
+    sweep_config_from({{"min_bytes", 2048}, {"max_bytes", 1024}});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "field 'max_bytes': 1024 is smaller than min_bytes 2048; the sweep would have no size");
+  }
 }
 
 TEST(Allreduce, EveryAlgorithmWorldAndTypeGivesTheExactSum) {
