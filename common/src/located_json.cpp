@@ -1,5 +1,9 @@
 #include "rocebench/common/located_json.hpp"
 
+#include <fmt/format.h>
+
+#include "rocebench/common/json_depth.hpp"
+
 #include <cctype>
 #include <fstream>
 #include <string_view>
@@ -116,11 +120,8 @@ void LocatedJson::fail(const std::string& pointer, const std::string& message) c
 LocatedJson parse_located(const std::string& text, const std::string& file) {
   LocatedJson out;
   out.file = file;
-  try {
-    out.value = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based and points just past the offending character.
-    const std::size_t at = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+  // An error at byte `at` of the text, as "file:line: column C: what".
+  const auto error_at = [&](std::size_t at, const std::string& what) {
     int line = 1;
     std::size_t line_start = 0;
     for (std::size_t i = 0; i < at; ++i) {
@@ -129,9 +130,17 @@ LocatedJson parse_located(const std::string& text, const std::string& file) {
         line_start = i + 1;
       }
     }
+    return InputError(file, line, "", "column " + std::to_string(at - line_start + 1) + ": " + what);
+  };
+  if (const std::size_t at = json_too_deep_at(text); at != std::string::npos)
+    throw error_at(at, fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+  try {
+    out.value = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based and points just past the offending character.
     std::string what = e.what();
     if (auto i = what.find("syntax error"); i != std::string::npos) what = what.substr(i);
-    throw InputError(file, line, "", "column " + std::to_string(at - line_start + 1) + ": not valid JSON: " + what);
+    throw error_at(e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size()), "not valid JSON: " + what);
   }
   LineScanner(text, out.lines).scan();
   return out;

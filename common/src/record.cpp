@@ -7,8 +7,11 @@
 #include <cstring>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/schema.hpp"
 
 namespace rocebench {
@@ -109,6 +112,10 @@ RecordFile read_records(const std::filesystem::path& file, const JsonSchema* sch
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
 
+    if (json_too_deep_at(line) != std::string::npos) {
+      out.issues.push_back({line_no, fmt::format("nested deeper than {} levels; ignored", kMaxJsonDepth)});
+      continue;
+    }
     json record;
     try {
       record = json::parse(line);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/located_json.hpp"
 
 using namespace rocebench;
@@ -36,6 +37,23 @@ TEST(LocatedJson, SyntaxErrorNamesFileLineAndColumn) {
     EXPECT_EQ(what.rfind("broken.json:3:", 0), 0u) << what;
     EXPECT_NE(what.find("column 8"), std::string::npos) << what;
   }
+}
+
+// 50,000 levels crashed the process (exit 139); the bound is checked before parsing.
+TEST(LocatedJson, NestingDeeperThanTheBoundIsRefusedWithLineAndColumn) {
+  const std::string deep = "{\"a\":\n" + std::string(50000, '[') + std::string(50000, ']') + "}";
+  try {
+    parse_located(deep, "deep.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    // The opening brace is level 1, so the 256th bracket of line 2 opens level 257.
+    EXPECT_STREQ(e.what(), "deep.json:2: column 256: nested deeper than 256 levels");
+  }
+  const std::string just = std::string(256, '[') + std::string(256, ']');
+  EXPECT_NO_THROW(parse_located(just, "ok.json"));
+  // Brackets inside strings, escaped quotes too, are not nesting.
+  EXPECT_EQ(json_too_deep_at("[\"" + std::string(300, '[') + "\\\"" + std::string(300, '{') + "\"]"), std::string::npos);
+  EXPECT_EQ(json_too_deep_at(std::string(257, '[')), 256u);
 }
 
 TEST(LocatedJson, FailNamesFieldPath) {

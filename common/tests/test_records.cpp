@@ -90,6 +90,23 @@ TEST(Records, TruncatedLastLineKeepsCompleteRecordsAndSaysSo) {
   fs::remove_all(dir);
 }
 
+TEST(Records, ALineNestedTooDeeplyIsReportedAndTheOthersKept) {
+  const fs::path dir = temp_dir();
+  const fs::path file = dir / "results.jsonl";
+  {
+    RecordWriter w(file);
+    w.append(to_json(sample_result(), "run-1"));
+  }
+  std::ofstream(file, std::ios::app) << std::string(50000, '[') << std::string(50000, ']') << "\n";
+  { RecordWriter(file).append(to_json(sample_result(), "run-1")); }
+  const RecordFile back = read_records(file, &result_schema());
+  EXPECT_EQ(back.records.size(), 2u);
+  ASSERT_EQ(back.issues.size(), 1u);
+  EXPECT_EQ(back.issues[0].line, 2);
+  EXPECT_EQ(back.issues[0].message, "nested deeper than 256 levels; ignored");
+  fs::remove_all(dir);
+}
+
 TEST(Records, BrokenLineInTheMiddleIsReportedWithItsLine) {
   const fs::path dir = temp_dir();
   const fs::path file = dir / "results.jsonl";

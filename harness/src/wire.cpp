@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/net.hpp"
 
 namespace rocebench::wire {
@@ -40,6 +41,7 @@ nlohmann::json receive(int fd, const Deadline& deadline) {
   if (n > kMaxMessage) throw InfraError("rendezvous message too large (corrupt stream?)");
   std::string body(n, '\0');
   net::recv_all(fd, body.data(), n, deadline);
+  if (json_too_deep_at(body) != std::string::npos) throw InfraError("rendezvous peer sent a message nested too deeply");
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception&) {
@@ -66,6 +68,8 @@ bool pop_message(std::string& buffer, nlohmann::json& message) {
   const std::uint32_t n = length_of(buffer.data());
   if (n > kMaxMessage) throw InfraError("rendezvous message too large (corrupt stream?)");
   if (buffer.size() < 4 + n) return false;
+  if (json_too_deep_at(std::string_view(buffer).substr(4, n)) != std::string_view::npos)
+    throw InfraError("rendezvous peer sent a message nested too deeply");
   message = nlohmann::json::parse(buffer.substr(4, n));
   buffer.erase(0, 4 + n);
   return true;

@@ -11,7 +11,10 @@
 #include <memory>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/fast_check.hpp"
 #include "record_scan.hpp"
@@ -119,6 +122,10 @@ struct Parsed {
 
 Parsed parse_line(const Line& line) {
   Parsed out;
+  if (json_too_deep_at(line.text) != std::string_view::npos) {
+    out.problem = fmt::format("nested deeper than {} levels; ignored", kMaxJsonDepth);
+    return out;
+  }
   if (scan_result(line.text, out.result)) {
     out.is_result = true;
     return out;
