@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <iostream>
 
@@ -150,21 +151,26 @@ Args LauncherFlags::to_args() const {
 }
 
 std::size_t parse_bytes(const std::string& option, const std::string& text) {
-  const auto bad = [&] { return UsageError(fmt::format("{}: '{}' is not a size (e.g. 8, 64K, 1M, 2G)", option, text)); };
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  if (text.find('-') != std::string::npos) throw bad();  // stoull would wrap "-5" around to 2^64 - 5
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw bad();
+  const std::string shown = text.size() > 40 ? text.substr(0, 40) + "…" : text;
+  const auto bad = [&] { return UsageError(fmt::format("{}: '{}' is not a size (e.g. 8, 64K, 1M, 2G)", option, shown)); };
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 19) throw bad();  // no sign ("-5" would wrap around), at most 19 digits
+  const unsigned long long value = std::stoull(text.substr(0, digits));
+  // The unit: none, or K, M, G, T, each alone or followed by B or iB, in either case.
+  const std::string unit = text.substr(digits);
+  int shift = 0;
+  if (!unit.empty()) {
+    const auto k = std::string("KMGT").find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    std::string rest = unit.substr(1);
+    for (auto& c : rest) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (k == std::string::npos || !(rest.empty() || rest == "B" || rest == "IB")) throw bad();
+    shift = 10 * static_cast<int>(k + 1);
   }
-  std::string unit = text.substr(used);
-  if (!unit.empty() && std::toupper(static_cast<unsigned char>(unit.back())) == 'B' && unit.size() == 2) unit.pop_back();
-  if (unit.empty()) return value;
-  const auto k = std::string("KMGT").find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
-  if (unit.size() != 1 || k == std::string::npos) throw bad();
-  return value << (10 * (k + 1));
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) {
+    throw UsageError(fmt::format("{}: '{}' is larger than a size can be here (16 EiB)", option, shown));
+  }
+  return static_cast<std::size_t>(value) << shift;
 }
 
 int run_guarded(const std::string& program, const std::function<int()>& body) {

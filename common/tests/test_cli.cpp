@@ -46,6 +46,22 @@ TEST(ArgParser, ByteSizes) {
   EXPECT_THROW(parse_bytes("-b", "-5"), UsageError);
   EXPECT_THROW(parse_bytes("-b", "8Q"), UsageError);
   EXPECT_THROW(parse_bytes("-b", "8MM"), UsageError);
+  // One grammar for every size flag (microbench's own accepted KiB and refused T).
+  EXPECT_EQ(parse_bytes("--size", "4KiB"), 4096u);
+  EXPECT_EQ(parse_bytes("--size", "8mib"), 8u << 20);
+  EXPECT_EQ(parse_bytes("-e", "2T"), 2ull << 40);
+  EXPECT_THROW(parse_bytes("--size", "K"), UsageError);
+  EXPECT_THROW(parse_bytes("-e", "8KiBB"), UsageError);
+  // 99999999999T wrapped around to 8.5e18 bytes, then std::bad_alloc.
+  try {
+    parse_bytes("-e", "99999999999T");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "-e: '99999999999T' is larger than a size can be here (16 EiB)");
+  }
+  EXPECT_EQ(parse_bytes("-e", "16777215T"), 16777215ull << 40);
+  EXPECT_THROW(parse_bytes("-e", "16777216T"), UsageError);
+  EXPECT_THROW(parse_bytes("-e", "99999999999999999999"), UsageError);  // 20 digits
 }
 
 TEST(ArgParser, RunGuardedMapsErrorsToExitCodes) {

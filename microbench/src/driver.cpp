@@ -18,21 +18,6 @@ std::vector<std::size_t> sweep_sizes(std::size_t from, std::size_t to) {
   return out;
 }
 
-std::size_t parse_bytes(const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  const std::string unit = text.substr(digits);
-  std::size_t scale = 1;
-  if (unit == "K" || unit == "k" || unit == "KiB") scale = std::size_t{1} << 10;
-  else if (unit == "M" || unit == "m" || unit == "MiB") scale = std::size_t{1} << 20;
-  else if (unit == "G" || unit == "g" || unit == "GiB") scale = std::size_t{1} << 30;
-  else if (!unit.empty() && unit != "B") throw UsageError(fmt::format("'{}' is not a size (like 64, 4K, 8M)", text));
-  if (digits == 0) throw UsageError(fmt::format("'{}' is not a size (like 64, 4K, 8M)", text));
-  const std::size_t value = std::stoull(text.substr(0, digits)) * scale;
-  if (value == 0) throw UsageError("a message size must be at least 1 byte");
-  return value;
-}
-
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
                                    const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod) {
   BandwidthFigures f;

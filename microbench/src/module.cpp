@@ -62,7 +62,10 @@ int probe_main(const Args& args) {
     if (server == !client.empty()) throw UsageError("give exactly one of --server and --client HOST\n\n" + p.usage());
     if (all && !size.empty()) throw UsageError("give --size or --all, not both");
     if (all) spec.driver.sizes = sweep_sizes();
-    if (!size.empty()) spec.driver.sizes = {parse_bytes(size)};
+    if (!size.empty()) {
+      spec.driver.sizes = {parse_bytes("--size", size)};
+      if (spec.driver.sizes[0] == 0) throw UsageError("--size: a message is at least 1 byte");
+    }
     spec.verbs.tx_depth = spec.driver.tx_depth;
     spec.verbs.address = server ? (bind == "0.0.0.0" ? "" : bind) : "";
     spec.wait = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));

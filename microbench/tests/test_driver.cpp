@@ -18,16 +18,6 @@ TEST(Sizes, SweepIsEveryPowerOfTwoFrom2BytesTo8MiB) {
   for (std::size_t i = 1; i < s.size(); ++i) EXPECT_EQ(s[i], 2 * s[i - 1]);
 }
 
-TEST(Sizes, ParsesUnitsAndRejectsNonsense) {
-  EXPECT_EQ(parse_bytes("64"), 64u);
-  EXPECT_EQ(parse_bytes("4K"), 4096u);
-  EXPECT_EQ(parse_bytes("8M"), 8u << 20);
-  EXPECT_EQ(parse_bytes("1G"), 1u << 30);
-  EXPECT_THROW(parse_bytes("0"), UsageError);
-  EXPECT_THROW(parse_bytes("12Q"), UsageError);
-  EXPECT_THROW(parse_bytes("K"), UsageError);
-}
-
 TEST(Bandwidth, AverageAndRateFromPostAndCompletionTimes) {
   // 4 messages of 1000 bytes, posted at 0,10,20,30 ns, completed at 100,200,300,400 ns.
   const auto f = bandwidth_figures(1000, {0, 10, 20, 30}, {100, 200, 300, 400}, 1);

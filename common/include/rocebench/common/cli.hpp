@@ -78,7 +78,8 @@ class LauncherFlags {
       {"--results", ""}, {"--results-dir", ""}, {"--deadline", ""}};
 };
 
-// "8", "64K", "1M", "2G" (binary multiples, as nccl-tests' -b/-e) -> bytes. Throws UsageError.
+// "8", "64K", "1M", "2G", "4T" (binary multiples, as nccl-tests' -b/-e; "KB" and "KiB" mean "K") ->
+// bytes. Throws UsageError naming the option for anything else, a sign, or a size that overflows.
 std::size_t parse_bytes(const std::string& option, const std::string& text);
 
 // Runs a subcommand's body, turning the project's exceptions into messages and exit codes.

@@ -69,8 +69,6 @@ class Probe {
 
 // Sizes: "2..8M" style sweep (every power of two, perftest -a), or one size.
 std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std::size_t{8} << 20);
-// "64", "4K", "8M", "1G" → bytes. Throws UsageError.
-std::size_t parse_bytes(const std::string& text);
 
 // The peak looks only at runs that end on a completion perftest would have seen: every `cq_mod`-th
 // message (it signals one WR in cq_mod) and the last one.
