@@ -177,7 +177,8 @@ int run_guarded(const std::string& program, const std::function<int()>& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << e.what();
+    const std::string what = e.what();
+    std::cerr << what << (what.ends_with('\n') ? "" : "\n");
     return kExitBadInput;
   } catch (const InputError& e) {
     std::cerr << program << ": " << e.what() << "\n";
