@@ -164,10 +164,12 @@ TEST(Replay, StepFollowsTheTimeline) {
   auto e = make_engine("replay", g, {.batch = 4, .timeline = timeline.string()});
   DataParallel dp(*e, nullptr, {}, 10s);
   const StepTimes t = dp.step({}, 0.1);
+  // Never shorter than the timeline; longer only by late wake-ups, which a loaded machine makes long
+  // (a 32 ms backward took 44 under a parallel build), so the bound above catches a unit error only.
   EXPECT_GE(t.forward_ms(), 16);
-  EXPECT_LT(t.forward_ms(), 16 + 10);
+  EXPECT_LT(t.forward_ms(), 5 * 16);
   EXPECT_GE(t.backward_ms(), 32);
-  EXPECT_LT(t.backward_ms(), 32 + 10);
+  EXPECT_LT(t.backward_ms(), 5 * 32);
   EXPECT_GE(t.update_ms(), 1);
 }
 
