@@ -175,7 +175,7 @@ double learning_rate(const ScalingConfig& c, int ranks, int step) {
 // Times one bucket's reduction at each size the plan sends (and a quarter of the largest, so that
 // two sizes pin the line), max over the ranks, median of `iters`.
 CostModel measure_cost(Transport& t, const std::vector<std::size_t>& plan, const BucketOptions& options,
-                       const Deadline& deadline, int iters) {
+                       std::chrono::milliseconds wait, int iters) {
   std::vector<std::size_t> sizes = plan;
   sizes.push_back(std::max<std::size_t>(4, *std::max_element(plan.begin(), plan.end()) / 4 / 4 * 4));
   std::sort(sizes.begin(), sizes.end());
@@ -190,11 +190,11 @@ CostModel measure_cost(Transport& t, const std::vector<std::size_t>& plan, const
     std::vector<double> ms;
     for (int i = -1; i < iters; ++i) {
       const std::int64_t t0 = now_ns();
-      collectives::reduce_bucket(t, std::span(&whole, 1), packed, options, deadline);
+      collectives::reduce_bucket(t, std::span(&whole, 1), packed, options, Deadline(wait));
       if (i >= 0) ms.push_back(static_cast<double>(now_ns() - t0) / 1e6);
     }
     collectives::allreduce(t, collectives::Algorithm::rd, ms.data(), ms.size(), collectives::DataType::float64,
-                           collectives::ReduceOp::max, {}, deadline);
+                           collectives::ReduceOp::max, {}, Deadline(wait));
     xs.push_back(bytes);
     ys.push_back(summarize(ms).median);
   }
@@ -274,7 +274,6 @@ struct SweepState {
 
 void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
   const int k = t.world();
-  const Deadline deadline(ctx.deadline);
   ResultRecord r;
   r.params = identity(c, t.name(), k);
   StepContext rc = ctx;
@@ -296,7 +295,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   engine->set_batch(b.images, b.labels);
 
   std::optional<CostModel> cost;
-  if (k > 1 && c.predict) cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, deadline, 5);
+  if (k > 1 && c.predict) cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
 
   DataParallel dp(*engine, k > 1 ? &t : nullptr, c.buckets, ctx.deadline);
   const SgdOptions sgd;
@@ -312,7 +311,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   for (const auto& s : steps) step_ms.push_back(s.step_ms());
   if (k > 1)
     collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
-                           collectives::ReduceOp::max, {}, deadline);
+                           collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
   const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(steps, t.rank(), ctx.host, c.trace_steps)) : "";
   if (t.rank() != 0) return;
 
