@@ -11,7 +11,6 @@
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/collectives/tcp_transport.hpp"
-#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 
@@ -133,11 +132,12 @@ int allreduce_main(const Args& args) {
     launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
 
-    if (parse_bytes("-b", min_bytes) > parse_bytes("-e", max_bytes)) {
+    const std::size_t smallest = parse_bytes("-b", min_bytes), largest = parse_bytes("-e", max_bytes);
+    if (smallest > largest) {
       throw UsageError(fmt::format("rocebench allreduce: -e {} is smaller than -b {}; the sweep would have no size",
                                    max_bytes, min_bytes));
     }
-    json params = {{"min_bytes", parse_bytes("-b", min_bytes)}, {"max_bytes", parse_bytes("-e", max_bytes)},
+    json params = {{"min_bytes", smallest}, {"max_bytes", largest},
                    {"factor", factor}, {"warmup", warmup}, {"iters", iters}, {"dtype", dtype}, {"op", op},
                    {"check", !no_check}};
     std::string step = "collectives." + collective;

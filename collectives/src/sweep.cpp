@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
-#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"

@@ -297,7 +297,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   std::optional<CostModel> cost;
   if (k > 1 && c.predict) cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
 
-  DataParallel dp(*engine, k > 1 ? &t : nullptr, c.buckets, ctx.deadline);
+  DataParallel dp(*engine, &t, c.buckets, ctx.deadline);
   const SgdOptions sgd;
   std::vector<StepTimes> steps;
   std::vector<LayerTime> layers_before;
@@ -337,7 +337,6 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
     if (comm > 0) r.metrics["overlap"] = std::clamp(1.0 - exposed / comm, 0.0, 1.0);
   }
 
-  if (c.train.engine == "replay" && !state.single_timeline) state.single_timeline = load_timeline(c.train.timeline, graph);
   if (k == 1) {
     state.single_images_per_s = images_per_s;
     if (c.train.engine != "replay")
@@ -407,13 +406,14 @@ json scaling_params_schema() {
 void run_scaling(StepContext& ctx) {
   const ScalingConfig c = scaling_config_from(ctx.params);
   const Graph graph = build_model(c.train.model);
-  if (c.train.engine == "replay") load_timeline(c.train.timeline, graph);  // a bad timeline stops the step before any mesh
   // By default the speedup curve's usual points: 1, 2, 4 … and every rank of the run.
   std::vector<int> doubling;
   for (int k = 1; k < ctx.world; k *= 2) doubling.push_back(k);
   doubling.push_back(ctx.world);
   if (c.train.engine == "cpu") omp_set_num_threads(c.threads);
   SweepState state;
+  // The replay's timeline is its prediction's too; read here, a bad one stops the step before any mesh.
+  if (c.train.engine == "replay") state.single_timeline = load_timeline(c.train.timeline, graph);
   collectives::for_each_world_size(ctx, collectives::step_world_sizes(ctx, doubling),
                                    [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });
 }

@@ -181,12 +181,9 @@ std::string layer_time_table(const Graph& graph, const std::vector<LayerTime>& b
     int nodes = 0;
     double forward = 0, backward = 0;
   };
-  std::vector<LayerTime> per_step = after;
-  for (std::size_t k = 0; k < per_step.size(); ++k) {
-    const LayerTime* b = k < before.size() ? &before[k] : nullptr;
-    per_step[k].forward_ms = (per_step[k].forward_ms - (b ? b->forward_ms : 0)) / steps;
-    per_step[k].backward_ms = (per_step[k].backward_ms - (b ? b->backward_ms : 0)) / steps;
-  }
+  const Timeline timeline = timeline_between(graph, before, after, steps);
+  std::vector<LayerTime> per_step = timeline.nodes;
+  per_step.push_back({-1, 0, timeline.update_ms});
   auto name = [&](const LayerTime& t) { return t.node < 0 ? std::string("update") : std::string(to_string(graph.node(t.node).op)); };
   std::map<std::string, Row> by_op;
   double sum = 0;
