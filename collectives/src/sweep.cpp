@@ -104,7 +104,8 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
     std::cout << fmt::format("# {} {} over {}, {} ranks, {} {}\n", spec.name, to_string(config.algorithm), t.name(), n,
                              to_string(config.dtype), to_string(config.op))
               << fmt::format("# {:>12} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}\n", "size(B)", "count", "place",
-                             "time(us)", "algbw", "busbw", "#wrong");
+                             "time(us)", "algbw", "busbw", "#wrong")
+              << std::flush;
   }
 
   const auto sizes = sweep_sizes(config, n);

@@ -47,6 +47,25 @@ TEST(AllreduceCommand, FourRanksEveryAlgorithm) {
   }
 }
 
+TEST(AllreduceCommand, ReduceScatterAndAllgatherStepsCheckAndRecordTheirBusFactor) {
+  const auto dir = rbtest::temp_dir("halves");
+  for (const std::string collective : {"reduce_scatter", "allgather"}) {
+    const auto out = dir / collective;
+    const int rc = rbtest::run({kBinary, "allreduce", "--collective", collective, "--ranks", "3", "-b", "1K", "-e", "64K",
+                                "-f", "64", "-w", "0", "-n", "2", "--results-dir", out.string()},
+                               dir, collective);
+    ASSERT_EQ(rc, 0) << rbtest::slurp(dir / (collective + ".err"));
+    const auto records = results_of(out / "results.jsonl", "collectives." + collective);
+    ASSERT_EQ(records.size(), 4u) << collective;  // 1K, 64K x in/out of place
+    for (const auto& r : records) {
+      EXPECT_EQ(r["status"], "ok");
+      EXPECT_EQ(r["metrics"]["wrong"], 0);
+      const double algbw = r["metrics"]["algbw_GBps"], busbw = r["metrics"]["busbw_GBps"];
+      EXPECT_NEAR(busbw, algbw * 2.0 / 3.0, 1e-9 * busbw) << collective << ": (n-1)/n";
+    }
+  }
+}
+
 TEST(AllreduceCommand, WorldSizeSweepRecordsEachSize) {
   const auto dir = rbtest::temp_dir("worlds");
   const int rc = rbtest::run({kBinary, "allreduce", "--ranks", "4", "--world-sizes", "1,2,4", "-b", "64K", "-e", "64K",
@@ -100,8 +119,12 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
 TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {
   const auto dir = rbtest::temp_dir("killsweep");
   const auto results = dir / "out";
-  std::ofstream(dir / "plan.json") << R"({"name": "sweep", "steps": [{"step": "collectives.allreduce",
-      "params": {"min_bytes": 1024, "max_bytes": 1024, "factor": 1, "iters": 200000, "warmup": 0, "placement": "in"}}]})";
+  // A short sweep that records, then one that runs until the kill.
+  std::ofstream(dir / "plan.json") << R"({"name": "sweep", "steps": [
+      {"step": "collectives.allreduce", "params": {"min_bytes": 1024, "max_bytes": 4096, "factor": 4, "iters": 2,
+                                                   "warmup": 0, "placement": "in"}},
+      {"step": "collectives.allreduce", "params": {"min_bytes": 1024, "max_bytes": 1024, "factor": 1,
+                                                   "iters": 200000000, "warmup": 0, "placement": "in"}}]})";
   const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;
   for (int r = 0; r < 3; ++r) {
@@ -111,12 +134,16 @@ TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {
                                    {"MASTER_PORT", port}, {"ROCEBENCH_TOKEN", "tok"}},
                                   dir, "rank" + std::to_string(r)));
   }
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (rbtest::slurp(results / "results.jsonl").find("\"kind\":\"run\"") == std::string::npos &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the sweep
+  // Rank 0 prints each sweep's header as it starts it: the second one means the first has recorded.
+  auto headers = [&] {
+    const std::string out = rbtest::slurp(dir / "rank0.out");
+    std::size_t n = 0;
+    for (std::size_t at = out.find("# allreduce"); at != std::string::npos; at = out.find("# allreduce", at + 1)) ++n;
+    return n;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (headers() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(headers(), 2u) << rbtest::slurp(dir / "rank0.out") << ranks[0].stderr_text();
   ::kill(ranks[1].pid, SIGKILL);
   for (int r : {0, 2}) {
     EXPECT_EQ(ranks[r].wait(20), 3) << ranks[r].stderr_text();
@@ -127,4 +154,9 @@ TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {
   EXPECT_TRUE(f.issues.empty());
   ASSERT_FALSE(f.records.empty());
   EXPECT_EQ(f.records.front()["kind"], "run");
+  std::vector<std::size_t> first_sweep;
+  for (const auto& r : results_of(results / "results.jsonl", "collectives.allreduce")) {
+    if (r["status"] == "ok") first_sweep.push_back(r["params"]["bytes"]);
+  }
+  EXPECT_EQ(first_sweep, (std::vector<std::size_t>{1020, 4092})) << "the first sweep's records, written before the kill";
 }

@@ -468,3 +468,74 @@ TEST(Sweep, AWrongElementFailsTheStepNamingRankAndOffset) {
   }
   EXPECT_TRUE(named);
 }
+
+namespace {
+
+struct SweepCase {
+  const CollectiveSpec& (*spec)();
+  double bus_factor_of_3_ranks;  // nccl-tests' PERFORMANCE.md, by hand
+  std::size_t wrong_if_nothing_moves_per_element;  // over the 3 ranks, for each element of the buffer
+};
+
+void PrintTo(const SweepCase& c, std::ostream* os) { *os << c.spec().name; }
+
+class EverySweep : public ::testing::TestWithParam<SweepCase> {};
+
+// Runs the sweep on 3 local ranks and returns the total of wrong elements each rank saw.
+std::vector<std::size_t> sweep_on_three_ranks(const CollectiveSpec& spec, const SweepConfig& config,
+                                              rbtest::KeptRecords& kept) {
+  const int world = 3;
+  rbtest::LocalRendezvous shared(world);
+  std::vector<std::size_t> wrong(world);
+  expect_all_ok(rbtest::on_ranks(world, [&](int r) {
+    auto t = mesh(shared, r, world);
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
+    wrong[r] = run_sweep(ctx, *t, spec, config);
+  }));
+  return wrong;
+}
+
+}  // namespace
+
+TEST_P(EverySweep, RecordsItsBusFactorAndChecksEveryElement) {
+  const SweepCase& c = GetParam();
+  SweepConfig config;
+  config.min_bytes = 96;
+  config.max_bytes = 96 * 16;
+  config.factor = 16;
+  config.iters = 2;
+  config.warmup = 0;
+  rbtest::KeptRecords kept;
+  EXPECT_EQ(sweep_on_three_ranks(c.spec(), config, kept), (std::vector<std::size_t>{0, 0, 0}));
+  ASSERT_EQ(kept.records.size(), 4u);  // 2 sizes x in/out of place
+  for (const auto& rec : kept.records) {
+    EXPECT_EQ(rec["status"], "ok") << rec.dump();
+    const double algbw = rec["metrics"]["algbw_GBps"], busbw = rec["metrics"]["busbw_GBps"];
+    EXPECT_NEAR(busbw, algbw * c.bus_factor_of_3_ranks, 1e-9 * busbw) << rec.dump();
+  }
+}
+
+TEST_P(EverySweep, AnOperationThatMovesNothingIsCaughtOnEveryElementItOwes) {
+  // The collective leaves every buffer as it was: each element a rank must receive is wrong.
+  static CollectiveSpec idle;
+  idle = GetParam().spec();
+  idle.run = [](Transport&, void*, std::size_t, const SweepConfig&, const Deadline&) {};
+  SweepConfig config;
+  config.min_bytes = config.max_bytes = 96;  // 24 floats, 8 per rank
+  config.iters = 1;
+  config.warmup = 0;
+  config.out_of_place = false;
+  rbtest::KeptRecords kept;
+  const auto wrong = sweep_on_three_ranks(idle, config, kept);
+  for (std::size_t r = 0; r < wrong.size(); ++r) EXPECT_EQ(wrong[r], 24 * GetParam().wrong_if_nothing_moves_per_element) << r;
+  ASSERT_FALSE(kept.records.empty());
+  for (const auto& rec : kept.records) EXPECT_EQ(rec["status"], "fail") << rec.dump();
+}
+
+// allreduce: every rank owes every element its sum (3 ranks x 1); reduce_scatter: each element is owed
+// by its segment's owner (1); allgather: each element is owed by the 2 ranks that do not own it.
+INSTANTIATE_TEST_SUITE_P(Sweep, EverySweep,
+                         ::testing::Values(SweepCase{allreduce_spec, 4.0 / 3.0, 3}, SweepCase{reduce_scatter_spec, 2.0 / 3.0, 1},
+                                           SweepCase{allgather_spec, 2.0 / 3.0, 2}),
+                         [](const auto& instance) { return std::string(instance.param.spec().name); });

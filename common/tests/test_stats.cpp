@@ -37,6 +37,30 @@ TEST(Stats, PercentilesIndexLikePerftest) {
   EXPECT_DOUBLE_EQ(s.median, 500.5);
 }
 
+TEST(Stats, PercentileRankRoundsUpWhereTheProductIsNotWhole) {
+  // 1050 samples 1..1050: 1050 * 0.99 = 1039.5 -> sorted[1040] = 1041 (floor would give 1040);
+  // 1050 * 0.999 = 1048.95 -> sorted[1049] = 1050 (floor: 1049).
+  std::vector<double> xs;
+  for (int i = 1; i <= 1050; ++i) xs.push_back(i);
+  const Summary s = summarize(xs);
+  EXPECT_DOUBLE_EQ(s.p99, 1041);
+  EXPECT_DOUBLE_EQ(s.p999, 1050);
+}
+
+TEST(Stats, PercentilesAfterTheTailDropIndexLikePerftest) {
+  // 152 samples 1..152, the 2 largest dropped: n = 150. p99 = sorted[ceil(148.5)] = sorted[149] = 150,
+  // the last one kept; p99.9 = sorted[ceil(149.85)] = sorted[150] = 151, the first one dropped (perftest
+  // indexes the whole sorted array), not the largest kept.
+  std::vector<double> xs;
+  for (int i = 152; i >= 1; --i) xs.push_back(i);
+  const Summary s = summarize(xs, {.drop_largest = 2});
+  EXPECT_EQ(s.n, 150u);
+  EXPECT_DOUBLE_EQ(s.p99, 150);
+  EXPECT_DOUBLE_EQ(s.p999, 151);
+  EXPECT_DOUBLE_EQ(s.max, 151);
+  EXPECT_DOUBLE_EQ(s.median, 75.5);
+}
+
 TEST(Stats, DropLargestAsPerftestLatencyTail) {
   // perftest drops LAT_MEASURE_TAIL = 2 of the largest; t_max is then the first dropped value.
   const std::vector<double> xs{5, 1, 2, 3, 4, 1000, 2000};

@@ -105,6 +105,15 @@ const std::vector<Misconfiguration> kMisconfigurations{
      [](const auto& records) {
        EXPECT_EQ(fixture::find_record(records, "roce.pfc.enabled_priorities", "mlx5_0/1").observed, json::array({4}));
      }},
+    {"PfcOnAnExtraPriority",  // lossless traffic other than RoCE's pauses the link too
+     [](const FixtureHost& h) {
+       h.write_capture("dcb-pfc-ens1f0np0.txt", "pfc-cap 8 macsec-bypass off delay 7\nprio-pfc 0:off 1:off 2:off 3:on 4:on 5:off 6:off 7:off\n");
+     },
+     {"roce.pfc.enabled_priorities mlx5_0/1"}, "roce.pfc.enabled_priorities mlx5_0/1",
+     "mlnx_qos -i ens1f0np0 --pfc 0,0,0,1,0,0,0,0",
+     [](const auto& records) {
+       EXPECT_EQ(fixture::find_record(records, "roce.pfc.enabled_priorities", "mlx5_0/1").observed, json::array({3, 4}));
+     }},
     {"EcnOff",
      [](const FixtureHost& h) {
        h.write(kIf0 + "/ecn/roce_np/enable/3", "0");
