@@ -40,27 +40,32 @@ EOF
 
 if [ "$PART" = compare ]; then
 echo "== rocebench next to perftest on the same rxe0, interleaved rounds (ROUND TEST TOOL FIGURE)"
-# 3 rounds, then more (up to ROUNDS) while a test is too noisy to judge and the first 180 s last.
+# 3 rounds, then more (up to ROUNDS) while the fine judgement finds a test too noisy and the first 180 s last.
+# This part fails on the coarse check alone; the fine judgement of the same rounds (compare.txt in the
+# output folder) is a CTest of its own, which may say too noisy.
 start=$(date +%s)
 r=0
-verdict=77
+fine=77
 : >compare.txt
-while [ $r -lt 3 ] || { [ $verdict -eq 77 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 180 ]; }; do
+while [ $r -lt 3 ] || { [ $fine -eq 77 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 180 ]; }; do
   r=$((r + 1))
   softroce_round "$RB" 1000 1000 $r | tee -a compare.txt
-  if [ $r -ge 3 ]; then softroce_compare compare.txt >verdict.txt; verdict=$?; fi
+  if [ $r -ge 3 ]; then softroce_compare compare.txt >fine.txt; fine=$?; fi
 done
-cat verdict.txt
-case $verdict in
-  0) pass "rocebench agrees with perftest within the run-to-run spread ($r rounds)"
-     # The rule can fail: the same rounds, with rocebench reporting half of each figure, must disagree.
-     softroce_compare compare.txt --scale 0.5 >halved.txt
-     if [ "$(grep -c ': agree$' halved.txt)" -eq 0 ]; then pass "the same rounds with rocebench's figures halved disagree"
-     else fail "a comparison with rocebench's figures halved still agrees:"; cat halved.txt; fi ;;
-  77) echo "SKIP too noisy to judge after $r rounds (a busy host): neither agreement nor disagreement shown"
-      too_noisy=1 ;;
-  *) fail "rocebench disagrees with perftest beyond the run-to-run spread ($r rounds)" ;;
-esac
+echo "== fine judgement after $r rounds (exit $fine; judged again by its own CTest):"
+cat fine.txt
+if softroce_compare compare.txt --coarse >coarse.txt; then
+  pass "rocebench within a factor 2 of perftest on every test ($r rounds)"
+else
+  fail "rocebench a factor 2 or more from perftest ($r rounds)"
+fi
+cat coarse.txt
+# The check can fail on these very rounds: with rocebench's figures at 1/8 (bits read as bytes) it must.
+if softroce_compare compare.txt --coarse --scale 0.125 >eighth.txt; then
+  fail "the same rounds with rocebench's figures at 1/8 pass the coarse check:"; cat eighth.txt
+else
+  pass "the same rounds with rocebench's figures at 1/8 fail the coarse check"
+fi
 
 else
 echo "== every test, data validated, rdma_cm and out-of-band connection"
@@ -151,4 +156,3 @@ fi
 
 echo "== $failures failure(s)"
 [ $failures -eq 0 ] || exit 1
-[ -z "${too_noisy:-}" ] || exit 77  # CTest: skipped, with the reason above

@@ -5,20 +5,23 @@ Input: lines "ROUND TEST TOOL FIGURE" (TOOL perftest | rocebench; FIGURE t_typic
 BW average in Gb/s for *_bw; no FIGURE: the run gave none, which fails the test).
 
 The rule, per test, from each tool's n runs:
-  mode jumps  runs more than 3x away from the median of both tools' runs are dropped (and counted): under
-              TCG a whole run can land on multiples of the guest's 4 ms tick, for either tool
+  mode jumps  runs more than 3x away from the median of the tool's own runs are dropped (and counted): under
+              TCG a whole run can land on multiples of the guest's 4 ms tick, for either tool. A tool's own
+              median keeps at least half of its runs, however far the two tools are apart
   ratio       R = median(rocebench) / median(perftest)
+  coarse      0.5 < R < 2, else DISAGREE: a factor 2 (bits for bytes, a lost round trip, a wrong size) is
+              always a failure, never "too noisy"
   spread      s = max(1.4826 * MAD, range / d2(n)) / median of each tool (relative run-to-run standard deviation,
               by whichever estimator sees more: MAD alone misses a second mode; perftest's write_bw at 64 KiB lands
               at ~0.30 or ~0.42 Gb/s from run to run, and 3 runs of 4 in one mode give a MAD of almost 0)
-  tolerance   tol = max(target, 3 * 1.2533 * sqrt(s_pt^2 / n_pt + s_rb^2 / n_rb))  (three standard errors
-              of the ratio of two medians; target 5% latency, 2% bandwidth: never asked closer than that)
-  verdict     |R - 1| <= tol: agree; else DISAGREE. A test left with a tolerance of 1/3 or more (or fewer
-              than 2 runs of a tool) could not tell a factor 2 from agreement: TOO NOISY. Why 1/3: a test
-              that agrees has R up to 1 + tol; halved, R/2 disagrees for sure only while 1 - (1 + tol)/2 > tol.
+  tolerance   tol = 3 * 1.2533 * sqrt(s_pt^2 / n_pt + s_rb^2 / n_rb)  (three standard errors of the ratio of
+              two medians)
+  fine        |R - 1| <= target (5% latency, 2% bandwidth): agree. Beyond the target but within tol: the two
+              tools' own spreads explain the difference: TOO NOISY to judge. Beyond tol: DISAGREE. Fewer than 2
+              runs of a tool: no spread, TOO NOISY (the coarse check still judges).
 Exit 0 when every test agrees, 1 when one disagrees or lacks a figure, 77 when none disagrees but one was
-too noisy to judge, 2 on bad input. --scale F multiplies every rocebench figure by F first (a
-deliberately wrong comparison: 0.5 halves the bandwidth and the latency).
+too noisy to judge, 2 on bad input. --coarse judges the coarse check alone (exit 0 or 1). --scale F
+multiplies every rocebench figure by F first (a deliberately wrong comparison: 0.125 for bits as bytes).
 """
 import argparse
 import math
@@ -26,7 +29,7 @@ import statistics
 import sys
 
 TARGET = {"lat": 0.05, "bw": 0.02}
-TOO_NOISY = 1 / 3  # the widest tolerance at which every agreeing test, halved, disagrees
+COARSE = 2.0  # rocebench within a factor of this of perftest, whatever the noise
 MODE_JUMP = 3.0
 AGREE, DISAGREE, NOISY = 0, 1, 77
 
@@ -62,35 +65,45 @@ def spread(values):
     return m, max(mad, by_range) / m
 
 
-def judge(test, tools):
+def judge(test, tools, coarse_only=False):
     """(verdict, one line about the test)."""
     kind = "bw" if test.endswith("bw") else "lat"
     unit = "BW average Gb/s" if kind == "bw" else "t_typical us"
     missing = {t: v.count(None) for t, v in tools.items() if None in v}
     if missing or not all(tools.values()):
         return DISAGREE, f"{test:9} {unit}: runs without a figure: {missing or 'a tool has no run'}"
-    pooled = statistics.median(tools["perftest"] + tools["rocebench"])
-    kept = {t: [x for x in v if pooled / MODE_JUMP <= x <= pooled * MODE_JUMP] for t, v in tools.items()}
+    kept = {}
+    for tool, runs in tools.items():
+        own = statistics.median(runs)
+        kept[tool] = [x for x in runs if own / MODE_JUMP <= x <= own * MODE_JUMP]
     dropped = sum(len(tools[t]) - len(kept[t]) for t in tools)
     pt, rb = kept["perftest"], kept["rocebench"]
-    head = f"{test:9} {unit}: perftest {tools['perftest']}, rocebench {tools['rocebench']}, {dropped} mode jump(s) dropped"
+    r = statistics.median(rb) / statistics.median(pt)
+    head = (f"{test:9} {unit}: perftest {tools['perftest']}, rocebench {tools['rocebench']}, {dropped} mode jump(s) "
+            f"dropped; ratio {r:.3f}")
+    if not 1 / COARSE < r < COARSE:
+        return DISAGREE, f"{head}: a factor {max(r, 1 / r):.2f} apart: DISAGREE"
+    if coarse_only:
+        return AGREE, f"{head}: within a factor {COARSE:g}: agree"
     if len(pt) < 2 or len(rb) < 2:
-        return NOISY, f"{head}: fewer than 2 runs of a tool left: TOO NOISY"
+        return NOISY, f"{head}: fewer than 2 runs of a tool left, no spread: TOO NOISY"
     (mp, sp), (mr, sr) = spread(pt), spread(rb)
-    r = mr / mp
-    tol = max(TARGET[kind], 3 * 1.2533 * math.sqrt(sp * sp / len(pt) + sr * sr / len(rb)))
-    verdict = AGREE if abs(r - 1) <= tol else DISAGREE
-    if verdict == AGREE and tol >= TOO_NOISY:
-        verdict = NOISY
-    words = {AGREE: "agree", DISAGREE: "DISAGREE", NOISY: "TOO NOISY (could not tell a factor 2)"}[verdict]
+    tol = 3 * 1.2533 * math.sqrt(sp * sp / len(pt) + sr * sr / len(rb))
+    if abs(r - 1) <= TARGET[kind]:
+        verdict, words = AGREE, f"within the target {TARGET[kind]:g}: agree"
+    elif abs(r - 1) <= tol:
+        verdict, words = NOISY, "the spreads explain the difference: TOO NOISY"
+    else:
+        verdict, words = DISAGREE, "beyond what the spreads explain: DISAGREE"
     return verdict, (f"{head}; medians perftest {mp:.3f} (spread {sp:.3f}, n={len(pt)}), rocebench {mr:.3f} "
-                     f"(spread {sr:.3f}, n={len(rb)}): ratio {r:.3f}, tolerance {tol:.3f}: {words}")
+                     f"(spread {sr:.3f}, n={len(rb)}), tolerance {tol:.3f}: {words}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rounds", help="file of 'ROUND TEST TOOL FIGURE' lines")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply rocebench's figures by this first")
+    ap.add_argument("--coarse", action="store_true", help="judge only the coarse check (within a factor 2)")
     a = ap.parse_args()
     try:
         runs = load(a.rounds, a.scale)
@@ -101,7 +114,7 @@ def main():
         return DISAGREE
     verdicts = set()
     for test, tools in runs.items():
-        verdict, line = judge(test, tools)
+        verdict, line = judge(test, tools, a.coarse)
         print(line)
         verdicts.add(verdict)
     return DISAGREE if DISAGREE in verdicts else NOISY if NOISY in verdicts else AGREE

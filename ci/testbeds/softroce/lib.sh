@@ -84,9 +84,9 @@ softroce_rounds() {
   done
 }
 
-# softroce_compare FILE [--scale F]: judges the rounds (ci/testbeds/softroce/compare.py: per test the median
-# of the per-round ratios, within a tolerance from their spread); exit 1 when a test disagrees or is too
-# noisy to judge. Needs SOFTROCE_DIR (this folder) set before sourcing.
+# softroce_compare FILE [--coarse] [--scale F]: judges the rounds (ci/testbeds/softroce/compare.py: per test
+# the ratio of the two tools' medians, within a factor 2 and then within the target or their spreads); exit 0
+# agree, 1 disagree, 77 too noisy to judge finely. Needs SOFTROCE_DIR (this folder) set before sourcing.
 softroce_compare() {
   python3 "${SOFTROCE_DIR:?set SOFTROCE_DIR to ci/testbeds/softroce before sourcing lib.sh}/compare.py" "$@"
 }
