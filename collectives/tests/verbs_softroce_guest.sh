@@ -2,14 +2,24 @@
 # Runs inside the soft-RoCE guest (ci/testbeds/softroce/guest.sh run, rxe0 up): `rocebench allreduce
 # --transport verbs` with 2 and 4 ranks, ring and parameter server, in-place and out-of-place, odd
 # sizes and messages larger than the transport's rings, every element checked on every rank; then a
-# rank killed mid-sweep must make the others exit 3 naming it.
-#   usage: verbs_softroce_guest.sh ROCEBENCH
+# rank killed mid-sweep must make the others exit 3 naming it. First the transport's own gtests that need a
+# device (every algorithm at odd sizes through a small ring, a silent peer named at its deadline): on
+# rxe0 they must run and pass, not skip.
+#   usage: verbs_softroce_guest.sh ROCEBENCH COLLECTIVES_TESTS
 set -u
-bin=$1
+bin=$1 gtests=$2
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 rdma link show || fail "no rdma link in the guest"
+
+device_tests='VerbsTransport.EveryAlgorithmSumsExactlyOnARealDevice:VerbsTransport.ASilentPeerIsNamedAtTheDeadline'
+"$gtests" --gtest_filter="$device_tests" >gtests.out 2>&1
+rc=$?
+cat gtests.out
+if [ $rc -ne 0 ] || grep -q '\[  SKIPPED \]' gtests.out || ! grep -q '\[  PASSED  \] 2 tests' gtests.out; then
+  fail "the verbs transport's device gtests (exit $rc): each must run and pass on rxe0"
+fi
 
 # One sweep; every record of the step must be ok with wrong = 0, and there must be `want` of them.
 sweep() {
@@ -54,9 +64,9 @@ for r in 0 1 2; do
     "$bin" run --launcher env --plan kill-plan.json --results-dir res-kill --deadline 10 >"kill$r.out" 2>"kill$r.err" &
   eval "pid$r=$!"
 done
+# Rank 0 prints the sweep's header as it starts it.
 i=0
-while ! grep -q '"kind":"run"' res-kill/results.jsonl 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 3
+while ! grep -q '^# allreduce' kill0.out 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 kill -9 "$pid1"
 for r in 0 2; do
   eval "wait \$pid$r"

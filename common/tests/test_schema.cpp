@@ -11,6 +11,7 @@
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/temp_dir.hpp"
+#include "setup_required.hpp"
 
 using namespace rocebench;
 
@@ -94,7 +95,7 @@ TEST(Schema, KeywordsOfTheSubset) {
 TEST(Schema, ReferenceValidatorAgrees) {
   const char* python = "/usr/bin/python3";
   if (std::system((std::string(python) + " -c 'import jsonschema' 2>/dev/null").c_str()) != 0) {
-    GTEST_SKIP() << "python3-jsonschema is not installed (ci/setup.sh installs it)";
+    RB_SKIP_WITHOUT_SETUP("python3-jsonschema is not installed (ci/setup.sh installs it)");
   }
   const auto dir = rocebench::make_temp_dir("schema");
   std::ofstream(dir / "good.json") << valid_result().dump();

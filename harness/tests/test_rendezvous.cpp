@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,13 +115,15 @@ TEST(Rendezvous, MissingRankIsNamedWhenTheDeadlinePasses) {
 
 TEST(Rendezvous, KilledRankIsReportedByRankAndHost) {
   const auto address = local_address();
-  // The doomed rank is forked before any thread exists; it joins, then dies without a goodbye.
-  int go[2];
+  // The doomed rank is forked before any thread exists; it joins, says so, then dies without a goodbye.
+  int go[2], joined[2];
   ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(joined), 0);
   const pid_t doomed = ::fork();
   if (doomed == 0) {
     try {
       StoreClient c(address, "t", 2, 3, "node-c", Deadline(10s));
+      [[maybe_unused]] auto w = ::write(joined[1], "j", 1);
       char byte;
       [[maybe_unused]] auto n = ::read(go[0], &byte, 1);
       ::kill(::getpid(), SIGKILL);
@@ -133,8 +136,8 @@ TEST(Rendezvous, KilledRankIsReportedByRankAndHost) {
   server.start();
   StoreClient a(address, "t", 0, 3, "node-a", Deadline(5s));
   StoreClient b(address, "t", 1, 3, "node-b", Deadline(5s));
-  // Wait until rank 2 has joined (its key appears only after a successful hello is impossible to
-  // see from here, so ask for something it never sets with a short deadline until it is listed).
+  pollfd rank2_joined{joined[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&rank2_joined, 1, 10000), 1) << "rank 2 never joined";
   std::string error_b;
   std::thread tb([&] {
     try {
@@ -143,7 +146,6 @@ TEST(Rendezvous, KilledRankIsReportedByRankAndHost) {
       error_b = e.what();
     }
   });
-  std::this_thread::sleep_for(500ms);
   const auto t0 = std::chrono::steady_clock::now();
   [[maybe_unused]] auto n = ::write(go[1], "x", 1);
   std::string error_a;

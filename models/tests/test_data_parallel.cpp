@@ -315,6 +315,7 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
     const json& m = rec["metrics"];
     EXPECT_NEAR(m["images_per_s_per_rank"].get<double>() * static_cast<double>(i + 1), m["images_per_s"].get<double>(), 1e-9);
     EXPECT_NEAR(m["speedup"].get<double>(), m["images_per_s"].get<double>() / kept.records[0]["metrics"]["images_per_s"].get<double>(), 1e-9);
+    EXPECT_NEAR(m["efficiency"].get<double>(), m["speedup"].get<double>() / static_cast<double>(i + 1), 1e-9);
     if (i == 0) {
       EXPECT_FALSE(m.contains("predicted_step_ms"));
       continue;

@@ -20,7 +20,7 @@ check() {  # check DESCRIPTION COMMAND...
 # Goodput of one TCP stream from host 0 to host 1, in Mbit/s, measured by iperf3.
 goodput_mbps() {
   ip netns exec "${prefix}1" iperf3 -s -1 -D -p 5201 --logfile "$work/iperf-server.log"
-  sleep 0.3
+  for _ in $(seq 100); do ip netns exec "${prefix}1" ss -ltn | grep -q ':5201 ' && break; sleep 0.05; done
   ip netns exec "${prefix}0" iperf3 -c "$1" -p 5201 -t 3 -J >"$work/iperf.json" || return 1
   /usr/bin/python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e6))' "$work/iperf.json"
 }
@@ -72,8 +72,8 @@ cat >"$work/long.json" <<'JSON'
 JSON
 "$rocebench" run "$work/long.json" --netns "$hosts" --ranks 4 --results-dir "$work/long" --deadline 15 >"$work/long.out" 2>"$work/long.err" &
 launcher=$!
+# The run record is written once every rank has joined: from then on rank 2 is in the step.
 for _ in $(seq 300); do grep -q '"kind":"run"' "$work/long/results.jsonl" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
 victim=$(sed -n 's/^rocebench run: rank 2 started, pid \([0-9]*\).*/\1/p' "$work/long.err")
 check "rank 2's pid was reported at launch" test -n "$victim"
 start=$SECONDS
