@@ -4,9 +4,12 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "rocebench/common/errors.hpp"
 
@@ -19,7 +22,9 @@ T parse_number(const std::string& option, const std::string& text) {
   T value{};
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) throw UsageError(fmt::format("{}: '{}' is not a valid number", option, text));
+  if (ec != std::errc() || ptr != end || !std::isfinite(static_cast<double>(value))) {
+    throw UsageError(fmt::format("{}: '{}' is not a valid number", option, text));
+  }
   return value;
 }
 
@@ -36,13 +41,38 @@ ArgParser& ArgParser::option(const std::string& name, std::string* target, const
 
 ArgParser& ArgParser::option(const std::string& name, int* target, const std::string& help, const std::string& metavar) {
   options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<int>(name, v); }});
+  options_.back().numeric = true;
   return *this;
 }
 
 ArgParser& ArgParser::option(const std::string& name, double* target, const std::string& help,
                              const std::string& metavar) {
   options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<double>(name, v); }});
+  options_.back().numeric = true;
   return *this;
+}
+
+ArgParser& ArgParser::range(double min, double max) {
+  if (options_.empty() || !options_.back().numeric) throw std::logic_error("ArgParser::range follows a number option");
+  options_.back().min = min;
+  options_.back().max = max;
+  return *this;
+}
+
+ArgParser& ArgParser::range(const nlohmann::json& schema) {
+  range(schema.value("minimum", schema.value("exclusiveMinimum", -std::numeric_limits<double>::infinity())),
+        schema.value("maximum", schema.value("exclusiveMaximum", std::numeric_limits<double>::infinity())));
+  options_.back().min_open = schema.contains("exclusiveMinimum");
+  options_.back().max_open = schema.contains("exclusiveMaximum");
+  return *this;
+}
+
+bool ArgParser::Option::admits(double x) const {
+  return (min_open ? x > min : x >= min) && (max_open ? x < max : x <= max);
+}
+
+std::string ArgParser::Option::interval() const {
+  return fmt::format("{}{}, {}{}", min_open ? "(" : "[", min, max, max_open ? ")" : "]");
 }
 
 ArgParser& ArgParser::option(const std::string& name, std::vector<std::string>* target, const std::string& help,
@@ -97,6 +127,11 @@ bool ArgParser::parse(const Args& args) {
       }
       try {
         it->set(value);
+        if (it->numeric) {
+          if (!it->admits(parse_number<double>(name, value))) {
+            throw UsageError(fmt::format("{}: {} is not in {}", name, value, it->interval()));
+          }
+        }
       } catch (const UsageError& e) {
         fail(e.what());
       }
@@ -123,7 +158,9 @@ std::string ArgParser::usage() const {
   if (has_rest_) out += fmt::format("  {:<24} {}\n", rest_.name, rest_.help);
   out += "\noptions:\n";
   for (const auto& o : options_) {
-    out += fmt::format("  {:<24} {}\n", o.takes_value ? o.name + " " + o.metavar : o.name, o.help);
+    const bool bounded = std::isfinite(o.min) || std::isfinite(o.max);
+    out += fmt::format("  {:<24} {}{}\n", o.takes_value ? o.name + " " + o.metavar : o.name, o.help,
+                       bounded ? " " + o.interval() : "");
   }
   out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help and exit");
   return out;

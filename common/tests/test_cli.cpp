@@ -3,6 +3,8 @@
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
 
+#include <nlohmann/json.hpp>
+
 using namespace rocebench;
 
 TEST(ArgParser, OptionsFlagsAndPositionals) {
@@ -35,6 +37,35 @@ TEST(ArgParser, BadUsageThrowsWithUsageText) {
       EXPECT_NE(std::string(e.what()).find("usage: rocebench x"), std::string::npos);
     }
   }
+}
+
+TEST(ArgParser, NumbersOutsideTheirRangeAreRefusedNamingTheFlagAndTheRange) {
+  int ranks = 4;
+  double deadline = 30;
+  ArgParser p("rocebench run", "runs a plan");
+  p.option("--ranks", &ranks, "ranks").range(1, 4096);
+  p.option("--deadline", &deadline, "s").range(nlohmann::json{{"exclusiveMinimum", 0}, {"maximum", 86400}});
+  auto error_of = [&](const Args& args) -> std::string {
+    try {
+      p.parse(args);
+    } catch (const UsageError& e) {
+      return std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(error_of({"--ranks", "0"}), "rocebench run: --ranks: 0 is not in [1, 4096]");
+  EXPECT_EQ(error_of({"--ranks", "-1"}), "rocebench run: --ranks: -1 is not in [1, 4096]");
+  EXPECT_EQ(error_of({"--ranks", "99999"}), "rocebench run: --ranks: 99999 is not in [1, 4096]");
+  EXPECT_EQ(error_of({"--deadline", "0"}), "rocebench run: --deadline: 0 is not in (0, 86400]");
+  EXPECT_EQ(error_of({"--deadline", "-1"}), "rocebench run: --deadline: -1 is not in (0, 86400]");
+  EXPECT_EQ(error_of({"--deadline", "nan"}), "rocebench run: --deadline: 'nan' is not a valid number");
+  EXPECT_EQ(error_of({"--deadline", "inf"}), "rocebench run: --deadline: 'inf' is not a valid number");
+  EXPECT_EQ(error_of({"--ranks", "1", "--deadline", "86400", "--ranks=4096", "--deadline", "0.001"}), "accepted");
+  EXPECT_EQ(ranks, 4096);
+  EXPECT_DOUBLE_EQ(deadline, 0.001);
+  EXPECT_NE(p.usage().find("--ranks N"), std::string::npos);
+  EXPECT_NE(p.usage().find("ranks [1, 4096]"), std::string::npos) << p.usage();
+  EXPECT_NE(p.usage().find("s (0, 86400]"), std::string::npos) << p.usage();
 }
 
 TEST(ArgParser, ByteSizes) {

@@ -23,6 +23,14 @@ void validate_at(const JsonSchema& schema, const LocatedJson& doc, const json& v
 
 }  // namespace
 
+const json& plan_field_schema(const std::string& field) {
+  static const json schema = json::parse(plan_schema_text());
+  std::string pointer;
+  std::stringstream keys(field.substr(1));
+  for (std::string key; std::getline(keys, key, '/');) pointer += "/properties/" + key;
+  return schema.at(json::json_pointer(pointer));
+}
+
 Plan parse_plan(const std::string& text, const std::string& file, const std::vector<StepKind>& kinds) {
   static const JsonSchema plan_schema(json::parse(plan_schema_text()));
   const LocatedJson doc = parse_located(text, file);

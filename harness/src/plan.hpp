@@ -45,4 +45,8 @@ Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds);
 
 std::string builtin_local_plan_text();
 
+// The plan schema's declaration of a plan field ("/deadline_s", "/launcher/ranks"): its type and range,
+// which the command-line flag that overrides the field shares.
+const json& plan_field_schema(const std::string& field);
+
 }  // namespace rocebench

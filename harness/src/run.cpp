@@ -348,15 +348,19 @@ int run_main(const Args& args) {
         .option("--plan", &o.plan_path, "plan file, or builtin:local", "FILE")
         .option("--launcher", &o.launcher, "local | mpirun | srun (default: the plan's), or env: be one rank", "NAME")
         .option("--ranks", &o.ranks, "ranks to start with the local launcher")
+        .range(plan_field_schema("/launcher/ranks"))
         .option("--hostfile", &o.hostfile, "hosts for mpirun / srun ('host slots=N' lines)", "FILE")
         .option("--ranks-per-host", &o.ranks_per_host, "ranks on each host (default: the hostfile's slots)")
+        .range(plan_field_schema("/launcher/ranks_per_host"))
         .option("--results", &o.results_root, "folder that receives <run-id>/results.jsonl", "DIR")
         .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
         .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
         .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
         .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")
+        .range(plan_field_schema("/deadline_s"))
         .option("--timeout", &o.timeout_s, "seconds the whole run may take (default: the plan's)", "S")
+        .range(plan_field_schema("/run_timeout_s"))
         .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
     if (!p.parse(args)) return kExitOk;
     if (!plan_positional.empty()) o.plan_path = plan_positional;

@@ -98,6 +98,26 @@ TEST(RunCommand, BadUsageExitsTwo) {
   EXPECT_NE(rbtest::slurp(dir / "e.out").find("usage: rocebench run"), std::string::npos);
 }
 
+TEST(RunCommand, NumbersOutOfRangeAreRefusedBeforeAnythingStarts) {
+  // Each flag takes the range its plan field declares (plan.schema.json); nothing starts, nothing is written.
+  const path dir = rbtest::temp_dir("ranges");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--ranks", "0"}, "--ranks: 0 is not in [1, 4096]"},
+      {{"--ranks", "99999"}, "--ranks: 99999 is not in [1, 4096]"},
+      {{"--ranks-per-host", "100000"}, "--ranks-per-host: 100000 is not in [1, 1024]"},
+      {{"--deadline", "-1"}, "--deadline: -1 is not in (0, 86400]"},
+      {{"--deadline", "nan"}, "--deadline: 'nan' is not a valid number"},
+      {{"--timeout", "0"}, "--timeout: 0 is not in (0, 604800]"}};
+  for (const auto& [flags, error] : cases) {
+    std::vector<std::string> argv{kBinary, "run", "--results", (dir / "out").string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    EXPECT_EQ(rbtest::run(argv, dir, "r"), 2) << flags[0];
+    EXPECT_NE(rbtest::slurp(dir / "r.err").find(error), std::string::npos) << rbtest::slurp(dir / "r.err");
+    EXPECT_EQ(rbtest::slurp(dir / "r.err").find("started, pid"), std::string::npos) << rbtest::slurp(dir / "r.err");
+    EXPECT_FALSE(std::filesystem::exists(dir / "out")) << flags[0];
+  }
+}
+
 TEST(RunCommand, MalformedPlanIsRefusedWithFileAndLine) {
   const path dir = rbtest::temp_dir("plan");
   write(dir / "bad.json", "{\n  \"name\": \"bad\",\n  \"steps\": [\n    {\"step\": \"harness.rendezvous\", \"params\": {\"rounds\": \"ten\"}}\n  ]\n}\n");

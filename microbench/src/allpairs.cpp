@@ -267,7 +267,7 @@ int allpairs_main(const Args& args) {
                 "the plan step microbench.allpairs, one rank per host:\n"
                 "  {\"steps\": [{\"step\": \"microbench.allpairs\", \"params\": {\"test\": \"bw\", \"duration_s\": 2}}]}\n"
                 "  rocebench run plan.json --hostfile hosts --launcher mpirun --ranks-per-host 1");
-    p.option("--hosts", &hosts, "number of hosts");
+    p.option("--hosts", &hosts, "number of hosts").range(2, 4096);
     if (!p.parse(args)) return kExitOk;
     if (hosts < 2) throw UsageError("--hosts must be at least 2\n\n" + p.usage());
     const auto rounds = tournament(hosts);

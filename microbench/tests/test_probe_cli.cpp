@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "process_util.hpp"
 #include "rocebench/common/net.hpp"
 #include "rocebench/common/record.hpp"
@@ -91,6 +93,12 @@ TEST(ProbeCli, BadUsageExits2) {
   EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--server", "--gpu", "0"}, dir, "g"), 2);
   EXPECT_NE(rbtest::slurp(dir / "g.err").find("--gpu is for the verbs bandwidth tests and read_lat"), std::string::npos);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "--help"}, dir, "e"), 0);
+  for (const auto& [flag, value, range] : {std::tuple{"--port", "99999", "[0, 65535]"}, std::tuple{"--iters", "0", "[1, 1000000000]"},
+                                           std::tuple{"--duration", "-3", "[0.001, 86400]"}, std::tuple{"--tx-depth", "0", "[1, 16384]"}}) {
+    EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "bw", "--server", flag, value}, dir, "h", {}, 10), 2) << flag;
+    EXPECT_NE(rbtest::slurp(dir / "h.err").find(fmt::format("{}: {} is not in {}", flag, value, range)), std::string::npos)
+        << rbtest::slurp(dir / "h.err");
+  }
   rbtest::fs::remove_all(dir);
 }
 

@@ -51,6 +51,7 @@ int report_main(const Args& args) {
       .option("--baseline", &baseline_file, "judge against this baseline (rocebench compare --write-baseline)", "FILE")
       .option("--machine", &machine, "machine type in the baseline", "TYPE")
       .option("--min-effect", &min_effect, "smallest relative change called a regression (default 0.05)")
+      .range(0, 100)
       .option("--title", &title, "report title", "TEXT")
       .flag("--no-plots", &no_plots, "skip the PNG plots")
       .rest("RESULTS", &inputs, "results.jsonl files (several runs: given in time order)");
@@ -98,7 +99,9 @@ int compare_main(const Args& args) {
                                    "With --write-baseline, write BASE's metrics as the baseline of --machine instead.");
   p.option("--junit", &junit, "also write the verdicts as JUnit XML", "FILE")
       .option("--min-effect", &min_effect, "smallest relative change that counts (default 0.05)")
+      .range(0, 100)
       .option("--alpha", &alpha, "significance level of the Mann-Whitney test (default 0.05)")
+      .range(1e-9, 0.5)
       .option("--machine", &machine, "machine type in a baseline file", "TYPE")
       .option("--write-baseline", &baseline_out, "write BASE as a baseline to FILE (and compare nothing)", "FILE")
       .flag("--all", &all, "list unchanged metrics too")
@@ -141,6 +144,7 @@ int import_main(const Args& args) {
       .option("--bw-units", &o.bw_units, "unit of a perftest --out_json bandwidth: MiB/s (default) or Gb/s", "UNIT")
       .option("--op", &o.op, "nccl-tests collective when the output does not name it (allreduce, ...)", "OP")
       .option("--world", &o.world, "ranks, when the output does not say (OSU collectives)")
+      .range(1, 1 << 20)
       .positional("TOOL", &tool, "perftest | nccl-tests | osu")
       .positional("FILE", &file, "the tool's output (text, or JSON from perftest --out_json / nccl-tests -J)");
   if (!p.parse(args)) return kExitOk;

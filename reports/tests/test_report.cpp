@@ -77,6 +77,11 @@ TEST(Report, BadInputExitsTwo) {
   const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
   write_file(dir / "bad.json", R"({"thresholds": [{"name": "x"}]})");
   EXPECT_EQ(run("report", {"--thresholds", (dir / "bad.json").string(), "-o", (dir / "r").string(), results.string()}), 2);
+  EXPECT_EQ(run("report", {"--min-effect", "-1", "-o", (dir / "r").string(), results.string()}), 2);
+  EXPECT_EQ(run("compare", {"--min-effect", "-1", results.string(), results.string()}), 2);
+  EXPECT_EQ(run("compare", {"--alpha", "2", results.string(), results.string()}), 2);
+  EXPECT_EQ(run("compare", {"--alpha", "0", results.string(), results.string()}), 2);
+  EXPECT_EQ(run("compare", {"--alpha", "0.01", results.string(), results.string()}), 0);
 }
 
 TEST(Report, CleanRunWithoutThresholdsPasses) {

@@ -1,10 +1,13 @@
 #pragma once
 // Subcommands and a small option parser shared by every module's command line.
 #include <functional>
+#include <limits>
 #include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace rocebench {
 
@@ -36,6 +39,11 @@ class ArgParser {
                     const std::string& metavar = "X");
   ArgParser& option(const std::string& name, std::vector<std::string>* target, const std::string& help,
                     const std::string& metavar = "VALUE");  // repeatable
+  // The range the number option added last must lie in, checked as it is parsed; the usage shows it.
+  // Both ends are allowed, or as a JSON schema says (minimum, exclusiveMinimum, maximum,
+  // exclusiveMaximum): a flag that sets a plan field takes the field's range. Numbers are always finite.
+  ArgParser& range(double min, double max);
+  ArgParser& range(const nlohmann::json& schema);
   ArgParser& flag(const std::string& name, bool* target, const std::string& help);
   ArgParser& positional(const std::string& name, std::string* target, const std::string& help,
                         bool required = true);
@@ -51,6 +59,11 @@ class ArgParser {
     std::string name, metavar, help;
     bool takes_value;
     std::function<void(const std::string&)> set;
+    bool numeric = false;
+    double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
+    bool min_open = false, max_open = false;  // the end itself is out of range
+    bool admits(double x) const;
+    std::string interval() const;  // "[1, 4096]", "(0, 86400]"
   };
   struct Positional {
     std::string name, help;
