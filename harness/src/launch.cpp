@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -204,6 +206,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   char hostname[256] = {};
   if (emulated) std::snprintf(hostname, sizeof hostname, "%s", emulated->netns.c_str());
 
+  const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw InfraError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
@@ -215,6 +218,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
         ::_exit(kExitInfra);
       }
     }
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != launcher) ::_exit(kExitInfra);  // it died already
     ::execve(args[0], args.data(), envp.data());
     ::execvpe(args[0], args.data(), envp.data());
     const char msg[] = "rocebench: exec failed\n";
@@ -237,6 +241,23 @@ int ChildExit::exit_code() const {
   return 255;
 }
 
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+}  // namespace
+
+void catch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
+}
+
+int stop_signal() { return g_stop_signal; }
+
 std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline) {
   std::vector<ChildExit> done;
   bool terminated = false;
@@ -253,8 +274,8 @@ std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& dea
       }
     }
     if (children.empty()) break;
-    if (deadline.expired() && !terminated) {
-      for (const auto& c : children) ::kill(c.pid, SIGTERM);
+    if ((deadline.expired() || stop_signal() != 0) && !terminated) {
+      for (const auto& c : children) ::kill(c.pid, stop_signal() != 0 ? stop_signal() : SIGTERM);
       terminated = true;
       kill_deadline.emplace(std::chrono::seconds(5));
     }

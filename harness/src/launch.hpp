@@ -71,7 +71,8 @@ struct Child {
 };
 
 // Forks and execs argv with extra environment; with an emulated host, the child first joins its
-// network namespace and takes its name as hostname (in a UTS namespace of its own).
+// network namespace and takes its name as hostname (in a UTS namespace of its own). The child gets
+// SIGTERM when the launcher dies, however it dies: no rank outlives its launcher.
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
             const EmulatedHost* emulated, int rank);
 
@@ -83,7 +84,13 @@ struct ChildExit {
   int exit_code() const;  // the exit code, or 128+signal
 };
 
-// Waits for all children, or kills the rest (SIGTERM, then SIGKILL) when the deadline passes.
+// From now on SIGINT, SIGTERM and SIGHUP no longer end this process at once: wait_all() hands them
+// on to the children, and stop_signal() says which one came (0: none).
+void catch_stop_signals();
+int stop_signal();
+
+// Waits for all children. When the deadline passes, or a stop signal comes, it sends them SIGTERM
+// (or that signal), then SIGKILL to those still there 5 s later.
 std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline);
 
 // A random hex token (128 bits from /dev/urandom).

@@ -231,6 +231,23 @@ void print_summary(const fs::path& results) {
   for (const auto& issue : file.issues) std::cout << fmt::format("{}:{}: {}\n", results.string(), issue.line, issue.message);
 }
 
+// A run stopped by SIGINT/SIGTERM/SIGHUP says so in its results, with the steps that had recorded.
+void record_interruption(const fs::path& results, const std::string& run_id, const std::vector<ChildExit>& exits) {
+  const std::string signal = std::string("SIG") + sigabbrev_np(stop_signal());
+  std::vector<std::string> steps;
+  for (const auto& r : read_records(results).records) {
+    const std::string step = r.value("step", "");
+    if (r.value("kind", "") == "result" && std::find(steps.begin(), steps.end(), step) == steps.end()) steps.push_back(step);
+  }
+  json ranks = json::array();
+  for (const auto& e : exits) ranks.push_back({{"rank", e.child.rank}, {"ended", e.describe()}});
+  RecordWriter(results).append(event_record(
+      run_id, "run.interrupted",
+      fmt::format("the run was interrupted by {}; results of {} step(s) recorded before it are kept", signal, steps.size()),
+      {{"signal", signal}, {"steps_with_results", steps}, {"ranks", ranks}}));
+  std::cerr << fmt::format("rocebench run: interrupted by {}: every rank was stopped\n", signal);
+}
+
 int launch_main(RunOptions options) {
   const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
   const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
@@ -260,6 +277,7 @@ int launch_main(RunOptions options) {
 
   std::vector<Child> children;
   std::vector<std::string> launcher_argv;
+  catch_stop_signals();
   if (type == "local") {
     const int ranks = options.ranks > 0 ? options.ranks : plan.launcher.ranks;
     std::vector<EmulatedHost> emulated;
@@ -311,9 +329,10 @@ int launch_main(RunOptions options) {
     }
     if (severity(code) > severity(exit_code)) exit_code = severity(code) == 3 ? kExitInfra : code;
   }
+  if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
   print_summary(dir / "results.jsonl");
   std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
-  return exit_code;
+  return stop_signal() != 0 ? 128 + stop_signal() : exit_code;
 }
 
 }  // namespace

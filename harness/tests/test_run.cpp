@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include <sstream>
+
 #include "launch.hpp"
 #include "rocebench/common/net.hpp"
 #include "process_util.hpp"
@@ -173,6 +175,106 @@ TEST(RunCommand, RankKilledDuringRendezvousIsReportedByTheOthers) {
   }
   EXPECT_TRUE(lost_event);
   EXPECT_GE(count_results(f, "harness.rendezvous", "error"), 1) << "the survivors record the failed step";
+}
+
+namespace {
+
+// The pids the launcher reported ("rank R started, pid P"), once all `ranks` have started.
+std::vector<pid_t> started_ranks(const rbtest::Process& launcher, int ranks) {
+  std::vector<pid_t> pids;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (static_cast<int>(pids.size()) < ranks && std::chrono::steady_clock::now() < until) {
+    pids.clear();
+    const std::string err = launcher.stderr_text();
+    for (auto at = err.find("started, pid "); at != std::string::npos; at = err.find("started, pid ", at + 1)) {
+      pids.push_back(std::stoi(err.substr(at + 13)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pids;
+}
+
+bool gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+bool all_gone_within(const std::vector<pid_t>& pids, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!std::all_of(pids.begin(), pids.end(), gone) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::all_of(pids.begin(), pids.end(), gone);
+}
+
+}  // namespace
+
+TEST(RunCommand, SigintOrSigtermStopsEveryRankAndTheRunSaysSo) {
+  const path dir = rbtest::temp_dir("stop");
+  write(dir / "long.json",
+        R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 1}},
+                                      {"step": "harness.rendezvous", "params": {"rounds": 100000, "interval_ms": 10}}]})");
+  for (const auto& [signal, exit_code] : {std::pair{SIGTERM, 143}, std::pair{SIGINT, 130}}) {
+    const path out = dir / std::to_string(signal);
+    rbtest::Process launcher = rbtest::start({kBinary, "run", (dir / "long.json").string(), "--ranks", "3", "--results-dir",
+                                              out.string()}, {}, dir, "run" + std::to_string(signal));
+    const auto ranks = started_ranks(launcher, 3);
+    ASSERT_EQ(ranks.size(), 3u) << launcher.stderr_text();
+    // The first step has recorded once every rank's result of it is in.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto first_step_results = [&] {
+      std::istringstream lines(rbtest::slurp(out / "results.jsonl"));
+      int n = 0;
+      for (std::string line; std::getline(lines, line);) {
+        n += line.find("\"step\":\"harness.rendezvous\"") != std::string::npos && line.find("\"status\":\"ok\"") != std::string::npos;
+      }
+      return n;
+    };
+    while (first_step_results() < 3 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(launcher.pid, signal);
+    EXPECT_EQ(launcher.wait(20), exit_code) << launcher.stderr_text();
+    EXPECT_TRUE(all_gone_within(ranks, std::chrono::seconds(1))) << "a rank outlived its launcher";
+    const RecordFile f = checked_results(out / "results.jsonl");
+    EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 3) << "the first step's results stay";
+    const auto interrupted = std::find_if(f.records.begin(), f.records.end(),
+                                          [](const json& r) { return r.value("event", "") == "run.interrupted"; });
+    ASSERT_NE(interrupted, f.records.end());
+    EXPECT_EQ((*interrupted)["details"]["signal"], signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    EXPECT_EQ((*interrupted)["details"]["steps_with_results"], json::array({"harness.rendezvous"}));
+    EXPECT_EQ((*interrupted)["details"]["ranks"].size(), 3u);
+  }
+}
+
+TEST(RunCommand, RanksDieWithALauncherThatIsKilled) {
+  const path dir = rbtest::temp_dir("orphans");
+  write(dir / "long.json",
+        R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100000, "interval_ms": 10}}]})");
+  rbtest::Process launcher =
+      rbtest::start({kBinary, "run", (dir / "long.json").string(), "--ranks", "2", "--results-dir", (dir / "out").string()},
+                    {}, dir, "run");
+  const auto ranks = started_ranks(launcher, 2);
+  ASSERT_EQ(ranks.size(), 2u) << launcher.stderr_text();
+  ::kill(launcher.pid, SIGKILL);
+  launcher.wait(5);
+  EXPECT_TRUE(all_gone_within(ranks, std::chrono::seconds(10))) << "a rank outlived its launcher";
+}
+
+TEST(RunCommand, AnInterruptedModuleCommandRemovesItsTemporaryPlan) {
+  const path dir = rbtest::temp_dir("tmpplan");
+  rbtest::Process launcher = rbtest::start({kBinary, "allreduce", "--ranks", "2", "-b", "1K", "-e", "1K", "-n", "200000000",
+                                            "--results-dir", (dir / "out").string()}, {}, dir, "allreduce");
+  const auto ranks = started_ranks(launcher, 2);
+  ASSERT_EQ(ranks.size(), 2u) << launcher.stderr_text();
+  // The ranks were started with --plan /tmp/rocebench-plan-XXXXXX.
+  std::string cmdline = rbtest::slurp(path("/proc") / std::to_string(ranks[0]) / "cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  const auto at = cmdline.find("/tmp/rocebench-plan-");
+  ASSERT_NE(at, std::string::npos) << cmdline;
+  const path plan = cmdline.substr(at, cmdline.find(' ', at) - at);
+  EXPECT_TRUE(std::filesystem::exists(plan));
+  ::kill(launcher.pid, SIGTERM);
+  EXPECT_EQ(launcher.wait(20), 143) << launcher.stderr_text();
+  EXPECT_FALSE(std::filesystem::exists(plan)) << plan;
+  EXPECT_TRUE(all_gone_within(ranks, std::chrono::seconds(1)));
 }
 
 TEST(RunCommand, OpenMpiStartsRanksThatFindEachOther) {
