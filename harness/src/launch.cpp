@@ -147,7 +147,7 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec) {
                                 "--map-by", "slot"};
   for (const auto& [name, value] : spec.env) {
     argv.push_back("-x");
-    argv.push_back(name + "=" + value);
+    argv.push_back(name);
   }
   argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
   argv.insert(argv.end(), spec.rank_argv.begin(), spec.rank_argv.end());
@@ -158,7 +158,7 @@ std::vector<std::string> srun_argv(const LaunchSpec& spec) {
   std::vector<std::string> names;
   for (const auto& h : spec.hosts) names.push_back(h.host);
   std::string exports = "ALL";
-  for (const auto& [name, value] : spec.env) exports += "," + name + "=" + value;
+  for (const auto& [name, value] : spec.env) exports += "," + name;
   std::vector<std::string> argv{"srun", fmt::format("--nodes={}", spec.hosts.size()),
                                 fmt::format("--ntasks={}", total_ranks(spec)),
                                 fmt::format("--nodelist={}", fmt::join(names, ",")), "--export=" + exports};

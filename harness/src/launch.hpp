@@ -51,7 +51,9 @@ struct LaunchSpec {
 };
 int total_ranks(const LaunchSpec& spec);
 
-// The argv that starts the ranks under Open MPI / Slurm.
+// The argv that starts the ranks under Open MPI / Slurm. It names spec.env's variables but holds none
+// of their values (the token among them, which `ps` would show every user): mpirun / srun must be
+// started with spec.env in their environment, and they hand it on to every rank.
 std::vector<std::string> mpirun_argv(const LaunchSpec& spec);
 std::vector<std::string> srun_argv(const LaunchSpec& spec);
 

@@ -315,7 +315,7 @@ int launch_main(RunOptions options) {
       std::cout << fmt::format("{}\n", fmt::join(launcher_argv, " "));
       return kExitOk;
     }
-    children.push_back(spawn(launcher_argv, {}, nullptr, -1));
+    children.push_back(spawn(launcher_argv, spec.env, nullptr, -1));
   }
 
   std::cerr << fmt::format("rocebench run: plan '{}', run {}, results in {}\n", plan.name, run_id, dir.string());

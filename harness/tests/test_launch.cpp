@@ -76,12 +76,14 @@ TEST(Launchers, MpirunAndSrunArgv) {
   spec.env = {{"MASTER_ADDR", "a"}, {"ROCEBENCH_TOKEN", "tok"}};
   EXPECT_EQ(total_ranks(spec), 4);
   EXPECT_EQ(mpirun_argv(spec),
-            (std::vector<std::string>{"mpirun", "-np", "4", "-H", "a:2,b:2", "--map-by", "slot", "-x", "MASTER_ADDR=a",
-                                      "-x", "ROCEBENCH_TOKEN=tok", "/opt/rocebench", "run", "--launcher", "env"}));
+            (std::vector<std::string>{"mpirun", "-np", "4", "-H", "a:2,b:2", "--map-by", "slot", "-x", "MASTER_ADDR",
+                                      "-x", "ROCEBENCH_TOKEN", "/opt/rocebench", "run", "--launcher", "env"}));
   EXPECT_EQ(srun_argv(spec),
             (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2", "--nodelist=a,b",
-                                      "--export=ALL,MASTER_ADDR=a,ROCEBENCH_TOKEN=tok", "/opt/rocebench", "run",
+                                      "--export=ALL,MASTER_ADDR,ROCEBENCH_TOKEN", "/opt/rocebench", "run",
                                       "--launcher", "env"}));
+  for (const auto& arg : mpirun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;
+  for (const auto& arg : srun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;
   spec.ranks_per_host = 0;  // the hostfile's slots
   EXPECT_EQ(total_ranks(spec), 16);
 }
