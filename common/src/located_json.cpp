@@ -138,7 +138,7 @@ LocatedJson parse_located(const std::string& text, const std::string& file) {
     out.value = json::parse(text);
   } catch (const json::parse_error& e) {
     // e.byte is 1-based and points just past the offending character.
-    std::string what = e.what();
+    std::string what = json_parse_message(e.what());
     if (auto i = what.find("syntax error"); i != std::string::npos) what = what.substr(i);
     throw error_at(e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size()), "not valid JSON: " + what);
   }

@@ -124,7 +124,7 @@ RecordFile read_records(const std::filesystem::path& file, const JsonSchema* sch
         out.truncated_tail = true;
         out.issues.push_back({line_no, "last line is cut short (the writer stopped mid-record); ignored"});
       } else {
-        out.issues.push_back({line_no, std::string("not a JSON record: ") + e.what()});
+        out.issues.push_back({line_no, "not a JSON record: " + json_parse_message(e.what())});
       }
       continue;
     }

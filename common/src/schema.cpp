@@ -72,7 +72,7 @@ JsonSchema JsonSchema::from_file(const std::filesystem::path& file) {
   try {
     return JsonSchema(json::parse(in));
   } catch (const json::parse_error& e) {
-    throw InputError(file.string(), 0, "", std::string("schema is not JSON: ") + e.what());
+    throw InputError(file.string(), 0, "", "schema is not JSON: " + json_parse_message(e.what()));
   }
 }
 

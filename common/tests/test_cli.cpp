@@ -101,3 +101,21 @@ TEST(ArgParser, RunGuardedMapsErrorsToExitCodes) {
   EXPECT_EQ(run_guarded("t", []() -> int { throw InputError("f", 3, "x", "bad"); }), kExitBadInput);
   EXPECT_EQ(run_guarded("t", []() -> int { throw InfraError("peer lost"); }), kExitInfra);
 }
+
+TEST(Errors, WhatTheUserGaveIsQuotedShortAndPrintable) {
+  EXPECT_EQ(printable_excerpt("node01"), "node01");
+  EXPECT_EQ(printable_excerpt(std::string("a\x01\n\xff", 4)), "a\\x01\\x0a\\xff");
+  const std::string huge(10'000'000, 'x');
+  EXPECT_EQ(printable_excerpt(huge), std::string(80, 'x') + "… (10000000 bytes)");
+  EXPECT_EQ(printable_excerpt("abcdef", 3), "abc… (6 bytes)");
+}
+
+TEST(Errors, AJsonParseErrorQuotesAnExcerptOfWhatItRead) {
+  const std::string what = "[json.exception.parse_error.101] parse error at line 1, column 10000011: syntax error while "
+                           "parsing value - invalid string: missing closing quote; last read: '\"" +
+                           std::string(10'000'000, 'x') + "'";
+  const std::string shown = json_parse_message(what);
+  EXPECT_LT(shown.size(), 300u);
+  EXPECT_NE(shown.find("missing closing quote; last read: '\"xxx"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("… (10000001 bytes)'"), std::string::npos) << shown;
+}

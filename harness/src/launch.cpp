@@ -1,5 +1,6 @@
 #include "launch.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -93,6 +94,27 @@ RankEnv rank_env_from(const std::map<std::string, std::string>& env) {
   return out;
 }
 
+namespace {
+
+// A DNS name (RFC 1123 labels: letters, digits and inner hyphens, joined by dots) or an IP address:
+// what mpirun and srun will hand to ssh or Slurm, where anything else is a mistake or an injection.
+bool valid_host_name(const std::string& name) {
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, name.c_str(), &v6) == 1) return true;
+  if (name.empty() || name.size() > 253) return false;
+  std::istringstream labels(name);
+  std::size_t count = 0;
+  for (std::string label; std::getline(labels, label, '.'); ++count) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    if (label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos) {
+      return false;
+    }
+  }
+  return count > 0 && name.back() != '.';
+}
+
+}  // namespace
+
 std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string& file) {
   std::vector<HostSlot> hosts;
   std::istringstream in(text);
@@ -102,6 +124,10 @@ std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string&
     std::istringstream words(line);
     HostSlot h;
     if (!(words >> h.host)) continue;
+    if (!valid_host_name(h.host)) {
+      throw InputError(file, line_no, "host",
+                       "'" + printable_excerpt(h.host) + "' is not a host name or address (letters, digits, '-' and '.')");
+    }
     for (std::string word; words >> word;) {
       const auto eq = word.find('=');
       const std::string key = word.substr(0, eq);
@@ -114,10 +140,12 @@ std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string&
           if (used != value.size()) slots = 0;
         } catch (const std::exception&) {
         }
-        if (slots < 1) throw InputError(file, line_no, key, "expected a positive integer, got '" + value + "'");
+        if (slots < 1) {
+          throw InputError(file, line_no, key, "expected a positive integer, got '" + printable_excerpt(value) + "'");
+        }
         if (key == "slots") h.slots = slots;
       } else {
-        throw InputError(file, line_no, key, "unknown hostfile field (expected 'host slots=N')");
+        throw InputError(file, line_no, printable_excerpt(key), "unknown hostfile field (expected 'host slots=N')");
       }
     }
     hosts.push_back(h);

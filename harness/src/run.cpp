@@ -257,14 +257,16 @@ int launch_main(RunOptions options) {
   const double deadline_s = options.deadline_s > 0 ? options.deadline_s : plan.deadline_s;
   const double timeout_s = options.timeout_s > 0 ? options.timeout_s : plan.run_timeout_s;
 
-  // The results folder is made and tested before any rank starts.
+  // The results folder is made and tested before any rank starts (a dry run makes nothing).
   const std::string run_id = options.run_id.empty() ? new_run_id() : options.run_id;
   const fs::path dir = fs::absolute(options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir));
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError(dir.string(), 0, "", "cannot create the results folder: " + ec.message());
-  { RecordWriter probe(dir / "results.jsonl"); }
-  std::ofstream(dir / "plan.json") << plan.text;
+  if (!options.dry_run) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(dir.string(), 0, "", "cannot create the results folder: " + ec.message());
+    { RecordWriter probe(dir / "results.jsonl"); }
+    std::ofstream(dir / "plan.json") << plan.text;
+  }
 
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const std::string plan_arg =
@@ -383,6 +385,13 @@ int run_main(const Args& args) {
         .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
     if (!p.parse(args)) return kExitOk;
     if (!plan_positional.empty()) o.plan_path = plan_positional;
+    // A run id names a folder under --results: nothing that climbs out of it or into another.
+    if (!o.run_id.empty() && (o.run_id == "." || o.run_id == ".." ||
+                              o.run_id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                                  std::string::npos)) {
+      throw UsageError(fmt::format("rocebench run: --run-id: '{}' is not a folder name (letters, digits, '.', '_', '-')",
+                                   printable_excerpt(o.run_id)));
+    }
     if (o.launcher == "env") {
       if (o.results_dir.empty() && !o.run_id.empty()) o.results_dir = (fs::path(o.results_root) / o.run_id).string();
       return rank_main(o);

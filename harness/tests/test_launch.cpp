@@ -52,6 +52,30 @@ TEST(Hostfile, OpenMpiFormat) {
   EXPECT_EQ(hosts[2].slots, 1);
 }
 
+TEST(Hostfile, HostNamesAreNamesOrAddresses) {
+  const auto hosts = parse_hostfile("gpu-node01.cluster.local\n10.0.0.7 slots=2\nfe80::1\nNODE2\n", "hf");
+  ASSERT_EQ(hosts.size(), 4u);
+  EXPECT_EQ(hosts[2].host, "fe80::1");
+  for (const std::string& bad : {std::string("node$(touch)x"), std::string("node3:4"), std::string("-node"),
+                                 std::string("node..a"), std::string("node."), std::string("n\x1b[2Jode"), std::string(300, 'a')}) {
+    try {
+      parse_hostfile("node1\n" + bad + " slots=2\n", "hosts.txt");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "hosts.txt:2: field 'host': '" + printable_excerpt(bad) +
+                                           "' is not a host name or address (letters, digits, '-' and '.')");
+    }
+  }
+  // A binary file: the error quotes a short, printable excerpt.
+  try {
+    parse_hostfile(std::string("\x7f" "ELF\x02\x01\x01") + std::string(5000, '\x01'), "a.out");
+    ADD_FAILURE() << "accepted a binary";
+  } catch (const InputError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 250u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\\x7fELF\\x02"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Hostfile, ErrorsNameLineAndField) {
   try {
     parse_hostfile("node1 slots=2\nnode2 slots=zero\n", "hosts.txt");

@@ -11,6 +11,7 @@
 #include "../../common/tests/setup_required.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/common/errors.hpp"
 
 using namespace rocebench;
 using rbtest::fs::path;
@@ -120,6 +121,23 @@ TEST(RunCommand, NumbersOutOfRangeAreRefusedBeforeAnythingStarts) {
   }
 }
 
+TEST(RunCommand, ARunIdNamesAFolderUnderTheResultsAndADryRunMakesNone) {
+  const path dir = rbtest::temp_dir("runid");
+  for (const std::string& id : std::vector<std::string>{"../../escape", "..", "a/b", std::string("x\x1b[31m")}) {
+    EXPECT_EQ(rbtest::run({kBinary, "run", "--results", (dir / "out").string(), "--run-id", id}, dir, "r"), 2) << id;
+    EXPECT_NE(rbtest::slurp(dir / "r.err").find("--run-id: '" + printable_excerpt(id) + "' is not a folder name"),
+              std::string::npos)
+        << rbtest::slurp(dir / "r.err");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "escape"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  EXPECT_EQ(rbtest::run({kBinary, "run", "--results", (dir / "out").string(), "--run-id", "nightly-2026.12.01_a", "--dry-run"},
+                        dir, "d"),
+            0);
+  EXPECT_NE(rbtest::slurp(dir / "d.out").find((dir / "out" / "nightly-2026.12.01_a").string()), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out")) << "a dry run makes no folder";
+}
+
 TEST(RunCommand, MalformedPlanIsRefusedWithFileAndLine) {
   const path dir = rbtest::temp_dir("plan");
   write(dir / "bad.json", "{\n  \"name\": \"bad\",\n  \"steps\": [\n    {\"step\": \"harness.rendezvous\", \"params\": {\"rounds\": \"ten\"}}\n  ]\n}\n");
@@ -127,6 +145,19 @@ TEST(RunCommand, MalformedPlanIsRefusedWithFileAndLine) {
   const std::string err = rbtest::slurp(dir / "r.err");
   EXPECT_NE(err.find("bad.json:4: field 'steps[0].params.rounds': expected integer"), std::string::npos) << err;
   EXPECT_FALSE(rbtest::fs::exists(dir / "out")) << "a bad plan must stop everything before results exist";
+}
+
+TEST(RunCommand, AHugeOrBinaryPlanGetsAShortPrintableError) {
+  const path dir = rbtest::temp_dir("hugeplan");
+  write(dir / "huge.json", "{\"name\": \"" + std::string(10'000'000, 'x'));
+  write(dir / "binary.json", std::string("\x7f" "ELF\x02\x01\x01") + std::string(5000, '\x01'));
+  for (const char* plan : {"huge.json", "binary.json"}) {
+    EXPECT_EQ(rbtest::run({kBinary, "run", (dir / plan).string(), "--dry-run"}, dir, "r"), 2) << plan;
+    const std::string err = rbtest::slurp(dir / "r.err");
+    EXPECT_LT(err.size(), 400u) << err.substr(0, 400);
+    EXPECT_NE(err.find(std::string(plan) + ":1: column "), std::string::npos) << err.substr(0, 400);
+    EXPECT_EQ(err.find('\x01'), std::string::npos) << "a raw control byte reached the terminal";
+  }
 }
 
 TEST(RunCommand, UnwritableResultsFolderIsRefusedBeforeAnyRankStarts) {

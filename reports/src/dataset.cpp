@@ -134,7 +134,7 @@ Parsed parse_line(const Line& line) {
   try {
     out.record = json::parse(line.text);
   } catch (const json::parse_error& e) {
-    out.problem = line.complete ? std::string("not a JSON record: ") + e.what()
+    out.problem = line.complete ? "not a JSON record: " + json_parse_message(e.what())
                                 : "last line is cut short (the writer stopped mid-record); ignored";
     return out;
   }

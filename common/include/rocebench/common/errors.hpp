@@ -2,6 +2,7 @@
 // Errors and the exit codes of DESIGN.md. Each error class maps to exactly one exit code.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace rocebench {
 
@@ -11,6 +12,15 @@ enum ExitCode : int {
   kExitBadInput = 2,     // bad usage or bad input
   kExitInfra = 3,        // peer lost, device error, timeout
 };
+
+// What the user gave, as an error message quotes it: bytes that are not printable ASCII as \xNN, cut
+// after about `max_chars` characters ("…" and the full length after a cut), so that a 10 MB value or a
+// binary file gives a short, safe line.
+std::string printable_excerpt(std::string_view text, std::size_t max_chars = 80);
+
+// nlohmann::json's parse error message, with what it quotes ("last read: '…'") cut to a printable
+// excerpt: an unterminated 10 MB string is not echoed whole.
+std::string json_parse_message(std::string_view what);
 
 // Bad usage or bad input (exit 2). `where` names the file and line when there is one.
 class InputError : public std::runtime_error {
