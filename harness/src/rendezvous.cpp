@@ -104,6 +104,10 @@ void StoreServer::event(const std::string& name, const std::string& message, jso
   }
 }
 
+void StoreServer::record_refusal(const Connection& c, const std::string& why) {
+  event("rendezvous.refused", fmt::format("refused a client from {}: {}", c.peer, why), {{"peer", c.peer}});
+}
+
 void StoreServer::reply(Connection& c, const json& message) {
   if (c.closed) return;
   try {
@@ -147,8 +151,7 @@ void StoreServer::handle(Connection& c, const json& message) {
     else if (hosts_.count(rank)) why = fmt::format("rank {} has already joined", rank);
     else if (message.value("world", -1) != world_) why = fmt::format("world size {} differs from the run's {}", message.value("world", -1), world_);
     if (!why.empty()) {
-      // Logged before the answer, so the record exists by the time the client knows.
-      event("rendezvous.refused", fmt::format("refused a client from {}: {}", c.peer, why), {{"peer", c.peer}});
+      record_refusal(c, why);  // before the answer, so the record exists by the time the client knows
       reply(c, error_reply("refused", why));
       drop(c, why);
       return;
@@ -247,15 +250,16 @@ void StoreServer::serve() {
         json message;
         while (!c.closed && wire::pop_message(c.buffer, message)) handle(c, message);
       } catch (const std::exception& e) {
-        reply(c, error_reply("bad", std::string("malformed request: ") + e.what()));
-        drop(c, std::string("sent a malformed request: ") + e.what());
+        const std::string what = printable_excerpt(e.what());
+        if (c.rank < 0) record_refusal(c, "sent a malformed request: " + what);
+        reply(c, error_reply("bad", "malformed request: " + what));
+        drop(c, "sent a malformed request: " + what);
       }
       if (!open) drop(c, "its connection closed without a goodbye (process died or the network failed)");
     }
     for (auto& c : connections_) {
       if (c->rank < 0 && !c->closed && c->hello_deadline.expired()) {
-        event("rendezvous.refused", fmt::format("refused a client from {}: no hello within {} s", c->peer,
-                                                kHelloTimeout.count()), {{"peer", c->peer}});
+        record_refusal(*c, fmt::format("no hello within {} s", kHelloTimeout.count()));
         drop(*c, "no hello");
       }
     }

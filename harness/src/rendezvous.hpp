@@ -50,6 +50,7 @@ class StoreServer {
   void settle_waiters();
   void expire_waiters();
   void reply(Connection& c, const json& message);
+  void record_refusal(const Connection& c, const std::string& why);  // a client that never joined, with its address
   std::string describe_missing(const std::set<int>& present) const;
   std::string rank_name(int rank) const;
   void event(const std::string& name, const std::string& message, json details);

@@ -91,6 +91,24 @@ TEST(Rendezvous, ClientWithoutTheTokenIsRefusedAndLogged) {
   rank0.set("k", "v");
 }
 
+TEST(Rendezvous, JunkIsRefusedAndLoggedWithThePeersAddress) {
+  const auto address = local_address();
+  Collected out;
+  StoreServer server(address, "t", 1, "run-t", out.sink());
+  server.start();
+  const int fd = net::connect_to(address.host, address.port, Deadline(5s));
+  const std::string junk = "GET / HTTP/1.0\r\nHost: \x01\x02\r\n\r\n" + std::string(100000, 'A');
+  [[maybe_unused]] auto n = ::write(fd, junk.data(), junk.size());
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (!out.has_event("rendezvous.refused", "refused a client from 127.0.0.1:") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ::close(fd);
+  EXPECT_TRUE(out.has_event("rendezvous.refused", "sent a malformed request")) << "junk was refused without a record";
+  StoreClient rank0(address, "t", 0, 1, "h0", Deadline(5s));  // the server still serves
+  rank0.set("k", "v");
+}
+
 TEST(Rendezvous, MissingRankIsNamedWhenTheDeadlinePasses) {
   const auto address = local_address();
   Collected out;
