@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <iostream>
@@ -223,6 +224,12 @@ int run_guarded(const std::string& program, const std::function<int()>& body) {
   } catch (const InfraError& e) {
     std::cerr << program << ": " << e.what() << "\n";
     return kExitInfra;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder or file the user named that cannot be made or written (report -o /read-only/r).
+    std::string what = e.what();  // "filesystem error: cannot create directories: Permission denied [PATH]"
+    what = what.substr(what.find(": ") + 2, what.rfind(" [") - what.find(": ") - 2);
+    std::cerr << program << ": " << printable_excerpt(e.path1().string(), 300) << ": " << what << "\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << program << ": internal error: " << e.what() << "\n";
     return kExitInfra;

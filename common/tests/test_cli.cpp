@@ -3,6 +3,8 @@
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 using namespace rocebench;
@@ -100,6 +102,16 @@ TEST(ArgParser, RunGuardedMapsErrorsToExitCodes) {
   EXPECT_EQ(run_guarded("t", []() -> int { throw UsageError("u"); }), kExitBadInput);
   EXPECT_EQ(run_guarded("t", []() -> int { throw InputError("f", 3, "x", "bad"); }), kExitBadInput);
   EXPECT_EQ(run_guarded("t", []() -> int { throw InfraError("peer lost"); }), kExitInfra);
+  // A folder the user named that cannot be made: their input, exit 2, not an internal error.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_guarded("t", []() -> int {
+              std::filesystem::create_directories("/proc/rocebench-not-here/r");
+              return 0;
+            }),
+            kExitBadInput);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+  EXPECT_NE(err.find("t: /proc/rocebench-not-here/r: "), std::string::npos) << err;
 }
 
 TEST(Errors, WhatTheUserGaveIsQuotedShortAndPrintable) {

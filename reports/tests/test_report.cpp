@@ -78,6 +78,7 @@ TEST(Report, BadInputExitsTwo) {
   write_file(dir / "bad.json", R"({"thresholds": [{"name": "x"}]})");
   EXPECT_EQ(run("report", {"--thresholds", (dir / "bad.json").string(), "-o", (dir / "r").string(), results.string()}), 2);
   EXPECT_EQ(run("report", {"--min-effect", "-1", "-o", (dir / "r").string(), results.string()}), 2);
+  EXPECT_EQ(run("report", {"-o", "/proc/rocebench-report", results.string()}), 2) << "an -o that cannot be made";
   EXPECT_EQ(run("compare", {"--min-effect", "-1", results.string(), results.string()}), 2);
   EXPECT_EQ(run("compare", {"--alpha", "2", results.string(), results.string()}), 2);
   EXPECT_EQ(run("compare", {"--alpha", "0", results.string(), results.string()}), 2);
