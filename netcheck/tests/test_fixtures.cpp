@@ -187,6 +187,14 @@ TEST_P(Misconfigured, FailsExactlyItsChecks) {
 INSTANTIATE_TEST_SUITE_P(Variant, Misconfigured, ::testing::ValuesIn(kMisconfigurations),
                          [](const auto& variant) { return variant.param.name; });
 
+TEST(Variant, AnMtuOfExactlyTheMinimumPassesOneLessFails) {
+  for (const auto& [mtu, status] : {std::pair{"4200", Status::ok}, std::pair{"4199", Status::fail}}) {
+    FixtureHost host;
+    host.write(kIf0 + "/mtu", mtu);
+    EXPECT_EQ(fixture::find_record(host.check(), "link.mtu", "mlx5_0/1").status, status) << "MTU " << mtu << ", profile 4200";
+  }
+}
+
 TEST(Variant, NoGpuSkipsGpuDirect) {
   FixtureHost host;
   host.remove("/sys/bus/pci/devices/0000:19:00.0");
