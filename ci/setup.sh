@@ -3,8 +3,8 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  # toolchain; clang and libFuzzer for ci/fuzz.sh
+  build-essential g++ cmake ninja-build pkg-config git ca-certificates clang libclang-rt-14-dev
   # RDMA: verbs and rdma_cm libraries, providers, tools, and the perftest peers
   rdma-core libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # libraries

@@ -136,6 +136,8 @@ LocatedJson parse_located(const std::string& text, const std::string& file) {
     throw error_at(at, fmt::format("nested deeper than {} levels", kMaxJsonDepth));
   try {
     out.value = json::parse(text);
+  } catch (const json::out_of_range& e) {  // a number beyond double's range, such as 1E999
+    throw InputError(file, 0, "", "not valid JSON: " + json_parse_message(e.what()));
   } catch (const json::parse_error& e) {
     // e.byte is 1-based and points just past the offending character.
     std::string what = json_parse_message(e.what());

@@ -119,7 +119,7 @@ RecordFile read_records(const std::filesystem::path& file, const JsonSchema* sch
     json record;
     try {
       record = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number beyond double's range
       if (!complete) {
         out.truncated_tail = true;
         out.issues.push_back({line_no, "last line is cut short (the writer stopped mid-record); ignored"});

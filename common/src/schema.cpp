@@ -71,7 +71,7 @@ JsonSchema JsonSchema::from_file(const std::filesystem::path& file) {
   if (!in) throw InputError(file.string(), 0, "", "cannot open schema");
   try {
     return JsonSchema(json::parse(in));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(file.string(), 0, "", "schema is not JSON: " + json_parse_message(e.what()));
   }
 }

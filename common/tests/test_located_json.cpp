@@ -39,6 +39,17 @@ TEST(LocatedJson, SyntaxErrorNamesFileLineAndColumn) {
   }
 }
 
+// Found by fuzz_plan: a number beyond double's range was an uncaught out_of_range (exit 3, "internal error").
+TEST(LocatedJson, ANumberBeyondDoublesRangeIsBadInput) {
+  try {
+    parse_located("{\"deadline_s\": 26843E456}", "plan.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan.json: not valid JSON: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("number overflow"), std::string::npos) << e.what();
+  }
+}
+
 // 50,000 levels crashed the process (exit 139); the bound is checked before parsing.
 TEST(LocatedJson, NestingDeeperThanTheBoundIsRefusedWithLineAndColumn) {
   const std::string deep = "{\"a\":\n" + std::string(50000, '[') + std::string(50000, ']') + "}";

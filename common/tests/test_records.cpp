@@ -71,6 +71,22 @@ TEST(Records, AppendsToAnExistingFileWithoutRewritingIt) {
   fs::remove_all(dir);
 }
 
+TEST(Records, ANumberBeyondDoublesRangeIsAnIssueOfItsLine) {
+  const fs::path dir = temp_dir();
+  const fs::path file = dir / "results.jsonl";
+  {
+    RecordWriter w(file);
+    w.append(to_json(sample_result(), "run-1"));
+  }
+  std::ofstream(file, std::ios::app) << "{\"kind\": \"result\", \"value\": 1E999}\n";
+  const RecordFile back = read_records(file, &result_schema());
+  EXPECT_EQ(back.records.size(), 1u);
+  ASSERT_EQ(back.issues.size(), 1u);
+  EXPECT_EQ(back.issues[0].line, 2);
+  EXPECT_NE(back.issues[0].message.find("not a JSON record"), std::string::npos) << back.issues[0].message;
+  fs::remove_all(dir);
+}
+
 TEST(Records, TruncatedLastLineKeepsCompleteRecordsAndSaysSo) {
   const fs::path dir = temp_dir();
   const fs::path file = dir / "results.jsonl";

@@ -70,7 +70,11 @@ bool pop_message(std::string& buffer, nlohmann::json& message) {
   if (buffer.size() < 4 + n) return false;
   if (json_too_deep_at(std::string_view(buffer).substr(4, n)) != std::string_view::npos)
     throw InfraError("rendezvous peer sent a message nested too deeply");
-  message = nlohmann::json::parse(buffer.substr(4, n));
+  try {
+    message = nlohmann::json::parse(buffer.substr(4, n));
+  } catch (const nlohmann::json::exception&) {
+    throw InfraError("rendezvous peer sent a malformed message");
+  }
   buffer.erase(0, 4 + n);
   return true;
 }

@@ -10,6 +10,7 @@
 #include "launch.hpp"
 #include "rocebench/common/net.hpp"
 #include "rendezvous.hpp"
+#include "wire.hpp"
 #include "rocebench/common/errors.hpp"
 
 using namespace rocebench;
@@ -180,4 +181,13 @@ TEST(Rendezvous, KilledRankIsReportedByRankAndHost) {
   int status = 0;
   ::waitpid(doomed, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status));
+}
+
+// fuzz_wire: a whole frame that is not JSON threw nlohmann's parse_error, not the InfraError of its contract.
+TEST(Wire, AFrameThatIsNotJsonIsAMalformedMessage) {
+  std::string buffer("\0\0\0\x05{nope", 9);
+  json message;
+  EXPECT_THROW(wire::pop_message(buffer, message), InfraError);
+  std::string half("\0\0\0\x09{\"a\":", 9);
+  EXPECT_FALSE(wire::pop_message(half, message)) << "a frame not yet whole waits";
 }

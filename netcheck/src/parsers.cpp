@@ -129,9 +129,10 @@ MlnxQos parse_mlnx_qos(const std::string& text) {
       // "prio:3 dscp:31,30,29,28,27,26,25,24," — long lists wrap onto more lines with the same prefix.
       const auto w = words(line);
       const auto prio = to_int(std::string_view(w[0]).substr(5));
-      if (!prio || !valid_prio(*prio) || w.size() < 2) continue;
+      const auto dscps = std::find_if(w.begin() + 1, w.end(), [](const std::string& s) { return starts_with(s, "dscp:"); });
+      if (!prio || !valid_prio(*prio) || dscps == w.end()) continue;
       if (!q.dscp2prio) q.dscp2prio = DscpMap{};
-      std::istringstream list(w[1].substr(5));
+      std::istringstream list(dscps->substr(5));
       for (std::string item; std::getline(list, item, ',');) {
         if (auto dscp = to_int(item); dscp && valid_dscp(*dscp)) add_mapping(*q.dscp2prio, static_cast<int>(*dscp), static_cast<int>(*prio));
       }

@@ -180,3 +180,11 @@ TEST(PciPath, FunctionsBetweenNicAndGpu) {
   EXPECT_EQ(pci_chain("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0"),
             (std::vector<std::string>{"0000:15:01.0", "0000:16:00.0"}));
 }
+
+// fuzz_netcheck: a "prio:" line whose second word is not "dscp:..." threw std::out_of_range.
+TEST(MlnxQos, APrioLineWithoutItsDscpListIsIgnored) {
+  const auto q = parse_mlnx_qos("DSCP2prio mapping:\n  prio:3 x dscp:\n  prio:4 dscp:32,33,\n");
+  ASSERT_TRUE(q.dscp2prio);
+  EXPECT_NO_THROW(parse_mlnx_qos("prio:3 xy dscp:\n"));
+  EXPECT_NO_THROW(parse_mlnx_qos("prio:3 dscp:\n"));
+}

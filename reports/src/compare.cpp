@@ -81,8 +81,8 @@ EvidenceMap collect_evidence(const Dataset& data) {
       const bool same = k.metric == sampled;
       if (!same && !inverse_of(k.metric, sampled)) continue;
       // For an inverse metric, a sample x of the sampled one is value * median / x.
-      const double m = o.samples.median;
-      auto map = [&](double x) { return same ? x : (x > 0 && m > 0 ? value * m / x : 0.0); };
+      const double m = o.samples.median, v = value;  // a lambda cannot capture a structured binding (clang 14)
+      auto map = [&](double x) { return same ? x : (x > 0 && m > 0 ? v * m / x : 0.0); };
       for (double x : o.samples.values) e.samples.push_back(map(x));
       if (o.samples.has_ci) {
         const double a = map(o.samples.ci_low), b = map(o.samples.ci_high);

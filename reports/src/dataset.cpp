@@ -133,7 +133,7 @@ Parsed parse_line(const Line& line) {
   out.result = {};
   try {
     out.record = json::parse(line.text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond double's range
     out.problem = line.complete ? "not a JSON record: " + json_parse_message(e.what())
                                 : "last line is cut short (the writer stopped mid-record); ignored";
     return out;

@@ -75,7 +75,11 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
     } else if (line.rfind("#  Rank", 0) == 0 || line.rfind("#   Rank", 0) == 0) {
       const auto t = split_ws(line);  // # Rank N Group G Pid P on HOST device D ...
       if (t.size() > 8 && t[1] == "Rank") {
-        ranks.insert(std::stoi(t[2]));
+        const auto rank = to_number(t[2]);
+        if (!rank || *rank < 0 || *rank >= (1 << 24) || *rank != static_cast<int>(*rank)) {
+          throw InputError(file, number, "Rank", "'" + printable_excerpt(t[2]) + "' is not a rank number");
+        }
+        ranks.insert(static_cast<int>(*rank));
         if (first_host.empty()) first_host = t[8];
       }
     } else if (line.rfind("# nThread", 0) == 0) {
@@ -89,7 +93,8 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
     } else if (line.find("Avg bus bandwidth") != std::string::npos) {
       out.details["avg_busbw_GBps"] = to_number(trim(line.substr(line.find(':') + 1))).value_or(0);
     } else if (line.find("Out of bounds values") != std::string::npos) {
-      out.details["out_of_bounds"] = to_number(split_ws(line.substr(line.find(':') + 1))[0]).value_or(0);
+      const auto words = split_ws(line.substr(line.find(':') + 1));
+      out.details["out_of_bounds"] = words.empty() ? 0 : to_number(words[0]).value_or(0);
     } else if (!columns.empty() && !line.starts_with("#")) {
       auto t = split_ws(line);
       if (!t.empty() && to_number(t[0])) rows.push_back({number, std::move(t)});
@@ -119,7 +124,7 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
       h.wrong = to_number(t[start + 3 - shift]);
       return h;
     };
-    if (t.size() < 4) throw InputError(file, row.line, "", "nccl-tests row too short");
+    if (t.size() < (has_root ? 5u : 4u)) throw InputError(file, row.line, "", "nccl-tests row too short");
     const std::string type = t[2], redop = t[3], root = has_root ? t[4] : "";
     const double bytes = *to_number(t[0]);
     for (std::size_t k = 0; k < time_at.size() && k < 2; ++k) {
@@ -176,7 +181,7 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
 
 Imported parse_nccl_tests(const std::string& text, const std::string& file, const ImportOptions& options) {
   const auto first = text.find_first_not_of(" \t\r\n");
-  return text[first] == '{' ? parse_json(text, file, options) : parse_text(text, file, options);
+  return first != std::string::npos && text[first] == '{' ? parse_json(text, file, options) : parse_text(text, file, options);
 }
 
 }  // namespace rocebench::reports

@@ -131,6 +131,9 @@ TEST(Direction, BandwidthUpTimeDown) {
   EXPECT_TRUE(higher_is_better("busbw_GBps"));
   EXPECT_TRUE(higher_is_better("images_per_s"));
   EXPECT_TRUE(higher_is_better("msg_rate_Mpps"));
+  EXPECT_TRUE(higher_is_better("speedup"));
+  EXPECT_TRUE(higher_is_better("efficiency"));
+  EXPECT_TRUE(higher_is_better("bw_avg_Gbps"));
   EXPECT_FALSE(higher_is_better("lat_us_p50"));
   EXPECT_FALSE(higher_is_better("time_us"));
 }

@@ -159,3 +159,16 @@ TEST(Import, EmptyOrUnknownInputIsBadInput) {
   EXPECT_THROW(import_file("iperf", source_dir() / "osu_bw.txt", {}), InputError);
   EXPECT_THROW(import_file("osu", dir / "absent.txt", {}), InputError);
 }
+
+// Inputs fuzz_importers found: each crashed (an out-of-range index, an uncaught std::stoi) before.
+TEST(ImportNcclTests, MalformedOutputsAreBadInputNotCrashes) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  EXPECT_TRUE(parse_nccl_tests("", "empty.txt", {}).results.empty());
+  EXPECT_TRUE(parse_nccl_tests(" \n\t\n", "blank.txt", {}).results.empty());
+  EXPECT_THROW(parse_nccl_tests("#  Rank  x Group  0 Pid 1 on host device  0 [0x00] GPU\n", "rank.txt", {}), InputError);
+  const std::string header = "#       size         count      type   redop    root     time   algbw   busbw #wrong\n";
+  EXPECT_THROW(parse_nccl_tests(header + "     1024           256     float     sum\n", "short.txt", allreduce),
+               InputError);
+  EXPECT_NO_THROW(parse_nccl_tests(header + "# Out of bounds values :\n", "oob.txt", allreduce));
+}

@@ -1,0 +1,18 @@
+// A results.jsonl as `rocebench report` and `compare` read it: the common reader with the result
+// schema, and the reports module's fast dataset loader. Bad input is an issue or an InputError.
+#include "fuzz_input.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/record.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/reports/dataset.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const rbfuzz::InputFile file(data, size);
+  (void)rocebench::read_records(file.path(), &rocebench::result_schema());
+  try {
+    rocebench::reports::Dataset dataset;
+    dataset.load(file.path());
+  } catch (const rocebench::InputError&) {
+  }
+  return 0;
+}
