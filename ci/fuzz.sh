@@ -27,12 +27,14 @@ cmake --preset fuzz >build-fuzz.log 2>&1 && cmake --build --preset fuzz >>build-
   { tail -30 build-fuzz.log; echo "FAIL: the fuzz targets do not build (build-fuzz.log)"; exit 1; }
 rm -f build-fuzz.log
 
-# Seeds: the inputs the unit tests read, and a few written here.
+# Seeds: the inputs the unit tests read, a few written here, and fuzz/seeds/TARGET/ (a sample of
+# results, and every input a fuzzer crashed on once, so that CI replays it under the sanitizers).
 seeds=build-fuzz/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"/{plan,hostfile,records,importers,netcheck,wire}
 cp harness/plans/*.json ci/gpu/one_gpu.json "$seeds/plan/"
 printf 'node1 slots=8\nnode2   slots=4 max_slots=4  # comment\n\n10.0.0.7\nfe80::1 slots=2\n' >"$seeds/hostfile/hosts"
-cp fuzz/seeds/results.jsonl models/timelines/*.jsonl "$seeds/records/"
+cp models/timelines/*.jsonl "$seeds/records/"
+for dir in fuzz/seeds/*/; do cp "$dir"* "$seeds/$(basename "$dir")/"; done
 cp reports/tests/data/* "$seeds/importers/"
 cp netcheck/tests/fixtures/mlx5-good/capture/* netcheck/profiles/lossless-roce.json "$seeds/netcheck/"
 python3 - "$seeds/wire" <<'PY'

@@ -1,5 +1,6 @@
 #include "rocebench/common/schema.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <regex>
 
@@ -21,8 +22,9 @@ bool has_type(const json& value, const std::string& type) {
   if (type == "integer") {
     if (value.is_number_integer()) return true;
     if (!value.is_number_float()) return false;
+    // A number with no fractional part (JSON Schema); casting 7.7e124 to an integer type is undefined.
     const double d = value.get<double>();
-    return d == static_cast<double>(static_cast<long long>(d));
+    return std::isfinite(d) && d == std::floor(d);
   }
   return false;
 }

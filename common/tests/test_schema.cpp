@@ -92,6 +92,15 @@ TEST(Schema, KeywordsOfTheSubset) {
 
 // Cross-check against the reference implementation (python3-jsonschema, Debian): our records must
 // be valid for it too, and an invalid one must be invalid for it.
+// fuzz_plan (10 minutes): a huge number against "type": "integer" was cast to long long, undefined
+// behaviour. It is an integer in JSON Schema's sense, and the range then refuses it.
+TEST(Schema, AHugeWholeNumberIsAnIntegerAndTheRangeRefusesIt) {
+  const JsonSchema s(json::parse(R"({"type": "object", "properties": {"ranks": {"type": "integer", "maximum": 4096}}})"));
+  EXPECT_TRUE(has_error_at(s.validate(json::parse(R"({"ranks": 7.7e124})")), "/ranks"));
+  EXPECT_TRUE(s.validate(json::parse(R"({"ranks": 4096.0})")).empty());
+  EXPECT_TRUE(has_error_at(s.validate(json::parse(R"({"ranks": 2.5})")), "/ranks"));
+}
+
 TEST(Schema, ReferenceValidatorAgrees) {
   const char* python = "/usr/bin/python3";
   if (std::system((std::string(python) + " -c 'import jsonschema' 2>/dev/null").c_str()) != 0) {

@@ -86,7 +86,7 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
       // "... warmup iters: 5 iters: 20 agg iters: 1 ...": the timed iterations are the bare "iters:".
       const auto t = split_ws(line);
       for (std::size_t i = 1; i + 1 < t.size(); ++i) {
-        if (t[i] == "iters:" && t[i - 1] != "warmup" && t[i - 1] != "agg") iters = static_cast<long long>(to_number(t[i + 1]).value_or(0));
+        if (t[i] == "iters:" && t[i - 1] != "warmup" && t[i - 1] != "agg") iters = as_count(to_number(t[i + 1]).value_or(0));
       }
     } else if (line.rfind("#", 0) == 0 && line.find("size") != std::string::npos && line.find("count") != std::string::npos) {
       columns = split_ws(line.substr(1));

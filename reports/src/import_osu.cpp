@@ -110,7 +110,7 @@ Imported parse_osu(const std::string& text, const std::string& file, const Impor
       if (auto max = column("Max Latency")) r.metrics["lat_us_max"] = *max;
     }
     r.samples = json::object();
-    if (auto iters = column("Iterations")) r.samples = {{"n", static_cast<long long>(*iters)}};
+    if (auto iters = column("Iterations")) r.samples = {{"n", as_count(*iters)}};
     out.results.push_back(std::move(r));
   }
   return out;

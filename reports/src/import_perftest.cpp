@@ -46,13 +46,13 @@ void latency_metrics(ResultRecord& r, double iters, double min, double max, doub
                      double p99, double p999) {
   r.metrics = {{"lat_us_min", min},     {"lat_us_max", max}, {"lat_us_p50", typical}, {"lat_us_avg", avg},
                {"lat_us_stdev", stdev}, {"lat_us_p99", p99}, {"lat_us_p99_9", p999}};
-  r.samples = {{"n", static_cast<long long>(iters)}, {"min", min}, {"max", max}, {"median", typical}, {"avg", avg},
+  r.samples = {{"n", as_count(iters)}, {"min", min}, {"max", max}, {"median", typical}, {"avg", avg},
                {"stdev", stdev}, {"p99", p99}, {"p99_9", p999}};
 }
 
 void bandwidth_metrics(ResultRecord& r, double iters, double peak, double avg, double mpps, double to_gbps) {
   r.metrics = {{"bw_peak_Gbps", peak * to_gbps}, {"bw_avg_Gbps", avg * to_gbps}, {"msg_rate_Mpps", mpps}};
-  r.samples = {{"n", static_cast<long long>(iters)}};
+  r.samples = {{"n", as_count(iters)}};
 }
 
 Imported parse_text(const std::string& text, const std::string& file, const ImportOptions& o) {
@@ -100,7 +100,7 @@ Imported parse_text(const std::string& text, const std::string& file, const Impo
     if (table == Table::latency) latency_metrics(r, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
     else if (table == Table::latency_duration) {
       r.metrics = {{"lat_us_avg", v[2]}, {"msg_rate_Mpps", v[3] / 1e6}};
-      r.samples = {{"n", static_cast<long long>(v[1])}};
+      r.samples = {{"n", as_count(v[1])}};
     } else {
       bandwidth_metrics(r, v[1], v[2], v[3], v[4], to_gbps);
     }
@@ -159,7 +159,7 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
           bandwidth_metrics(r, need("n_iterations"), need("BW_peak"), need("BW_average"), need("MsgRate"), to_gbps);
         } else {
           r.metrics = {{"lat_us_avg", need("t_avg")}};
-          r.samples = {{"n", static_cast<long long>(need("n_iterations"))}};
+          r.samples = {{"n", as_count(need("n_iterations"))}};
         }
         out.results.push_back(std::move(r));
       }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/errors.hpp"
 #include "rocebench/reports/fast_check.hpp"
 
 namespace rocebench::reports {
@@ -96,6 +97,13 @@ std::string trim(std::string_view s) {
   if (b == std::string_view::npos) return "";
   const auto e = s.find_last_not_of(" \t\r\n");
   return std::string(s.substr(b, e - b + 1));
+}
+
+long long as_count(double value) {
+  if (!(value >= 0 && value < 9.2e18) || value != std::floor(value)) {
+    throw InputError(fmt::format("{} is not a count of iterations", value));
+  }
+  return static_cast<long long>(value);
 }
 
 std::optional<double> to_number(std::string_view token) {

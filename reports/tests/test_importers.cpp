@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fixtures.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/importers.hpp"
+#include "rocebench/reports/text.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -171,4 +174,13 @@ TEST(ImportNcclTests, MalformedOutputsAreBadInputNotCrashes) {
   EXPECT_THROW(parse_nccl_tests(header + "     1024           256     float     sum\n", "short.txt", allreduce),
                InputError);
   EXPECT_NO_THROW(parse_nccl_tests(header + "# Out of bounds values :\n", "oob.txt", allreduce));
+}
+
+// fuzz_importers: perftest's n_iterations of 1e29 was cast to long long (undefined behaviour).
+TEST(ImportCounts, AnIterationCountMustBeAWholeNumberInRange) {
+  EXPECT_EQ(as_count(20), 20);
+  EXPECT_THROW(as_count(1.00033e29), InputError);
+  EXPECT_THROW(as_count(-1), InputError);
+  EXPECT_THROW(as_count(2.5), InputError);
+  EXPECT_THROW(as_count(std::nan("")), InputError);
 }

@@ -18,6 +18,9 @@ std::vector<std::string> split_ws(std::string_view line);  // split on blanks an
 std::string trim(std::string_view s);
 // Strict number parse of a whole token; nullopt for "N/A" and the like.
 std::optional<double> to_number(std::string_view token);
+// A count read as a number (iterations): whole, not negative, within long long. Throws InputError
+// otherwise; casting 1e29 to an integer type is undefined (found by fuzz_importers).
+long long as_count(double value);
 // Seconds since the epoch of an RFC 3339 time (the records' "time"); nullopt when it is not one.
 std::optional<double> rfc3339_seconds(std::string_view time);
 
