@@ -140,8 +140,8 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(file, 0, "", std::string("not nccl-tests JSON: ") + e.what());
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond double's range
+    throw InputError(file, 0, "", "not nccl-tests JSON: " + json_parse_message(e.what()));
   }
   if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
     throw InputError(file, 0, "results", "nccl-tests JSON without a results list");

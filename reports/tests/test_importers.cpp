@@ -184,3 +184,8 @@ TEST(ImportCounts, AnIterationCountMustBeAWholeNumberInRange) {
   EXPECT_THROW(as_count(2.5), InputError);
   EXPECT_THROW(as_count(std::nan("")), InputError);
 }
+
+// fuzz_importers in CI: a number beyond double's range in nccl-tests' JSON was an uncaught out_of_range.
+TEST(ImportNcclTests, AJsonNumberBeyondDoublesRangeIsBadInput) {
+  EXPECT_THROW(parse_nccl_tests(R"({"results": [{"size": 63e556}]})", "big.json", {}), InputError);
+}
