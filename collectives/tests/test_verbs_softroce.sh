@@ -7,7 +7,8 @@ set -euo pipefail
 bin=$1 guest=$2 gtests=$3
 . "$(dirname "$0")/../../ci/testbeds/unavailable.sh"
 [[ -x $guest ]] || testbed_unavailable "no soft-RoCE test bed at $guest"
-"$guest" check || testbed_unavailable "guest.sh check: no soft-RoCE guest can boot here (why: above)"
+why=$("$guest" check 2>&1) || testbed_unavailable "${why:-guest.sh check: no soft-RoCE guest can boot here}"
+echo "$why"
 out=$(mktemp -d /tmp/verbs-softroce.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-1200} "$guest" run "$(dirname "$0")/verbs_softroce_guest.sh" "$out" -- "$bin" "$gtests"

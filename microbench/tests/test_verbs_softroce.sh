@@ -15,6 +15,7 @@ if [[ -z $out ]]; then
 else
   rm -rf "$out" && mkdir -p "$out"  # no rounds of an earlier run are left to be judged
 fi
-"$softroce/guest.sh" check || testbed_unavailable "guest.sh check: no soft-RoCE guest can boot here (why: above)"
+why=$("$softroce/guest.sh" check 2>&1) || testbed_unavailable "${why:-guest.sh check: no soft-RoCE guest can boot here}"
+echo "$why"
 SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run "$here/softroce_verbs_guest.sh" "$out" -- \
   "$rocebench" "$softroce/lib.sh" "$part" "${SOFTROCE_ROUNDS:-3}"

@@ -112,12 +112,15 @@ def main():
     if not runs:
         print(f"{a.rounds}: no rounds")
         return DISAGREE
-    verdicts = set()
+    verdicts = {}
     for test, tools in runs.items():
         verdict, line = judge(test, tools, a.coarse)
         print(line)
-        verdicts.add(verdict)
-    return DISAGREE if DISAGREE in verdicts else NOISY if NOISY in verdicts else AGREE
+        verdicts[test] = verdict
+    noisy = [test for test, verdict in verdicts.items() if verdict == NOISY]
+    if noisy and DISAGREE not in verdicts.values():
+        print(f"SKIP: too noisy to judge finely: {', '.join(noisy)} (the tools' own spreads explain the difference)")
+    return DISAGREE if DISAGREE in verdicts.values() else NOISY if noisy else AGREE
 
 
 if __name__ == "__main__":
