@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -143,15 +144,23 @@ void run_probe_step(StepContext& ctx) {
         ctx.rendezvous->set(key, "skip");  // the partner records nothing and moves on
         throw;
       }
-      ctx.rendezvous->set(key, fmt::format("{} {}", ctx.address, listener->port()));
+      ctx.rendezvous->set(key, fmt::format("{} {} {}", ctx.address, listener->port(), ctx.host));
       auto probe = listener->accept();
       run_passive(*probe);
     } else {
       const std::string endpoint = ctx.rendezvous->get(key, ctx.deadline);
       if (endpoint == "skip") return;
-      const auto space = endpoint.find(' ');
-      auto probe = connect_probe(spec, endpoint.substr(0, space), std::stoi(endpoint.substr(space + 1)));
-      run_active(*probe, spec.driver, [&](const ResultRecord& r) { ctx.record(r); });
+      std::istringstream fields(endpoint);
+      std::string address, server_host;
+      int port = 0;
+      fields >> address >> port >> server_host;
+      // The peer by host and rank, not by its address and ephemeral port: two runs of a plan line up.
+      const std::string peer = fmt::format("{} rank {}", server_host, ctx.rank - 1);
+      auto probe = connect_probe(spec, address, port);
+      run_active(*probe, spec.driver, [&](ResultRecord r) {
+        r.params["peer"] = peer;
+        ctx.record(std::move(r));
+      });
     }
   } catch (const ProbeUnavailable& e) {
     ctx.record(skip_record(ctx.step, spec_params(spec), e.what()));

@@ -184,6 +184,8 @@ TEST(ProbeStep, RankPairsMeasureTcpLatencyInAPlan) {
       ++tcp;
       EXPECT_EQ(r["rank"].get<int>() % 2, 1);  // the odd rank of each pair measures
       EXPECT_EQ(r["status"], "ok");
+      // Its peer by host and rank, never by address and ephemeral port: two runs line up.
+      EXPECT_EQ(r["params"]["peer"], r["host"].get<std::string>() + " rank " + std::to_string(r["rank"].get<int>() - 1));
     } else if (r["status"] == "skip") {
       ++skips;
     }
