@@ -4,6 +4,8 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/text.hpp"
 
@@ -73,6 +75,7 @@ struct Group {
   std::map<double, std::map<std::string, Cell, std::less<>>> at;
   std::map<double, std::map<std::size_t, Cell>> headline_by_run;
   std::map<double, std::vector<double>> samples;  // raw samples of the headline, where records kept them
+  Cell unplaced;  // records without an x (a step skipped before its sweep began): the series' reason
 };
 
 class Grid {
@@ -121,6 +124,8 @@ class Builder {
   Aggregate build() {
     Aggregate a;
     a.records = d_.results.size() + d_.checks.size();
+    for (const auto& o : d_.results) ++a.by_status[to_string(o.status)];
+    for (const auto& c : d_.checks) ++a.by_status[c.record.value("status", "?")];
     order_runs(a);
     for (const auto& o : d_.results) route(o, run_index_.at(o.run));
     training_.expect_family_xs();
@@ -193,6 +198,7 @@ class Builder {
     Group* group = nullptr;
     double x = 0;
     bool latency = false;
+    bool placed = true;  // the record names its x (bytes); a skip before the sweep does not
     std::vector<const Observation*>* by_world = nullptr;
   };
 
@@ -214,6 +220,7 @@ class Builder {
       json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool"});
       key["world"] = o.world;
       t = {Kind::collective, &sizes_.group(op + "\n" + std::to_string(o.world), key), p.value("bytes", 0.0)};
+      t.placed = p.contains("bytes");
       key.erase("world");
       key["op"] = op;
       t.by_world = &by_world_[key.dump()];
@@ -229,6 +236,7 @@ class Builder {
       const json key = {{"test", kind}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")}, {"source", source}};
       t = {Kind::probe, &probes_.group(kind, key), p.value("bytes", 0.0)};
       t.latency = latency;
+      t.placed = p.contains("bytes");
     } else if (step == "microbench.allpairs") {
       t.kind = Kind::pairs;
     }
@@ -237,6 +245,10 @@ class Builder {
 
   void route(const Observation& o, std::size_t run) {
     const Target& t = target(o);
+    if (!t.placed) {
+      t.group->unplaced.add(std::nullopt, reason(o));
+      return;
+    }
     switch (t.kind) {
       case Kind::training:
         // Every rank records its step times; the job's throughput is on rank 0's record.
@@ -330,6 +342,11 @@ class Builder {
         if (!p.time_us && !p.busbw) p.missing = missing_of(cells, "busbw_GBps");
         c.points.push_back(p);
       }
+      if (g.unplaced.records) c.why = g.unplaced.missing_text();
+      if (!c.measured()) {
+        if (c.why.empty() && !c.points.empty()) c.why = c.points.front().missing;
+        c.points.clear();
+      }
       out.push_back(std::move(c));
     }
     return out;
@@ -363,6 +380,21 @@ class Builder {
     std::set<std::string> sources;
     for (const auto& [id, g] : probes_.groups()) {
       const std::string source = g.key["source"];
+      const bool measured = std::any_of(g.at.begin(), g.at.end(), [](const auto& x) {
+        return std::any_of(x.second.begin(), x.second.end(), [](const auto& m) { return m.second.median().has_value(); });
+      });
+      if (!measured) {
+        std::string why = g.unplaced.records ? g.unplaced.missing_text() : "";
+        for (const auto& [x, cells] : g.at) {
+          for (const auto& [m, cell] : cells) {
+            if (why.empty() && cell.records) why = cell.missing_text();
+          }
+        }
+        if (why.empty()) why = "no value recorded";
+        t.not_measured.push_back(fmt::format("{} {} from {}: {}", source, g.key["test"].get<std::string>(),
+                                             g.key["host"].get<std::string>(), why));
+        continue;
+      }
       sources.insert(source);
       for (const auto& [bytes, cells] : g.at) {
         ProbeRow& row = rows[{g.key["test"], bytes, g.key["host"], g.key["peer"]}];
@@ -536,11 +568,29 @@ const ScalingPoint* ScalingSeries::at(int gpus) const {
   return nullptr;
 }
 
+bool Curve::measured() const {
+  return std::any_of(points.begin(), points.end(), [](const CurvePoint& p) { return p.time_us || p.busbw; });
+}
+
 std::string Curve::label() const {
   return op + " " + key_label(key, {"algorithm", "transport", "dtype", "inplace", "tool", "world", "bytes"});
 }
 
 Aggregate aggregate(const Dataset& data) { return Builder(data).build(); }
+
+std::string record_counts(const Aggregate& a) {
+  std::vector<std::string> parts;
+  auto remaining = a.by_status;
+  for (const char* status : {"ok", "warn", "fail", "skip", "unverified", "error"}) {
+    if (auto it = remaining.find(status); it != remaining.end()) {
+      parts.push_back(fmt::format("{} {}", it->second, status));
+      remaining.erase(it);
+    }
+  }
+  for (const auto& [status, n] : remaining) parts.push_back(fmt::format("{} {}", n, status));
+  return fmt::format("{} record{}{}", a.records, a.records == 1 ? "" : "s",
+                     parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", ")));
+}
 
 json plot_input(const Aggregate& a) {
   json out = {{"runs", a.runs}, {"run_times", a.run_times}, {"runs_by_time", a.runs_by_time}};
@@ -557,6 +607,7 @@ json plot_input(const Aggregate& a) {
   }
   for (const auto* curves : {&a.size_curves, &a.world_curves}) {
     for (const auto& c : *curves) {
+      if (!c.measured()) continue;  // one line with its reason in the tables, nothing to draw
       json points = json::array();
       for (const auto& p : c.points) points.push_back({{"x", p.x}, {"busbw", optional_json(p.busbw)}, {"algbw", optional_json(p.algbw)}});
       out[c.x_name == "bytes" ? "busbw_by_size" : "busbw_by_ranks"].push_back(

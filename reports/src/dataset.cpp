@@ -269,7 +269,7 @@ void Dataset::load(const std::filesystem::path& path) {
       if (p.is_result) add(std::move(p.result), file, batch[i].number);
       else if (p.record["kind"] == "run") runs.push_back(std::move(p.record));
       else if (p.record["kind"] == "check") checks.push_back({file, batch[i].number, std::move(p.record)});
-      // events describe what happened; there is nothing in them to aggregate
+      else if (p.record["kind"] == "event") events.push_back(std::move(p.record));
     }
     batch.clear();
   };

@@ -42,7 +42,7 @@ Section verdict_section(const ReportInput& in) {
 
 Section input_section(const ReportInput& in) {
   Section s{"Inputs", {}, {}, {}};
-  s.notes.push_back(fmt::format("{} records from {} file(s), {} run(s): {}.", in.agg->records, in.files->size(),
+  s.notes.push_back(fmt::format("{} from {} file(s), {} run(s): {}.", record_counts(*in.agg), in.files->size(),
                                 in.agg->runs.size(), fmt::join(in.agg->runs, ", ")));
   for (const auto& f : *in.files) s.notes.push_back("file: " + f);
   if (in.plots && !in.plots->missing.empty()) s.notes.push_back("Plots are missing: " + in.plots->missing + ".");
@@ -95,7 +95,12 @@ Section training_section(const ReportInput& in) {
 Section curves_section(const std::string& title, const std::vector<Curve>& curves, const std::vector<std::filesystem::path>& plots) {
   Section s{title, {}, {}, plots};
   for (const auto& c : curves) {
-    Table t{c.label(), "", {c.x_name, "time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"}, {}};
+    if (!c.measured()) {
+      s.notes.push_back(fmt::format("{}: not measured: {}", c.label(), c.why));
+      continue;
+    }
+    Table t{c.label(), c.why.empty() ? "" : "Some ranks recorded no size: " + c.why,
+            {c.x_name, "time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"}, {}};
     for (const auto& p : c.points) {
       const bool wrong = p.wrong && *p.wrong != 0;
       t.rows.push_back({{c.x_name == "bytes" ? bytes_text(p.x) : number(p.x)}, value_cell(p.time_us, p.missing),
@@ -135,6 +140,7 @@ Section probe_section(const ReportInput& in) {
     }
     if (!t.rows.empty()) s.tables.push_back(std::move(t));
   }
+  for (const auto& line : probes.not_measured) s.notes.push_back("Not measured: " + line);
   return s;
 }
 
@@ -163,6 +169,13 @@ Section pairs_section(const ReportInput& in) {
   return s;
 }
 
+// "ok: 6.1.0", "fail: [3, 4]", "skip: no RDMA device": what was seen, or why nothing was.
+std::string check_text(const CheckCell& c) {
+  const bool seen = !c.observed.empty() && c.observed != "null" && c.status != "skip" && c.status != "unverified";
+  if (seen) return c.status + ": " + c.observed;
+  return c.status + (c.reason.empty() ? "" : ": " + c.reason);
+}
+
 Section netcheck_section(const ReportInput& in) {
   const auto& nc = in.agg->netcheck;
   Section s{"Host configuration (netcheck)", {}, {}, {}};
@@ -179,7 +192,7 @@ Section netcheck_section(const ReportInput& in) {
         continue;
       }
       const CheckCell& c = it->second;
-      cells.push_back({c.status + ": " + c.observed, c.status == "fail" ? Mark::bad : c.status == "ok" ? Mark::good : Mark::missing});
+      cells.push_back({check_text(c), c.status == "fail" ? Mark::bad : c.status == "ok" ? Mark::good : Mark::missing});
       if (c.status == "fail" || c.status == "warn") fixes.rows.push_back({{h}, {row.check}, {row.subject}, {c.expected}, {c.observed}, {c.hint}});
     }
     t.rows.push_back(std::move(cells));

@@ -149,6 +149,56 @@ TEST(Collectives, BusBandwidthAgainstSizeAndRanks) {
   EXPECT_DOUBLE_EQ(*a.world_curves[0].points[1].busbw, 10.7);
 }
 
+// A series skipped before its sweep (NCCL without a GPU: one record, no size) is one line with its
+// reason: no "0 B" row in its neighbours, no points, nothing to plot.
+TEST(Collectives, ASeriesSkippedBeforeItsSweepIsOneLineWithItsReason) {
+  std::vector<json> records;
+  for (double bytes : {1024.0, 4096.0}) records.push_back(collective("r", "allreduce", 4, bytes, 10, 1, "tcp"));
+  ResultRecord skip;
+  skip.step = "collectives.allreduce";
+  skip.host = "node01";
+  skip.world = 4;
+  skip.params = {{"algorithm", "nccl"}};
+  skip.status = Status::skip;
+  skip.reason = "rank 0: no GPU";
+  records.push_back(to_json(skip, "r"));
+  const Aggregate a = aggregate_of(records);
+  ASSERT_EQ(a.size_curves.size(), 2u);
+  for (const auto& c : a.size_curves) {
+    SCOPED_TRACE(c.label());
+    if (c.key["algorithm"] == "nccl") {
+      EXPECT_FALSE(c.measured());
+      EXPECT_TRUE(c.points.empty());
+      EXPECT_EQ(c.why, "rank 0: no GPU");
+    } else {
+      EXPECT_TRUE(c.measured());
+      ASSERT_EQ(c.points.size(), 2u);  // 1 KiB and 4 KiB, no 0 B
+      EXPECT_DOUBLE_EQ(c.points[0].x, 1024);
+    }
+  }
+  EXPECT_EQ(plot_input(a)["busbw_by_size"].size(), 1u);
+  EXPECT_EQ(record_counts(a), "3 records (2 ok, 1 skip)");
+}
+
+// A probe source that measured nothing (verbs without a device) is a line with its reason, not a
+// column of missing cells.
+TEST(Probes, ASourceThatMeasuredNothingIsALineNotAColumn) {
+  std::vector<json> records{probe("r", "tcp", "lat", 64, 7.0, "vm", "vm rank 0")};
+  ResultRecord skip;
+  skip.step = "microbench.probe";
+  skip.host = "vm";
+  skip.world = 2;
+  skip.params = {{"transport", "verbs"}, {"test", "write_lat"}};
+  skip.status = Status::skip;
+  skip.reason = "no RDMA device on this host";
+  records.push_back(to_json(skip, "r"));
+  const Aggregate a = aggregate_of(records);
+  EXPECT_EQ(a.probes.sources, std::vector<std::string>{"tcp"});
+  ASSERT_EQ(a.probes.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.probes.rows[0].bytes, 64);
+  EXPECT_EQ(a.probes.not_measured, std::vector<std::string>{"verbs write latency from vm: no RDMA device on this host"});
+}
+
 // verbs write_lat and TCP lat (microbench's names) share a row; the operation names the source.
 TEST(Probes, RoceAndTcpSideBySide) {
   const Aggregate a = aggregate_of(full_run("r"));
@@ -199,6 +249,20 @@ TEST(AllPairs, MatrixWithFlaggedPairsAndBadHosts) {
   EXPECT_FALSE(m.cells.at("node03").at("node01").flagged);
   EXPECT_TRUE(m.summary_failed);
   EXPECT_EQ(m.summary, "node03 stays bad after retest");
+}
+
+// A check that could not look shows why, never "skip: null".
+TEST(Netcheck, ASkippedCheckShowsItsReason) {
+  CheckRecord c;
+  c.check = "rdma.device_present";
+  c.host = "vm";
+  c.subject = "host";
+  c.status = Status::skip;
+  c.reason = "no RDMA device";
+  const Aggregate a = aggregate_of({to_json(c, "r"), check("r", "vm", "host.kernel", "6.1.0", true)});
+  ASSERT_EQ(a.netcheck.rows.size(), 2u);
+  EXPECT_EQ(a.netcheck.rows[1].by_host.at("vm").reason, "no RDMA device");
+  EXPECT_EQ(record_counts(a), "2 records (1 ok, 1 skip)");
 }
 
 TEST(Netcheck, CrossHostDifferences) {

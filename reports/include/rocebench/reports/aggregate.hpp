@@ -60,7 +60,9 @@ struct Curve {
   std::string op;
   json key;  // algorithm, transport, dtype, inplace, tool, and world or bytes
   std::string x_name;  // "bytes" or "ranks"
-  std::vector<CurvePoint> points;
+  std::vector<CurvePoint> points;  // none when nothing was measured: `why` says why
+  std::string why;  // the reason records without a size gave (a step skipped before its sweep), or ""
+  bool measured() const;
   std::string label() const;
 };
 
@@ -76,6 +78,7 @@ struct ProbeRow {
 struct ProbeTable {
   std::vector<std::string> sources;  // columns, verbs before tcp
   std::vector<ProbeRow> rows;
+  std::vector<std::string> not_measured;  // "verbs write latency from vm: no RDMA device", one per series
 };
 
 struct PairCell {
@@ -119,6 +122,7 @@ struct Aggregate {
   std::vector<std::string> run_times;  // the run record's time, "" without one
   bool runs_by_time = false;
   std::size_t records = 0;
+  std::map<std::string, std::size_t> by_status;  // records (results and checks) by status: ok, skip, fail …
   std::vector<ScalingSeries> scaling;
   std::vector<Curve> size_curves, world_curves;
   ProbeTable probes;
@@ -128,6 +132,9 @@ struct Aggregate {
 };
 
 Aggregate aggregate(const Dataset& data);
+
+// "56 records (42 ok, 14 skip)": the records and how many of each status.
+std::string record_counts(const Aggregate& a);
 
 // The data plot.py draws, as JSON.
 json plot_input(const Aggregate& a);

@@ -81,6 +81,7 @@ class Dataset {
   std::vector<Observation> results;        // kind "result", in file order
   std::vector<CheckObservation> checks;    // kind "check"
   std::vector<json> runs;                  // kind "run"
+  std::vector<json> events;                // kind "event": a rank lost, a run interrupted (nothing to aggregate)
   std::vector<std::string> files;          // by Observation::file
   std::vector<LoadIssue> issues;
 
