@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "metadata.hpp"
 #include "plan.hpp"
 #include "rendezvous.hpp"
+#include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 
@@ -215,20 +217,43 @@ int severity(int exit_code) {
   }
 }
 
-void print_summary(const fs::path& results) {
-  const RecordFile file = read_records(results);
-  std::map<std::string, std::map<std::string, int>> by_step;
-  for (const auto& r : file.records) {
-    if (r.value("kind", "") == "result") by_step[r.value("step", "?")][r.value("status", "?")]++;
-    if (r.value("kind", "") == "check") by_step["check " + r.value("check", "?")][r.value("status", "?")]++;
-    if (r.value("kind", "") == "event") std::cout << "event: " << r.value("message", "") << "\n";
+// A rank that died without its loss in the results (rank 0 itself, which records the others' losses,
+// or an mpirun/srun that ended abnormally) is recorded by the launcher: no loss goes unreported.
+void record_unreported_losses(const fs::path& results, const std::string& run_id, const std::vector<ChildExit>& exits) {
+  std::set<int> recorded;
+  for (const auto& r : read_records(results).records) {
+    if (r.value("kind", "") == "event" && r.value("event", "") == "rank.lost") {
+      recorded.insert(r.value("details", json::object()).value("rank", -2));
+    }
   }
-  std::cout << fmt::format("{:<40} {:>5} {:>5} {:>5} {:>5} {:>5}\n", "step", "ok", "fail", "warn", "skip", "error");
-  for (auto& [step, counts] : by_step) {
-    std::cout << fmt::format("{:<40} {:>5} {:>5} {:>5} {:>5} {:>5}\n", step, counts["ok"], counts["fail"], counts["warn"],
-                             counts["skip"], counts["error"]);
+  for (const auto& e : exits) {
+    if (severity(e.exit_code()) < 3 || recorded.count(e.child.rank)) continue;
+    const std::string host = e.child.host.empty() ? net::this_hostname() : e.child.host;
+    const std::string who = e.child.rank >= 0 ? fmt::format("rank {} on host {}", e.child.rank, host) : "the launcher (mpirun/srun)";
+    RecordWriter(results).append(event_record(run_id, "rank.lost",
+                                              fmt::format("{} was lost: {} (recorded by the launcher)", who, e.describe()),
+                                              {{"rank", e.child.rank}, {"host", host}, {"ended", e.describe()}}));
   }
-  for (const auto& issue : file.issues) std::cout << fmt::format("{}:{}: {}\n", results.string(), issue.line, issue.message);
+}
+
+// The run's answer: the report in <run>/report, judged against the plan's thresholds, and its
+// summary on the console. Returns the exit code the verdicts give (0, or 1 when one failed).
+int report_run(const fs::path& dir) {
+  reports::ReportRequest request;
+  request.inputs = {(dir / "results.jsonl").string()};
+  request.out_dir = dir / "report";
+  request.thresholds_file = (dir / "plan.json").string();
+  request.title = "rocebench run " + dir.filename().string();
+  try {
+    const reports::ReportResult r = reports::write_report(request);
+    std::cout << r.summary;
+    std::cout << fmt::format("report: {}{}\n", r.html.string(),
+                             r.plots_missing.empty() ? "" : " (no plots: " + r.plots_missing + ")");
+    return r.failed ? kExitCheckFailed : kExitOk;
+  } catch (const std::exception& e) {
+    std::cout << "report: not written: " << e.what() << "\n";
+    return kExitInfra;
+  }
 }
 
 // A run stopped by SIGINT/SIGTERM/SIGHUP says so in its results, with the steps that had recorded.
@@ -332,9 +357,11 @@ int launch_main(RunOptions options) {
     if (severity(code) > severity(exit_code)) exit_code = severity(code) == 3 ? kExitInfra : code;
   }
   if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
-  print_summary(dir / "results.jsonl");
+  else record_unreported_losses(dir / "results.jsonl", run_id, exits);
+  const int verdict = report_run(dir);
   std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
-  return stop_signal() != 0 ? 128 + stop_signal() : exit_code;
+  if (stop_signal() != 0) return 128 + stop_signal();
+  return severity(verdict) > severity(exit_code) ? verdict : exit_code;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/microbench/verbs.hpp"
 
 using namespace rocebench;
 using rbtest::fs::path;
@@ -273,6 +274,59 @@ TEST(RunCommand, SigintOrSigtermStopsEveryRankAndTheRunSaysSo) {
     EXPECT_EQ((*interrupted)["details"]["steps_with_results"], json::array({"harness.rendezvous"}));
     EXPECT_EQ((*interrupted)["details"]["ranks"].size(), 3u);
   }
+}
+
+// The run ends with its answer: the report in the run's folder, a summary with the headline figures
+// and each skip's reason, and the verdict of the plan's thresholds as the exit code.
+TEST(RunCommand, TheRunEndsWithItsReportSummaryAndVerdict) {
+  const path dir = rbtest::temp_dir("answer");
+  write(dir / "plan.json", R"({"name": "answer", "steps": [
+      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": 64, "iterations": 200}},
+      {"step": "microbench.probe", "params": {"transport": "verbs", "test": "write_lat", "bytes": 64}}],
+    "thresholds": [{"name": "tcp latency below a nanosecond", "step": "microbench.probe", "where": {"transport": "tcp"},
+                    "metric": "lat_us_p50", "op": "<=", "value": 0.001}]})");
+  const path out = dir / "out";
+  EXPECT_EQ(rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--ranks", "2", "--results-dir", out.string()}, dir,
+                        "run"),
+            1)
+      << "a failed threshold is the run's verdict\n" << rbtest::slurp(dir / "run.err");
+  const std::string said = rbtest::slurp(dir / "run.out");
+  for (const std::string& text : std::vector<std::string>{"probes:", "tcp latency", "p50 ", "fail: tcp latency below a nanosecond",
+                                 "verdicts: 0 of 1 pass", "report: " + (out / "report" / "report.html").string()}) {
+    EXPECT_NE(said.find(text), std::string::npos) << text << "\n" << said;
+  }
+  if (microbench::list_devices("/").empty()) {
+    EXPECT_NE(said.find("skipped, by reason:\n  no RDMA device"), std::string::npos) << said;
+  }
+  for (const char* file : {"report.html", "report.md", "junit.xml", "aggregate.csv"}) {
+    EXPECT_TRUE(rbtest::fs::exists(out / "report" / file)) << file;
+  }
+}
+
+// Rank 0 records the others' losses; its own is recorded by the launcher.
+TEST(RunCommand, ALostRankZeroIsRecordedByTheLauncher) {
+  const path dir = rbtest::temp_dir("rank0");
+  write(dir / "long.json",
+        R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100000, "interval_ms": 10}}]})");
+  rbtest::Process launcher = rbtest::start({kBinary, "run", (dir / "long.json").string(), "--ranks", "2", "--deadline", "10",
+                                            "--results-dir", (dir / "out").string()}, {}, dir, "run");
+  const auto ranks = started_ranks(launcher, 2);
+  ASSERT_EQ(ranks.size(), 2u) << launcher.stderr_text();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rbtest::slurp(dir / "out" / "results.jsonl").find("\"kind\":\"run\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(ranks[0], SIGKILL);
+  EXPECT_EQ(launcher.wait(30), 3) << launcher.stderr_text();
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  const auto lost = std::find_if(f.records.begin(), f.records.end(), [](const json& r) {
+    return r.value("event", "") == "rank.lost" && r["details"]["rank"] == 0;
+  });
+  ASSERT_NE(lost, f.records.end()) << "rank 0's death went unrecorded";
+  EXPECT_NE((*lost)["message"].get<std::string>().find("rank 0 on host"), std::string::npos) << *lost;
+  EXPECT_EQ((*lost)["details"]["ended"], "killed by SIGKILL");
+  EXPECT_NE(launcher.stdout_text().find("rank.lost: rank 0 on host"), std::string::npos) << launcher.stdout_text();
 }
 
 TEST(RunCommand, RanksDieWithALauncherThatIsKilled) {

@@ -8,6 +8,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/importers.hpp"
+#include "rocebench/reports/report.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 #include "rocebench/reports/thresholds.hpp"
@@ -39,55 +40,32 @@ EvidenceMap evidence_of(const std::string& file, const std::string& machine) {
 }
 
 int report_main(const Args& args) {
-  std::string out_dir = "report", thresholds_file, baseline_file, machine, title = "rocebench report";
-  std::vector<std::string> inputs;
-  double min_effect = 0.05;
+  ReportRequest r;
+  std::string out_dir = r.out_dir.string();
   bool no_plots = false;
   ArgParser p("rocebench report", "Aggregate result records into a report: Markdown, HTML, PNG plots, JUnit XML and CSV.\n"
+                                  "Judges the thresholds of --plan, or of the plan.json beside a single results file.\n"
                                   "Exit 1 when a threshold or baseline verdict fails.");
   p.option("-o", &out_dir, "output folder (default: report)", "DIR")
-      .option("--thresholds", &thresholds_file, "a plan or thresholds file with a top-level \"thresholds\" array", "FILE")
-      .option("--plan", &thresholds_file, "the run's plan (its thresholds are judged)", "FILE")
-      .option("--baseline", &baseline_file, "judge against this baseline (rocebench compare --write-baseline)", "FILE")
-      .option("--machine", &machine, "machine type in the baseline", "TYPE")
-      .option("--min-effect", &min_effect, "smallest relative change called a regression (default 0.05)")
+      .option("--thresholds", &r.thresholds_file, "a plan or thresholds file with a top-level \"thresholds\" array", "FILE")
+      .option("--plan", &r.thresholds_file, "the run's plan (default: plan.json beside the results, when there is one)", "FILE")
+      .option("--baseline", &r.baseline_file, "judge against this baseline (rocebench compare --write-baseline)", "FILE")
+      .option("--machine", &r.machine, "machine type in the baseline", "TYPE")
+      .option("--min-effect", &r.min_effect, "smallest relative change called a regression (default 0.05)")
       .range(0, 100)
-      .option("--title", &title, "report title", "TEXT")
+      .option("--title", &r.title, "report title", "TEXT")
       .flag("--no-plots", &no_plots, "skip the PNG plots")
-      .rest("RESULTS", &inputs, "results.jsonl files (several runs: given in time order)");
+      .rest("RESULTS", &r.inputs, "results.jsonl files (several runs: given in time order)");
   if (!p.parse(args)) return kExitOk;
-  if (inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
-
-  const Dataset data = load_all(inputs);
-  const Aggregate agg = aggregate(data);
-  std::vector<Verdict> verdicts;
-  if (!thresholds_file.empty()) verdicts = judge(load_thresholds(thresholds_file), data, agg);
-  if (!baseline_file.empty()) {
-    const auto against = verdicts_of_compare(read_baseline(baseline_file, machine), collect_evidence(data), min_effect);
-    verdicts.insert(verdicts.end(), against.begin(), against.end());
-  }
-
-  fs::create_directories(out_dir);
-  const fs::path plots_dir = fs::path(out_dir) / "plots";
-  Plots plots;
-  if (no_plots) plots.missing = "--no-plots was given";
-  else plots = draw_plots(agg, plots_dir, std::chrono::minutes(5));
-  const auto sections = build_sections({&agg, &verdicts, &data.issues, &data.files, &plots});
-  write_text(fs::path(out_dir) / "report.md", render_markdown(title, sections, "plots"));
-  write_text(fs::path(out_dir) / "report.html", render_html(title, sections));
-  write_text(fs::path(out_dir) / "junit.xml", render_junit(title, verdicts));
-  write_text(fs::path(out_dir) / "aggregate.csv", render_csv(agg));
-
-  std::size_t failed = 0;
-  for (const auto& v : verdicts) {
-    if (v.outcome == Outcome::pass) continue;
-    ++failed;
-    std::cout << to_string(v.outcome) << ": " << v.name << ": " << v.message << "\n";
-  }
-  std::cout << fmt::format("{} records, {} skipped; {} of {} verdicts pass; report in {}/report.html{}\n", agg.records,
-                           data.issues.size(), verdicts.size() - failed, verdicts.size(), out_dir,
-                           plots.missing.empty() ? "" : " (no plots: " + plots.missing + ")");
-  return failed ? kExitCheckFailed : kExitOk;
+  if (r.inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
+  r.out_dir = out_dir;
+  r.plots = !no_plots;
+  const ReportResult result = write_report(r);
+  std::cout << result.summary;
+  if (!result.verdicts.empty() && !result.thresholds_from.empty()) std::cout << "thresholds from " << result.thresholds_from << "\n";
+  std::cout << fmt::format("report in {}{}\n", result.html.string(),
+                           result.plots_missing.empty() ? "" : " (no plots: " + result.plots_missing + ")");
+  return result.failed ? kExitCheckFailed : kExitOk;
 }
 
 int compare_main(const Args& args) {

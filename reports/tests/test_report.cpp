@@ -68,6 +68,35 @@ TEST(Report, FullReportIsRendered) {
   EXPECT_EQ(r.exit_code, 0);
 }
 
+// Without --plan, the plan.json a run wrote beside its results is judged.
+TEST(Report, ThePlanBesideTheResultsIsJudged) {
+  const auto dir = temp_dir();
+  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "a").string(), results.string()}), 0);
+  write_file(dir / "plan.json", R"({"name": "p", "steps": [], "thresholds": [
+    {"name": "busbw at 64MiB", "step": "collectives.allreduce", "where": {"bytes": 67108864}, "metric": "busbw_GBps", "op": ">=", "value": 99}]})");
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "b").string(), results.string()}), 1);
+  EXPECT_NE(read_file(dir / "b" / "junit.xml").find("busbw at 64MiB"), std::string::npos);
+}
+
+// A check that could not look says why in the report, never "skip: null".
+TEST(Report, NetcheckCellsGiveTheReasonOfASkip) {
+  const auto dir = temp_dir();
+  CheckRecord c;
+  c.check = "rdma.device_present";
+  c.host = "vm";
+  c.subject = "host";
+  c.status = Status::skip;
+  c.reason = "no RDMA device";
+  const auto results = write_records(dir / "results.jsonl", {to_json(c, "r"), check("r", "vm", "host.kernel", "6.1.0", true)});
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
+  const std::string md = read_file(dir / "r" / "report.md");
+  EXPECT_NE(md.find("| _skip: no RDMA device_ |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ok: 6.1.0 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("null"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 records (1 ok, 1 skip)"), std::string::npos) << md;
+}
+
 TEST(Report, BadInputExitsTwo) {
   const auto dir = temp_dir();
   write_file(dir / "empty.jsonl", "");
