@@ -164,7 +164,10 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       rec.params = {{"algorithm", to_string(config.algorithm)}, {"transport", t.name()}, {"bytes", bytes},
                     {"count", count}, {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)},
                     {"inplace", in_place}, {"ranks", n}};
-      for (const auto& [key, value] : t.settings()) rec.params[key] = value;
+      rec.params.update(t.settings());
+      // The algorithm's own settings, as validated: a series is identified by all that shapes it.
+      if (config.algorithm == Algorithm::ring) rec.params["chunk_bytes"] = config.options.chunk_bytes;
+      if (config.algorithm == Algorithm::ps) rec.params["servers"] = config.options.servers;
       if (wrong > 0) {
         ResultRecord bad = rec;
         bad.status = Status::fail;

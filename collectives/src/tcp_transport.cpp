@@ -68,9 +68,12 @@ class TcpTransport final : public Transport {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string name() const override { return "tcp"; }
-  std::map<std::string, std::string> settings() const override {
-    if (sockets_.empty()) return {};
-    return {{"tcp_congestion", net::congestion_control(sockets_.front().fd)}, {"tcp_sndbuf", send_buffer_setting()}};
+  json settings() const override {
+    json out = {{"sockets_per_peer", options_.sockets_per_peer}, {"spin_us", options_.spin.count()}};
+    if (sockets_.empty()) return out;
+    out["tcp_congestion"] = net::congestion_control(sockets_.front().fd);
+    out["tcp_sndbuf"] = send_buffer_setting();
+    return out;
   }
 
   Request send(int peer, const void* data, std::size_t bytes) override {

@@ -228,7 +228,7 @@ TEST(Transport, SocketsUseTheCongestionControlAskedForAndRefuseAnUnknownOne) {
   rbtest::LocalRendezvous shared(world);
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "reno");  // built into every Linux kernel
-    if (t->settings().at("tcp_congestion") != "reno") throw std::runtime_error("got " + t->settings().at("tcp_congestion"));
+    if (t->settings().at("tcp_congestion").get<std::string>() != "reno") throw std::runtime_error("got " + t->settings().at("tcp_congestion").get<std::string>());
   }));
   rbtest::LocalRendezvous other(world);
   const auto errors = rbtest::on_ranks(world, [&](int r) { mesh(other, r, world, 1, TcpOptions{}.spin, "no-such-cc"); });
@@ -242,11 +242,11 @@ TEST(Transport, APeerOnThisHostGetsTheSmallSendBufferUnlessThePlanLeavesItToTheK
   rbtest::LocalRendezvous by_default(world), autotuned(world);
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(by_default, r, world);
-    if (t->settings().at("tcp_sndbuf") != granted) throw std::runtime_error("default: " + t->settings().at("tcp_sndbuf"));
+    if (t->settings().at("tcp_sndbuf").get<std::string>() != granted) throw std::runtime_error("default: " + t->settings().at("tcp_sndbuf").get<std::string>());
   }));
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(autotuned, r, world, 1, TcpOptions{}.spin, "", 0);
-    if (t->settings().at("tcp_sndbuf") != "auto") throw std::runtime_error("0: " + t->settings().at("tcp_sndbuf"));
+    if (t->settings().at("tcp_sndbuf").get<std::string>() != "auto") throw std::runtime_error("0: " + t->settings().at("tcp_sndbuf").get<std::string>());
   }));
 }
 
@@ -256,7 +256,7 @@ TEST(Transport, AFixedSendBufferIsSetRecordedAndMovesMessagesLargerThanItself) {
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     // 16 KiB asked, 32 KiB granted: a 1 MiB ring step must go out in many partial sends.
     auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "", 16 << 10);
-    if (t->settings().at("tcp_sndbuf") != "32768") throw std::runtime_error("tcp_sndbuf " + t->settings().at("tcp_sndbuf"));
+    if (t->settings().at("tcp_sndbuf").get<std::string>() != "32768") throw std::runtime_error("tcp_sndbuf " + t->settings().at("tcp_sndbuf").get<std::string>());
     std::vector<float> buf(3 << 18);
     for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(value(r, i));
     allreduce(*t, Algorithm::ring, buf.data(), buf.size(), DataType::float32, ReduceOp::sum, {}, Deadline(20s));
@@ -415,8 +415,9 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
   config.factor = 8;
   config.iters = 3;
   config.warmup = 1;
+  config.options.chunk_bytes = 4096;
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
-    auto t = mesh(shared, r, world);
+    auto t = mesh(shared, r, world, 2, 7us);
     rbtest::LocalRendezvous::Rank rdv(shared, r);
     StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
     if (run_sweep(ctx, *t, allreduce_spec(), config) != 0) throw std::runtime_error("wrong elements");
@@ -433,6 +434,11 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
         << "the slowest loop is never longer than the iterations' slowest ranks summed";
     EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
     EXPECT_EQ(rec["params"]["tcp_sndbuf"], std::to_string(2 * kSameHostSendBuffer)) << "every peer is on this host";
+    // Every setting that shapes the figures identifies the series, as it took effect.
+    EXPECT_EQ(rec["params"]["sockets_per_peer"], 2);
+    EXPECT_EQ(rec["params"]["spin_us"], 7);
+    EXPECT_EQ(rec["params"]["chunk_bytes"], 4096);
+    EXPECT_FALSE(rec["params"].contains("servers")) << "a ring has no servers";
   }
 }
 

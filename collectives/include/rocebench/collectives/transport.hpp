@@ -4,12 +4,12 @@
 // see a socket or a queue pair.
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
 
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/record.hpp"
 
 namespace rocebench::collectives {
 
@@ -21,8 +21,9 @@ class Transport {
   virtual int rank() const = 0;
   virtual int world() const = 0;
   virtual std::string name() const = 0;  // "tcp", "verbs"
-  // Settings that shape the figures, for each record's params (tcp: congestion control, send buffer).
-  virtual std::map<std::string, std::string> settings() const { return {}; }
+  // Settings that shape the figures, as they took effect, for each record's params (tcp: congestion
+  // control, send buffer, sockets per peer, spin before sleeping).
+  virtual json settings() const { return json::object(); }
 
   // Messages between two ranks arrive in the order they were posted, per direction; a receive is
   // posted with the size of its matching send. The buffer must stay valid until the request is done.
