@@ -172,7 +172,14 @@ int allreduce_main(const Args& args) {
         params["world_sizes"].push_back(std::stoi(item));
       }
     }
-    return run_step_as_plan(step, params, launcher.to_args());
+    const CommandOrigin origin{"rocebench allreduce", {{"algorithm", "--algorithm"}, {"dtype", "--dtype"}, {"op", "--op"},
+                                                       {"placement", "--placement"}, {"transport", "--transport"},
+                                                       {"min_bytes", "-b"},         {"max_bytes", "-e"},        {"factor", "-f"},
+                         {"warmup", "-w"},            {"iters", "-n"},            {"chunk_bytes", "--chunk"},
+                         {"servers", "--servers"},    {"sockets_per_peer", "--sockets"}, {"spin_us", "--spin-us"},
+                         {"tcp_sndbuf", "--tcp-sndbuf"}, {"tcp_congestion", "--tcp-congestion"},
+                         {"verbs", "--ib-port/--gid-index/--device"}, {"world_sizes", "--world-sizes"}}};
+    return run_step_as_plan(step, params, launcher.to_args(), origin);
   });
 }
 

@@ -21,9 +21,10 @@ StepRunner& step_runner() {
 
 void set_step_runner(StepRunner runner) { step_runner() = std::move(runner); }
 
-int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args) {
+int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
+                     const CommandOrigin& origin) {
   if (!step_runner()) throw std::logic_error("no step runner: only the rocebench executable can launch ranks");
-  return step_runner()(step, params, launcher_args);
+  return step_runner()(step, params, launcher_args, origin);
 }
 
 }  // namespace rocebench

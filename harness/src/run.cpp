@@ -20,6 +20,7 @@
 #include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/schema.hpp"
 
 namespace rocebench {
 
@@ -366,8 +367,28 @@ int launch_main(RunOptions options) {
 
 }  // namespace
 
+// A module command's params, checked against its step's schema before the temporary plan exists:
+// the error names the flag and the value typed, not a field of a file the user never saw.
+void refuse_bad_flags(const std::string& step, const json& params, const CommandOrigin& origin) {
+  for (const auto& kind : all_step_kinds()) {
+    if (kind.name != step) continue;
+    const auto errors = JsonSchema(kind.params_schema).validate(params);
+    if (errors.empty()) return;
+    const SchemaError& e = errors.front();
+    const std::string param = e.pointer.substr(1, e.pointer.find('/', 1) - 1);
+    const auto flag = origin.flag_of.find(param);
+    const json::json_pointer at(e.pointer.empty() ? "" : e.pointer);
+    const std::string value = params.contains(at) ? printable_excerpt(params.at(at).dump()) : "";
+    throw UsageError(flag == origin.flag_of.end()
+                         ? fmt::format("{}: parameter '{}' {}: {}", origin.program, e.pointer.substr(1), value, e.message)
+                         : fmt::format("{}: {} {}: {}", origin.program, flag->second, value, e.message));
+  }
+}
+
 void install_step_runner() {
-  set_step_runner([](const std::string& step, const json& params, const std::vector<std::string>& launcher_args) {
+  set_step_runner([](const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
+                     const CommandOrigin& origin) {
+    refuse_bad_flags(step, params, origin);
     // The plan is a file, like any other, so that the run's plan.json and hash describe it.
     const json plan = {{"name", "cli-" + step}, {"launcher", {{"type", "local"}, {"ranks", 2}}},
                        {"steps", json::array({{{"step", step}, {"params", params}}})}};

@@ -61,7 +61,12 @@ int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std:
     return a == "--ranks" || a == "--launcher" || a == "--hostfile";
   });
   if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(largest)});
-  return run_step_as_plan("models.scaling", params, launch);
+  const CommandOrigin origin{kProgram, {{"model", "--model"}, {"engine", "--engine"}, {"precision", "--precision"},
+                                        {"layout", "--layout"}, {"batch", "--batch"}, {"steps", "--steps"},
+                                        {"warmup", "--warmup"}, {"sync", "--sync"}, {"transport", "--transport"},
+                                        {"bucket_mb", "--bucket-mb"}, {"servers", "--servers"}, {"threads", "--threads"},
+                                        {"timeline", "--timeline"}, {"world_sizes", "--world-sizes"}}};
+  return run_step_as_plan("models.scaling", params, launch, origin);
 }
 
 int train_main(const Args& args) {

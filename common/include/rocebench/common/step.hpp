@@ -3,6 +3,7 @@
 // the harness, and the harness never sees a module's internals.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,18 @@ struct StepContext {
 // run's options: --ranks, --netns, --launcher, --hostfile, --results …) and returns the exit code.
 // The harness provides it; a module's subcommand (`rocebench allreduce …`) calls it, so modules
 // can offer a command line for their steps without knowing the harness.
-using StepRunner = std::function<int(const std::string& step, const json& params, const std::vector<std::string>& launcher_args)>;
+// Where a module command's params came from: the command and the flag behind each param, so that a
+// value the step's schema refuses is reported against what the user typed, before anything starts
+// ("rocebench allreduce: --chunk 1: must be >= 64").
+struct CommandOrigin {
+  std::string program;                         // "rocebench allreduce"
+  std::map<std::string, std::string> flag_of;  // param -> flag, e.g. chunk_bytes -> --chunk
+};
+using StepRunner = std::function<int(const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
+                                     const CommandOrigin& origin)>;
 void set_step_runner(StepRunner runner);
-int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args);
+int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
+                     const CommandOrigin& origin);
 
 // A kind of plan step a module offers: its name in plans, the schema of its params and its body.
 struct StepKind {
