@@ -112,6 +112,11 @@ TEST(AllreduceCommand, BadOptionsExitTwo) {
   EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--chunk", "1", "--ranks", "2"}, dir, "h"), 2);
   EXPECT_NE(rbtest::slurp(dir / "h.err").find("rocebench allreduce: --chunk 1: must be >= 64"), std::string::npos)
       << rbtest::slurp(dir / "h.err");
+  // A launcher flag too: in the command's name, without run's usage.
+  EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--ranks", "0"}, dir, "i"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "i.err").find("rocebench allreduce: --ranks: 0 is not in [1, 4096]"), std::string::npos)
+      << rbtest::slurp(dir / "i.err");
+  EXPECT_EQ(rbtest::slurp(dir / "i.err").find("rocebench run"), std::string::npos) << rbtest::slurp(dir / "i.err");
   EXPECT_EQ(rbtest::run({kBinary, "allreduce", "--tcp-congestion", "no-such-cc", "--ranks", "2", "-e", "1K",
                          "--results-dir", (dir / "e").string()}, dir, "e"), 2);
   EXPECT_NE(rbtest::slurp(dir / "e.err").find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos)

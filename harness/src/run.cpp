@@ -367,6 +367,33 @@ int launch_main(RunOptions options) {
 
 }  // namespace
 
+// run's options, for `rocebench run` and for the launcher flags of a module command (`program`).
+ArgParser run_parser(const std::string& program, RunOptions& o, std::string& plan_positional) {
+  ArgParser p(program,
+              "Runs a plan: starts its ranks (local, mpirun or srun), which meet at a rendezvous served by rank 0,\n"
+              "run every step and append result records to <results>/<run-id>/results.jsonl.\n"
+              "With no plan, runs the built-in local plan (harness/plans/local.json).");
+  p.positional("PLAN", &plan_positional, "plan file (default: the built-in local plan)", false)
+      .option("--plan", &o.plan_path, "plan file, or builtin:local", "FILE")
+      .option("--launcher", &o.launcher, "local | mpirun | srun (default: the plan's), or env: be one rank", "NAME")
+      .option("--ranks", &o.ranks, "ranks to start with the local launcher")
+      .range(plan_field_schema("/launcher/ranks"))
+      .option("--hostfile", &o.hostfile, "hosts for mpirun / srun ('host slots=N' lines)", "FILE")
+      .option("--ranks-per-host", &o.ranks_per_host, "ranks on each host (default: the hostfile's slots)")
+      .range(plan_field_schema("/launcher/ranks_per_host"))
+      .option("--results", &o.results_root, "folder that receives <run-id>/results.jsonl", "DIR")
+      .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
+      .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
+      .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
+      .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
+      .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")
+      .range(plan_field_schema("/deadline_s"))
+      .option("--timeout", &o.timeout_s, "seconds the whole run may take (default: the plan's)", "S")
+      .range(plan_field_schema("/run_timeout_s"))
+      .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
+  return p;
+}
+
 // A module command's params, checked against its step's schema before the temporary plan exists:
 // the error names the flag and the value typed, not a field of a file the user never saw.
 void refuse_bad_flags(const std::string& step, const json& params, const CommandOrigin& origin) {
@@ -385,10 +412,23 @@ void refuse_bad_flags(const std::string& step, const json& params, const Command
   }
 }
 
+// The launcher flags of a module command (--ranks 0 …), refused in the command's own name.
+void refuse_bad_launcher_flags(const std::vector<std::string>& launcher_args, const CommandOrigin& origin) {
+  RunOptions o;
+  std::string plan;
+  try {
+    run_parser(origin.program, o, plan).parse(launcher_args);
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    throw UsageError(message.substr(0, message.find("\n\n")));  // run's usage is not the command's
+  }
+}
+
 void install_step_runner() {
   set_step_runner([](const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
                      const CommandOrigin& origin) {
     refuse_bad_flags(step, params, origin);
+    refuse_bad_launcher_flags(launcher_args, origin);
     // The plan is a file, like any other, so that the run's plan.json and hash describe it.
     const json plan = {{"name", "cli-" + step}, {"launcher", {{"type", "local"}, {"ranks", 2}}},
                        {"steps", json::array({{{"step", step}, {"params", params}}})}};
@@ -409,28 +449,7 @@ int run_main(const Args& args) {
   return run_guarded("rocebench run", [&]() -> int {
     RunOptions o;
     std::string plan_positional;
-    ArgParser p("rocebench run",
-                "Runs a plan: starts its ranks (local, mpirun or srun), which meet at a rendezvous served by rank 0,\n"
-                "run every step and append result records to <results>/<run-id>/results.jsonl.\n"
-                "With no plan, runs the built-in local plan (harness/plans/local.json).");
-    p.positional("PLAN", &plan_positional, "plan file (default: the built-in local plan)", false)
-        .option("--plan", &o.plan_path, "plan file, or builtin:local", "FILE")
-        .option("--launcher", &o.launcher, "local | mpirun | srun (default: the plan's), or env: be one rank", "NAME")
-        .option("--ranks", &o.ranks, "ranks to start with the local launcher")
-        .range(plan_field_schema("/launcher/ranks"))
-        .option("--hostfile", &o.hostfile, "hosts for mpirun / srun ('host slots=N' lines)", "FILE")
-        .option("--ranks-per-host", &o.ranks_per_host, "ranks on each host (default: the hostfile's slots)")
-        .range(plan_field_schema("/launcher/ranks_per_host"))
-        .option("--results", &o.results_root, "folder that receives <run-id>/results.jsonl", "DIR")
-        .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
-        .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
-        .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
-        .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
-        .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")
-        .range(plan_field_schema("/deadline_s"))
-        .option("--timeout", &o.timeout_s, "seconds the whole run may take (default: the plan's)", "S")
-        .range(plan_field_schema("/run_timeout_s"))
-        .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
+    ArgParser p = run_parser("rocebench run", o, plan_positional);
     if (!p.parse(args)) return kExitOk;
     if (!plan_positional.empty()) o.plan_path = plan_positional;
     // A run id names a folder under --results: nothing that climbs out of it or into another.
