@@ -371,6 +371,15 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
                        {"start_ms", static_cast<double>(bt.start_ns - median_step.start_ns) / 1e6},
                        {"end_ms", static_cast<double>(bt.end_ns - median_step.start_ns) / 1e6}});
   r.samples["buckets"] = buckets;
+  r.samples["backward_end_ms"] = static_cast<double>(median_step.backward_end_ns - median_step.start_ns) / 1e6;
+  // Where scaling is lost: the first bucket still being reduced when backward ended (1-based); the
+  // update waits for it and every bucket after it.
+  for (std::size_t i = 0; i < median_step.buckets.size(); ++i) {
+    if (median_step.buckets[i].end_ns > median_step.backward_end_ns) {
+      r.metrics["first_waited_bucket"] = i + 1;
+      break;
+    }
+  }
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
   if (!trace.empty()) r.samples["trace"] = trace;
   rc.record(r);

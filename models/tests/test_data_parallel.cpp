@@ -324,6 +324,13 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
     EXPECT_GT(m["comm_ms"].get<double>(), 0);
     EXPECT_EQ(m["buckets"], rec["samples"]["buckets"].size());
     EXPECT_EQ(rec["samples"]["buckets"].size(), bucket_plan(g, {.bucket_bytes = 1 << 18}).size());
+    // The first bucket the update waited for: still being reduced when backward ended, all before it done.
+    const std::size_t waited = m["first_waited_bucket"].get<std::size_t>();
+    ASSERT_GE(waited, 1u);
+    ASSERT_LE(waited, rec["samples"]["buckets"].size());
+    const double backward_end = rec["samples"]["backward_end_ms"];
+    EXPECT_GT(rec["samples"]["buckets"][waited - 1]["end_ms"].get<double>(), backward_end);
+    for (std::size_t b = 0; b + 1 < waited; ++b) EXPECT_LE(rec["samples"]["buckets"][b]["end_ms"].get<double>(), backward_end);
   }
 }
 

@@ -103,7 +103,7 @@ class Grid {
 };
 
 struct Names {
-  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
+  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
                 lat_p50 = kNoName;
 };
 
@@ -113,6 +113,8 @@ class Builder {
     n_.images = d.name_id("images_per_s");
     n_.predicted_images = d.name_id("predicted_images_per_s");
     n_.exposed_comm = d.name_id("exposed_comm_ms");
+    n_.waited_bucket = d.name_id("first_waited_bucket");
+    n_.buckets = d.name_id("buckets");
     n_.time = d.name_id("time_us");
     n_.algbw = d.name_id("algbw_GBps");
     n_.busbw = d.name_id("busbw_GBps");
@@ -254,7 +256,8 @@ class Builder {
         // Every rank records its step times; the job's throughput is on rank 0's record.
         if (o.metric(n_.images) || (o.status != Status::ok && o.status != Status::warn)) {
           add(*t.group, t.x, o, run,
-              {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm}},
+              {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm},
+               {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
               n_.images);
         }
         break;
@@ -311,6 +314,8 @@ class Builder {
         p.gpus = static_cast<int>(gpus);
         p.images_per_s = value_of(cells, "images_per_s");
         p.exposed_comm_ms = value_of(cells, "exposed_comm_ms");
+        p.first_waited_bucket = value_of(cells, "first_waited_bucket");
+        p.buckets = value_of(cells, "buckets");
         if (s.base_gpus > 0 && !s.independent()) p.ideal = gpus / s.base_gpus;
         if (p.images_per_s && base && !s.independent()) {
           p.speedup = *p.images_per_s / *base;
@@ -550,6 +555,11 @@ json cdf_points(std::vector<double> values) {
 
 std::string ScalingSeries::label() const {
   return key_label(key, kTrainingKey);
+}
+
+std::string ScalingPoint::waited_text() const {
+  if (!first_waited_bucket || !buckets) return "";
+  return fmt::format("the update waits from bucket {} of {}", number(*first_waited_bucket), number(*buckets));
 }
 
 bool ScalingSeries::independent() const { return param_text(key, "mode") == "single"; }

@@ -38,6 +38,11 @@ std::string headline_of_point(const ScalingSeries& s, const ScalingPoint& p) {
   std::string out = fmt::format("{} images/s at {} {}", number(p.images_per_s), p.gpus, s.ranks());
   if (s.independent()) return out + ", each rank alone";
   if (p.speedup && p.gpus != s.base_gpus) out += fmt::format(", speedup {}× (efficiency {})", number(p.speedup), number(p.efficiency));
+  // Where scaling is lost: "exposed allreduce 41 ms per step, the update waits from bucket 3 of 5".
+  if (p.exposed_comm_ms && p.gpus > 1) {
+    out += fmt::format("; exposed communication {} ms per step", number(p.exposed_comm_ms));
+    if (!p.waited_text().empty()) out += ", " + p.waited_text();
+  }
   return out;
 }
 

@@ -84,7 +84,11 @@ Section training_section(const ReportInput& in) {
       // One rank alone is the base: nothing to predict, nothing to reduce.
       const bool alone = p.gpus == 1 && p.images_per_s;
       if (predicted) row.push_back(alone ? TableCell{"—"} : value_cell(p.predicted_speedup, p.missing));
-      if (exposed) row.push_back(alone ? TableCell{"—"} : value_cell(p.exposed_comm_ms, p.missing));
+      if (exposed) {
+        TableCell cell = alone ? TableCell{"—"} : value_cell(p.exposed_comm_ms, p.missing);
+        if (!alone && p.exposed_comm_ms && !p.waited_text().empty()) cell.text += " (" + p.waited_text() + ")";
+        row.push_back(cell);
+      }
       t.rows.push_back(std::move(row));
     }
     s.tables.push_back(std::move(t));

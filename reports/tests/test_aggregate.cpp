@@ -63,7 +63,9 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
     r.params = {{"model", "resnet50"}, {"engine", "replay"}, {"precision", "fp32"}, {"batch", 2}, {"mode", "data_parallel"},
                 {"sync", "ring"}, {"transport", "tcp"}, {"bucket_mb", 25}, {"ranks", ranks}, {"timeline", "t"}};
     r.metrics = {{"images_per_s", 10.0 * ranks * (ranks == 4 ? 0.9 : 1.0)}, {"step_time_ms_p50", 200}};
-    if (ranks > 1) r.metrics.update({{"predicted_images_per_s", 10.0 * ranks * 0.95}, {"exposed_comm_ms", 5.0 * ranks}});
+    if (ranks > 1)
+      r.metrics.update({{"predicted_images_per_s", 10.0 * ranks * 0.95}, {"exposed_comm_ms", 5.0 * ranks},
+                        {"buckets", 5}, {"first_waited_bucket", ranks == 4 ? 3 : 5}});
     r.samples = {{"n", 1}};
     records.push_back(to_json(r, "r"));
   }
@@ -90,6 +92,9 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
   EXPECT_FALSE(dp.points[0].predicted_speedup);
   EXPECT_NEAR(*dp.points[1].predicted_speedup, 1.9, 1e-12);
   EXPECT_NEAR(*dp.points[2].exposed_comm_ms, 20, 1e-12);
+  // Where scaling is lost, in words.
+  EXPECT_EQ(dp.points[2].waited_text(), "the update waits from bucket 3 of 5");
+  EXPECT_EQ(dp.points[0].waited_text(), "") << "one rank alone waits for nothing";
   // The plots get only the series with a speedup.
   const json plot = plot_input(a);
   ASSERT_EQ(plot["scaling"].size(), 1u);

@@ -29,6 +29,9 @@ struct ScalingPoint {
   // Data-parallel training (models.scaling): the step predicted from one rank's timeline as a
   // speedup, and how long a step waited for its gradients' reduction.
   std::optional<double> predicted_speedup, exposed_comm_ms;
+  // Where the step waited: the first bucket still being reduced when backward ended, of how many.
+  std::optional<double> first_waited_bucket, buckets;
+  std::string waited_text() const;  // "bucket 3 of 5 on", or "" when no bucket made the update wait
   double ideal = 0;         // the ideal speedup, gpus / base_gpus
   std::string missing;      // why there is no value (empty when there is one)
 };
