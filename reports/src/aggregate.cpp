@@ -43,7 +43,7 @@ std::string key_label(const json& key, const std::vector<std::string>& order) {
     if (v.empty()) continue;
     if (!out.empty()) out += " ";
     if (name == "batch") out += "batch " + v;
-    else if (name == "world") out += v + " ranks";
+    else if (name == "world") out += v == "unknown" ? "ranks unknown" : v + " ranks";
     else if (name == "bytes") out += v + " B";
     else if (name == "inplace") out += v == "true" ? "in-place" : "out-of-place";
     else if (name == "bucket_mb") out += key[name] == 0 ? "one bucket after backward" : "buckets of " + v + " MiB";
@@ -219,10 +219,13 @@ class Builder {
            static_cast<double>(o.world)};
     } else if (step.starts_with("collectives.")) {
       const std::string op = step.substr(std::string("collectives.").size());
-      json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool"});
-      key["world"] = o.world;
-      t = {Kind::collective, &sizes_.group(op + "\n" + std::to_string(o.world), key), p.value("bytes", 0.0)};
+      json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark"});
+      // Imported records whose output did not say how many ranks ran: never labelled or plotted as 1.
+      const bool ranks_unknown = param_text(p, "ranks") == "unknown";
+      key["world"] = ranks_unknown ? json("unknown") : json(o.world);
+      t = {Kind::collective, &sizes_.group(op + "\n" + param_text(key, "world"), key), p.value("bytes", 0.0)};
       t.placed = p.contains("bytes");
+      if (ranks_unknown) return t;
       key.erase("world");
       key["op"] = op;
       t.by_world = &by_world_[key.dump()];
@@ -232,8 +235,9 @@ class Builder {
       const std::string test = param_text(p, "test");
       const bool latency = test.find("lat") != std::string::npos;
       std::string op = test.substr(0, test.rfind('_') == std::string::npos ? 0 : test.rfind('_'));
-      const std::string tool = param_text(p, "tool");
-      const std::string source = param_text(p, "transport") + (op.empty() ? "" : " " + op) + (tool.empty() ? "" : " (" + tool + ")");
+      const std::string tool = param_text(p, "tool"), benchmark = param_text(p, "benchmark");  // osu_bw and osu_bibw stay apart
+      const std::string source = param_text(p, "transport") + (op.empty() ? "" : " " + op) + (benchmark.empty() ? "" : " " + benchmark) +
+                                 (tool.empty() ? "" : " (" + tool + ")");
       const std::string kind = latency ? "latency" : "bandwidth";
       const json key = {{"test", kind}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")}, {"source", source}};
       t = {Kind::probe, &probes_.group(kind, key), p.value("bytes", 0.0)};
@@ -264,7 +268,7 @@ class Builder {
       case Kind::collective:
         add(*t.group, t.x, o, run,
             {{"time_us", n_.time}, {"algbw_GBps", n_.algbw}, {"busbw_GBps", n_.busbw}, {"wrong", n_.wrong}}, n_.busbw);
-        t.by_world->push_back(&o);
+        if (t.by_world) t.by_world->push_back(&o);
         break;
       case Kind::probe: {
         auto& cells = t.group->at[t.x];
@@ -515,7 +519,7 @@ class Builder {
     }, true);
     collect(sizes_, "busbw_GBps", [](const Group& g, double x) {
       return g.family.substr(0, g.family.find('\n')) + " " +
-             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "world"}) + " @ " + bytes_text(x);
+             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark", "world"}) + " @ " + bytes_text(x);
     }, true);
     for (bool latency : {true, false}) {
       Grid subset;
@@ -583,7 +587,7 @@ bool Curve::measured() const {
 }
 
 std::string Curve::label() const {
-  return op + " " + key_label(key, {"algorithm", "transport", "dtype", "inplace", "tool", "world", "bytes"});
+  return op + " " + key_label(key, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark", "world", "bytes"});
 }
 
 Aggregate aggregate(const Dataset& data) { return Builder(data).build(); }

@@ -123,10 +123,16 @@ int import_main(const Args& args) {
       .option("--op", &o.op, "nccl-tests collective when the output does not name it (allreduce, ...)", "OP")
       .option("--world", &o.world, "ranks, when the output does not say (OSU collectives)")
       .range(1, 1 << 20)
+      .flag("--lenient", &o.lenient, "skip a bad row (listed on stderr and in the import event) instead of refusing the file")
       .positional("TOOL", &tool, "perftest | nccl-tests | osu")
       .positional("FILE", &file, "the tool's output (text, or JSON from perftest --out_json / nccl-tests -J)");
   if (!p.parse(args)) return kExitOk;
   const auto records = import_file(tool, file, o);
+  const json& details = records.front()["details"];
+  for (const auto& why : details.value("skipped_rows", json::array())) std::cerr << "rocebench import: skipped " << why.get<std::string>() << "\n";
+  if (details.value("ranks", "") == "unknown") {
+    std::cerr << "rocebench import: the output does not say how many ranks ran: records say ranks unknown (--world N gives it)\n";
+  }
   if (output.empty()) {
     for (const auto& r : records) std::cout << r.dump() << "\n";
   } else {

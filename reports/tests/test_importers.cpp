@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/reports/aggregate.hpp"
 #include "rocebench/reports/importers.hpp"
 #include "rocebench/reports/text.hpp"
 
@@ -30,6 +31,30 @@ std::vector<json> results(const std::vector<json>& records) { return {records.be
 void expect_all_valid(const std::vector<json>& records) {
   for (const auto& r : records) EXPECT_TRUE(result_schema().validate(r).empty()) << r.dump();
 }
+
+ImportOptions lenient() {
+  ImportOptions o;
+  o.lenient = true;
+  return o;
+}
+
+// The message of the InputError `parse` throws, or a failure when it throws none.
+template <class Parse>
+std::string input_error(const Parse& parse) {
+  try {
+    parse();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The current nccl-tests header, for rows written inline.
+const std::string kNcclHeader =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
 
 }  // namespace
 
@@ -189,3 +214,306 @@ TEST(ImportCounts, AnIterationCountMustBeAWholeNumberInRange) {
 TEST(ImportNcclTests, AJsonNumberBeyondDoublesRangeIsBadInput) {
   EXPECT_THROW(parse_nccl_tests(R"({"results": [{"size": 63e556}]})", "big.json", {}), InputError);
 }
+
+// #19: a truncated log joined a cut row to the next one; the importer read its in-place half as a
+// 134-second, 33 PB/s measurement. A row must have exactly the header's columns.
+TEST(ImportRows, ARowRunIntoTheNextIsBadInputNamingItsLine) {
+  const std::string e = input_error([] { import("nccl-tests", "all_reduce_perf_joined.txt"); });
+  EXPECT_TRUE(contains(e, "all_reduce_perf_joined.txt:15: ")) << e;
+  EXPECT_TRUE(contains(e, "22 values where the header has 13")) << e;
+}
+
+TEST(ImportRows, LenientSkipsTheBadRowListsItAndKeepsTheRest) {
+  const auto records = import("nccl-tests", "all_reduce_perf_joined.txt", lenient());
+  expect_all_valid(records);
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 6u);  // 4 rows, one skipped, two halves each
+  for (const auto& x : r) {
+    EXPECT_LT(x["metrics"]["time_us"].get<double>(), 1e5) << x.dump();
+    EXPECT_LT(x["metrics"]["busbw_GBps"].get<double>(), 100) << x.dump();
+    EXPECT_NE(x["params"]["bytes"], 8388608) << x.dump();
+  }
+  const json& skipped = records[0]["details"]["skipped_rows"];
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_TRUE(contains(skipped[0], "all_reduce_perf_joined.txt:15: ")) << skipped;
+}
+
+TEST(ImportRows, ANonNumberOrANegativeValueNamesFileLineAndColumn) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  auto nccl = [&](const std::string& row) { return input_error([&] { parse_nccl_tests(kNcclHeader + row, "t.txt", allreduce); }); };
+  std::string e = nccl("        1024           256     float     sum      -1   -25.61    0.04    0.07      0    25.12    0.04    0.07      0\n");
+  EXPECT_TRUE(contains(e, "t.txt:2: column 'time': '-25.61' is negative")) << e;
+  e = nccl("        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.0x7      0\n");
+  EXPECT_TRUE(contains(e, "t.txt:2: column 'busbw': '0.0x7' is not a number")) << e;
+  e = nccl("        1024           256     float     sum      -1    25.61    nan    0.07      0    25.12    0.04    0.07      0\n");
+  EXPECT_TRUE(contains(e, "column 'algbw': 'nan' is not a number")) << e;
+  e = nccl("       -1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n");
+  EXPECT_TRUE(contains(e, "column 'size': '-1024' is negative")) << e;
+  e = nccl("        1024           256      1024     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n");
+  EXPECT_TRUE(contains(e, "column 'type': '1024' is a number")) << e;
+
+  const std::string perftest_lat = read_file(source_dir() / "perftest_write_lat.txt");
+  const std::string bad_lat = perftest_lat.substr(0, perftest_lat.find("\n 4096") + 1) + " 4096    1000          2.47           6.02         2.55     -2.57  0.06  2.81  6.02\n";
+  e = input_error([&] { parse_perftest(bad_lat, "lat.txt", {}); });
+  EXPECT_TRUE(contains(e, "lat.txt:23: column 't_avg': '-2.57' is negative")) << e;
+  const std::string cut_lat = perftest_lat.substr(0, perftest_lat.find("\n 4096") + 1) + " 4096    1000          2.47           6.02\n";
+  e = input_error([&] { parse_perftest(cut_lat, "lat.txt", {}); });
+  EXPECT_TRUE(contains(e, "lat.txt:23: the row has 4 values where the header has 9")) << e;
+
+  e = input_error([] { parse_osu("# OSU MPI Latency Test v7.3\n# Size          Latency (us)\n1024   -2.91\n", "osu.txt", {}); });
+  EXPECT_TRUE(contains(e, "osu.txt:3: column 'Latency (us)': '-2.91' is negative")) << e;
+  e = input_error([] { parse_osu("# OSU MPI Bandwidth Test v7.3\n# Size      Bandwidth (MB/s)\n1.5   2.91\n", "osu.txt", {}); });
+  EXPECT_TRUE(contains(e, "osu.txt:3: column 'Size': '1.5' is not a whole number")) << e;
+}
+
+// perftest's QoS and per-port tables put columns where the plain one has others: read by name.
+TEST(ImportPerftest, ColumnsAreFoundByTheirNames) {
+  const std::string text = "                    RDMA_Write BW Test\n"
+                           " #bytes    #sl      #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+                           " 65536    3           5000           96.54              96.51                  0.184082\n";
+  const auto r = parse_perftest(text, "qos.txt", {}).results;
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].samples["n"], 5000);
+  EXPECT_DOUBLE_EQ(r[0].metrics["bw_avg_Gbps"], 96.51);
+}
+
+TEST(ImportNcclTests, WrongElementsAndOutOfBoundsFailTheRecords) {
+  const auto records = import("nccl-tests", "all_reduce_perf_wrong.txt");
+  expect_all_valid(records);
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 8u);
+  for (const auto& x : r) {
+    EXPECT_EQ(x["status"], "fail") << x.dump();
+    EXPECT_TRUE(contains(x["reason"], "all_reduce_perf_wrong.txt:18: # Out of bounds values : 3 FAILED")) << x["reason"];
+  }
+  EXPECT_EQ(r[5]["params"]["bytes"], 67108864);
+  EXPECT_EQ(r[5]["params"]["inplace"], true);
+  EXPECT_EQ(r[5]["metrics"]["wrong"], 3);
+  EXPECT_TRUE(contains(r[5]["reason"], "3 wrong elements (nccl-tests #wrong)")) << r[5]["reason"];
+  EXPECT_FALSE(contains(r[4]["reason"], "wrong elements")) << r[4]["reason"];
+}
+
+TEST(ImportNcclTests, AWrongRowAloneFailsItsRecord) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  const auto r = parse_nccl_tests(kNcclHeader +
+                                      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
+                                      "        4096          1024     float     sum      -1    31.88    0.13    0.19      0    31.40    0.13    0.20      1\n",
+                                  "w.txt", allreduce)
+                     .results;
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[2].status, Status::ok);
+  EXPECT_EQ(r[3].status, Status::fail);
+  EXPECT_EQ(r[3].reason, "1 wrong elements (nccl-tests #wrong)");
+}
+
+TEST(ImportNcclTests, JsonWrongCountsOutOfBoundsAndErrorsFail) {
+  const std::string half = R"({"time": 25.6, "alg_bw": 0.04, "bus_bw": 0.07, "nwrong": 0})";
+  const std::string bad = R"({"time": 25.6, "alg_bw": 0.04, "bus_bw": 0.07, "nwrong": 2})";
+  const std::string doc = R"({"args": ["all_reduce_perf"], "config": {"devices": [{"hostname": "a"}, {"hostname": "a"}]}, "results": [)"
+                          R"({"size": 1024, "type": "float", "redop": "sum", "root": "-1", "out_of_place": )" + half + R"(, "in_place": )" + bad + "}],";
+  auto r = parse_nccl_tests(doc + R"("out_of_bounds": {"count": 0, "okay": true}, "errors": []})", "j.json", {}).results;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, Status::ok);
+  EXPECT_EQ(r[1].status, Status::fail);
+  r = parse_nccl_tests(doc + R"("out_of_bounds": {"count": 2, "okay": false}, "errors": ["unhandled cuda error"]})", "j.json", {}).results;
+  EXPECT_EQ(r[0].status, Status::fail);
+  EXPECT_TRUE(contains(r[0].reason, "2 values out of bounds")) << r[0].reason;
+  EXPECT_TRUE(contains(r[0].reason, "unhandled cuda error")) << r[0].reason;
+  const std::string negative = R"({"args": ["all_reduce_perf"], "results": [{"size": 1024, "in_place": {"time": -3, "alg_bw": 1, "bus_bw": 1}}]})";
+  const std::string e = input_error([&] { parse_nccl_tests(negative, "n.json", {}); });
+  EXPECT_TRUE(contains(e, "n.json: column 'results[0].in_place.time': '-3' is negative")) << e;
+}
+
+TEST(ImportNcclTests, ATestFailureLineFailsTheRun) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  const auto r = parse_nccl_tests(kNcclHeader +
+                                      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
+                                      "node02: Test NCCL failure common.cu:1003 'remote process exited or there was a network error / '\n",
+                                  "f.txt", allreduce)
+                     .results;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, Status::fail);
+  EXPECT_TRUE(contains(r[0].reason, "f.txt:3: node02: Test NCCL failure common.cu:1003")) << r[0].reason;
+}
+
+TEST(ImportPerftest, ErrorLinesFailTheRecords) {
+  const auto records = import("perftest", "perftest_write_bw_error.txt");
+  expect_all_valid(records);
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 3u);
+  for (const auto& x : r) {
+    EXPECT_EQ(x["status"], "fail");
+    EXPECT_TRUE(contains(x["reason"], "perftest_write_bw_error.txt:26: Completion with error at client")) << x["reason"];
+  }
+  for (const auto& x : results(import("perftest", "perftest_write_bw_gbits.txt"))) EXPECT_EQ(x["status"], "ok");
+}
+
+TEST(ImportOsu, AnAbortFailsTheBenchmarksRecordsAndAWarningDoesNot) {
+  const auto aborted = results(import("osu", "osu_latency_abort.txt"));
+  ASSERT_EQ(aborted.size(), 4u);
+  for (const auto& x : aborted) {
+    EXPECT_EQ(x["status"], "fail");
+    EXPECT_TRUE(contains(x["reason"], "osu_latency_abort.txt:7: [node02:2761539] *** An error occurred in MPI_Recv")) << x["reason"];
+  }
+  // Open MPI's "WARNING: There was an error initializing an OpenFabrics device." is not a failure.
+  for (const auto& x : results(import("osu", "osu_multi.txt"))) EXPECT_EQ(x["status"], "ok") << x.dump();
+}
+
+TEST(ImportOsu, AnErrorFailsOnlyTheBenchmarkItFollows) {
+  const std::string text = "# OSU MPI Bandwidth Test v7.1\n# Size      Bandwidth (MB/s)\n1     2.91\n"
+                           "# OSU MPI Bi-Directional Bandwidth Test v7.1\n# Size      Bandwidth (MB/s)\n1     4.88\n"
+                           "[/osu/c/util/osu_util_mpi.c:1020] Error: 'Error allocating host memory'\n4096   5100.2\n";
+  const auto r = parse_osu(text, "e.txt", {}).results;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].status, Status::ok);
+  EXPECT_EQ(r[1].status, Status::fail);
+  EXPECT_EQ(r[2].status, Status::fail);
+  EXPECT_TRUE(contains(r[1].reason, "e.txt:7: ")) << r[1].reason;
+}
+
+TEST(ImportOsu, ValidationFailIsAFailedRecord) {
+  ImportOptions eight;
+  eight.world = 8;
+  const auto r = parse_osu("# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)        Validation\n"
+                           "4                       5.12                  Pass\n8                       5.20                  Fail\n",
+                           "v.txt", eight)
+                     .results;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, Status::ok);
+  EXPECT_EQ(r[1].status, Status::fail);
+  EXPECT_EQ(r[1].reason, "v.txt:4: OSU validation (-c): Fail");
+}
+
+// #19: osu_bibw's rows were averaged into osu_bw's (both are "# Size  Bandwidth (MB/s)").
+TEST(ImportOsu, EachBenchmarkOfALogIsASeriesOfItsOwn) {
+  const auto records = import("osu", "osu_multi.txt");
+  expect_all_valid(records);
+  EXPECT_EQ(records[0]["details"]["benchmarks"], json({"osu_bw", "osu_bibw", "osu_get_latency", "osu_acc_latency"}));
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 14u);
+  std::map<std::string, int> per_benchmark;
+  for (const auto& x : r) ++per_benchmark[x["params"]["benchmark"]];
+  EXPECT_EQ(per_benchmark, (std::map<std::string, int>{{"osu_bw", 4}, {"osu_bibw", 4}, {"osu_get_latency", 3}, {"osu_acc_latency", 3}}));
+  EXPECT_EQ(r[11]["params"]["test"], "lat");
+  EXPECT_DOUBLE_EQ(r[13]["metrics"]["lat_us_avg"], 41.72);
+
+  Dataset d;
+  d.load(write_records(temp_dir() / "results.jsonl", records));
+  const Aggregate a = aggregate(d);
+  std::map<std::string, double> bw_at_4mib;
+  for (const auto& row : a.probes.rows) {
+    if (row.bytes != 4194304) continue;
+    for (const auto& [source, metrics] : row.by_source) bw_at_4mib[source] = metrics.at("bw_avg_Gbps");
+  }
+  EXPECT_EQ(bw_at_4mib, (std::map<std::string, double>{{"mpi osu_bibw (osu)", 24127.35 * 8 / 1000}, {"mpi osu_bw (osu)", 12101.77 * 8 / 1000}}));
+}
+
+TEST(ImportOsu, BenchmarkNamesFollowTheirPrograms) {
+  const std::vector<std::pair<std::string, std::string>> titles{
+      {"# OSU MPI-CUDA Bi-Directional Bandwidth Test v7.1", "osu_bibw"},
+      {"# OSU MPI Multiple Bandwidth / Message Rate Test v7.1", "osu_mbw_mr"},
+      {"# OSU MPI_Put Bi-directional Bandwidth Test v7.1", "osu_put_bibw"},
+      {"# OSU MPI_Get_accumulate latency Test v7.1", "osu_get_acc_latency"},
+      {"# OSU MPI Non-blocking Allreduce Latency Test v7.1", "osu_iallreduce"},
+      {"# OSU MPI-ROCM Allgatherv Latency Test v7.1", "osu_allgatherv"}};
+  for (const auto& [title, program] : titles) {
+    const auto imported = parse_osu(title + "\n", "t.txt", {});
+    EXPECT_EQ(imported.details["benchmarks"], json({program})) << title;
+  }
+}
+
+// nccl-tests from 2019 to 2022: no root column, "error" columns, "#   Rank 0 Pid P on HOST".
+TEST(ImportNcclTests, OldTableWithoutTheRootColumn) {
+  const auto records = import("nccl-tests", "all_reduce_perf_2019.txt");
+  expect_all_valid(records);
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 8u);
+  EXPECT_EQ(r[0]["world"], 4);
+  EXPECT_EQ(r[0]["host"], "gpu-a01");
+  EXPECT_EQ(r[7]["params"]["redop"], "sum");
+  EXPECT_FALSE(r[7]["params"].contains("root"));
+  EXPECT_DOUBLE_EQ(r[7]["metrics"]["time_us"], 1488.6);
+  EXPECT_DOUBLE_EQ(r[7]["metrics"]["busbw_GBps"], 16.91);
+  EXPECT_EQ(r[7]["metrics"]["max_error"], 0);
+  EXPECT_FALSE(r[7]["metrics"].contains("wrong"));  // "error" is a difference, not a count of wrong elements
+  EXPECT_EQ(r[7]["samples"]["n"], 20);
+  EXPECT_EQ(r[7]["status"], "ok");
+}
+
+TEST(ImportNcclTests, OldBroadcastTableHasARootButNoRedop) {
+  ImportOptions bcast;
+  bcast.op = "broadcast";
+  const auto r = parse_nccl_tests("#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                                  "     1048576        262144   float       0    60.13   17.44   17.44  0e+00    59.82   17.53   17.53  0e+00\n",
+                                  "b.txt", bcast)
+                     .results;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].params["root"], 0);
+  EXPECT_EQ(r[0].params["redop"], "");
+  EXPECT_DOUBLE_EQ(r[0].metrics["time_us"], 60.13);
+}
+
+// nccl-tests' first version (2017) printed milliseconds under "time".
+TEST(ImportNcclTests, FirstVersionTableInMilliseconds) {
+  const auto records = import("nccl-tests", "all_reduce_perf_2017.txt", with([](ImportOptions& o) { o.op = "allreduce"; }));
+  expect_all_valid(records);
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0]["world"], 8);
+  EXPECT_EQ(r[0]["host"], "dgx1-07");
+  EXPECT_DOUBLE_EQ(r[4]["metrics"]["time_us"], 3728);
+  EXPECT_DOUBLE_EQ(r[4]["metrics"]["busbw_GBps"], 15.75);
+  EXPECT_EQ(r[4]["samples"]["n"], 20);
+}
+
+TEST(ImportNcclTests, HeaderWithoutHashAndNoRankLinesSaysRanksUnknown) {
+  const auto records = import("nccl-tests", "all_gather_perf_nohash.txt");
+  expect_all_valid(records);
+  EXPECT_EQ(records[0]["details"]["ranks"], "unknown");
+  const auto r = results(records);
+  ASSERT_EQ(r.size(), 10u);
+  EXPECT_EQ(r[0]["step"], "collectives.allgather");
+  EXPECT_EQ(r[9]["params"]["ranks"], "unknown");
+  EXPECT_EQ(r[9]["params"]["dtype"], "half");
+  EXPECT_DOUBLE_EQ(r[9]["metrics"]["busbw_GBps"], 183.09);
+  EXPECT_EQ(r[9]["samples"]["n"], 50);
+  // --world gives it.
+  const auto known = results(import("nccl-tests", "all_gather_perf_nohash.txt", with([](ImportOptions& o) { o.world = 8; })));
+  EXPECT_EQ(known[0]["world"], 8);
+  EXPECT_FALSE(known[0]["params"].contains("ranks"));
+}
+
+TEST(ImportNcclTests, ReportsLabelUnknownRanksAndDrawNoRanksCurve) {
+  auto records = import("nccl-tests", "all_gather_perf_nohash.txt");
+  const auto known = import("nccl-tests", "all_reduce_perf.txt");
+  records.insert(records.end(), known.begin(), known.end());
+  Dataset d;
+  d.load(write_records(temp_dir() / "results.jsonl", records));
+  const Aggregate a = aggregate(d);
+  std::vector<std::string> labels;
+  for (const auto& c : a.size_curves) labels.push_back(c.label());
+  EXPECT_EQ(labels.size(), 4u);
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(), [](const std::string& l) { return contains(l, "ranks unknown"); }), 2) << labels[0];
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(), [](const std::string& l) { return contains(l, "1 ranks"); }), 0);
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(), [](const std::string& l) { return contains(l, "4 ranks"); }), 2);
+  for (const auto& c : a.world_curves) EXPECT_NE(c.op, "allgather") << c.label();
+}
+
+// Trace replay leaves the out-of-place half blank; a row cut after it has no such gap.
+TEST(ImportNcclTests, TraceReplayRowsAreInPlaceOnly) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  const std::string replay = "        1024           256     float     sum      -1                                    25.12    0.04    0.07      0\n";
+  const auto r = parse_nccl_tests(kNcclHeader + replay, "r.txt", allreduce).results;
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].params["inplace"], true);
+  EXPECT_DOUBLE_EQ(r[0].metrics["time_us"], 25.12);
+  const std::string cut = "        1024           256     float     sum      -1    25.61    0.04    0.07      0\n";
+  EXPECT_THROW(parse_nccl_tests(kNcclHeader + cut, "c.txt", allreduce), RowError);
+  const std::string stamped = "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0  2025-10-28 12:00:01\n";
+  EXPECT_EQ(parse_nccl_tests(kNcclHeader.substr(0, kNcclHeader.size() - 1) + " timestamp\n" + stamped, "z.txt", allreduce).results.size(), 2u);
+}
+
