@@ -111,4 +111,52 @@ std::vector<json> import_file(const std::string& tool, const std::filesystem::pa
   return out;
 }
 
+namespace {
+
+// A line of a results file: a JSON object that names the record schema.
+bool is_record_line(const std::string& line) {
+  const json j = json::parse(line, nullptr, false);
+  if (!j.is_object()) return false;
+  const auto it = j.find("schema");
+  return it != j.end() && it->is_string() && it->get<std::string>().starts_with("rocebench.result/");
+}
+
+}  // namespace
+
+bool check_results_file_for_append(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;  // absent: RecordWriter creates it (or says why it cannot)
+  auto refuse = [&](int line, const std::string& text, const char* which) {
+    throw InputError(file.string(), line, "",
+                     std::string(which) + " is not a rocebench result record ('" + printable_excerpt(trim(text), 60) +
+                         "'): -o appends to a results file, and this is another kind of file");
+  };
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line) && trim(line).empty()) ++number;
+  if (trim(line).empty()) return false;  // empty, or blank lines only
+  // A first line that is also the cut last one may be a record its writer did not finish.
+  const bool first_is_record = in.eof() ? trim(line).starts_with("{") : is_record_line(line);
+  if (!first_is_record) refuse(number + 1, line, "its first line");
+
+  // Only the tail is read for the last line: a results file may hold millions of records.
+  constexpr std::streamoff kTail = 1 << 20;
+  in.clear();
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.seekg(from);
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  const bool cut = tail.back() != '\n';
+  tail.erase(tail.find_last_of('\n') + 1);  // drop a cut last line (npos + 1 is 0: all of it)
+  if (!tail.empty()) tail.pop_back();
+  const auto start = tail.find_last_of('\n');
+  const std::string last = start == std::string::npos ? tail : tail.substr(start + 1);
+  if ((start != std::string::npos || from == 0) && !trim(last).empty() && !is_record_line(last)) {
+    refuse(0, last, "its last complete line");
+  }
+  return cut;
+}
+
 }  // namespace rocebench::reports

@@ -127,6 +127,8 @@ int import_main(const Args& args) {
       .positional("TOOL", &tool, "perftest | nccl-tests | osu")
       .positional("FILE", &file, "the tool's output (text, or JSON from perftest --out_json / nccl-tests -J)");
   if (!p.parse(args)) return kExitOk;
+  // Refused before reading the tool's output: nothing is written into a file that is not a results file.
+  const bool ends_mid_line = !output.empty() && check_results_file_for_append(output);
   const auto records = import_file(tool, file, o);
   const json& details = records.front()["details"];
   for (const auto& why : details.value("skipped_rows", json::array())) std::cerr << "rocebench import: skipped " << why.get<std::string>() << "\n";
@@ -136,6 +138,8 @@ int import_main(const Args& args) {
   if (output.empty()) {
     for (const auto& r : records) std::cout << r.dump() << "\n";
   } else {
+    // A writer that died left its last line unfinished: ours start on a line of their own.
+    if (ends_mid_line) std::ofstream(output, std::ios::app | std::ios::binary) << "\n";
     RecordWriter writer(output);
     for (const auto& r : records) writer.append(r);
     writer.sync();

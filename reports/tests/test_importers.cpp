@@ -517,3 +517,26 @@ TEST(ImportNcclTests, TraceReplayRowsAreInPlaceOnly) {
   EXPECT_EQ(parse_nccl_tests(kNcclHeader.substr(0, kNcclHeader.size() - 1) + " timestamp\n" + stamped, "z.txt", allreduce).results.size(), 2u);
 }
 
+TEST(ImportAppend, RefusesAFileThatIsNotAResultsFile) {
+  const auto dir = temp_dir();
+  EXPECT_FALSE(check_results_file_for_append(dir / "absent.jsonl"));
+  write_file(dir / "empty.jsonl", "");
+  EXPECT_FALSE(check_results_file_for_append(dir / "empty.jsonl"));
+  const auto records = import("osu", "osu_bw.txt");
+  write_records(dir / "results.jsonl", records);
+  EXPECT_FALSE(check_results_file_for_append(dir / "results.jsonl"));
+
+  write_file(dir / "perf.txt", read_file(source_dir() / "all_reduce_perf.txt"));
+  std::string e = input_error([&] { check_results_file_for_append(dir / "perf.txt"); });
+  EXPECT_TRUE(contains(e, (dir / "perf.txt").string() + ":1: its first line is not a rocebench result record")) << e;
+  write_file(dir / "mixed.jsonl", read_file(dir / "results.jsonl") + "size,busbw\n1024,0.07\n");
+  e = input_error([&] { check_results_file_for_append(dir / "mixed.jsonl"); });
+  EXPECT_TRUE(contains(e, "mixed.jsonl: its last complete line is not a rocebench result record ('1024,0.07')")) << e;
+  write_file(dir / "one.txt", "hello");
+  EXPECT_THROW(check_results_file_for_append(dir / "one.txt"), InputError);
+
+  // A writer that died mid-record: still a results file, and the caller starts a new line.
+  const std::string whole = read_file(dir / "results.jsonl");
+  write_file(dir / "cut.jsonl", whole + records[1].dump().substr(0, 30));
+  EXPECT_TRUE(check_results_file_for_append(dir / "cut.jsonl"));
+}

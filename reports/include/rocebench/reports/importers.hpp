@@ -78,6 +78,12 @@ Imported parse_osu(const std::string& text, const std::string& file, const Impor
 // against the result schema.
 std::vector<json> import_file(const std::string& tool, const std::filesystem::path& file, const ImportOptions& options);
 
+// Refuses (InputError naming the file and line) to append records to `file` when it exists and is
+// not a results file: its first or last complete line is not a rocebench record. An empty or absent
+// file is fine. Returns true when the file ends in the middle of a line (a writer that died), so
+// that the caller starts on a new line.
+bool check_results_file_for_append(const std::filesystem::path& file);
+
 // Bus bandwidth factor of nccl-tests' PERFORMANCE.md for `op` on n ranks (0 when unknown).
 double busbw_factor(const std::string& op, int ranks);
 
