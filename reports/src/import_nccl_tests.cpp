@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <type_traits>
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/importers.hpp"
@@ -293,6 +294,16 @@ void read_json_row(const std::string& file, std::size_t i, const json& r, const 
   }
 }
 
+// A field of -J's output, or `fallback` when it is absent or of another type.
+template <class T>
+T field(const json& j, const char* key, const T& fallback) {
+  const auto it = j.is_object() ? j.find(key) : j.end();
+  if (it == j.end()) return fallback;
+  if constexpr (std::is_same_v<T, json>) return it->type() == fallback.type() ? *it : fallback;
+  else if constexpr (std::is_same_v<T, double>) return it->is_number() ? it->template get<double>() : fallback;
+  else return it->is_string() ? it->template get<std::string>() : fallback;
+}
+
 Imported parse_json(const std::string& text, const std::string& file, const ImportOptions& o) {
   json doc;
   try {
@@ -310,14 +321,14 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
     op = op_from_program(doc["args"][0].get<std::string>());
   }
   run.op = resolve_op(o, op, file);
-  const json config = doc.value("config", json::object());
-  const json devices = config.is_object() ? config.value("devices", json::array()) : json::array();
+  const json config = field(doc, "config", json::object());
+  const json devices = field(config, "devices", json::array());
   run.world = o.world > 0 ? o.world : static_cast<int>(devices.size());
   run.host = o.host;
-  if (run.host.empty()) run.host = devices.empty() || !devices[0].is_object() ? "imported" : devices[0].value("hostname", std::string("imported"));
+  if (run.host.empty()) run.host = devices.empty() ? "imported" : field(devices[0], "hostname", std::string("imported"));
   if (run.world < 1) out.details["ranks"] = "unknown";
-  run.iters = config.is_object() ? as_count(config.value("iterations", 0.0)) : 0;
-  if (doc.contains("average_bus_bandwidth")) out.details["avg_busbw_GBps"] = doc["average_bus_bandwidth"].value("bandwidth", 0.0);
+  run.iters = as_count(field(config, "iterations", 0.0));
+  if (doc.contains("average_bus_bandwidth")) out.details["avg_busbw_GBps"] = field(doc["average_bus_bandwidth"], "bandwidth", 0.0);
   for (std::size_t i = 0; i < doc["results"].size(); ++i) {
     read_row(out, o, [&] {
       read_json_row(file, i, doc["results"][i], [&](const Prefix& p, bool inplace, const Half& h) {
@@ -325,11 +336,10 @@ Imported parse_json(const std::string& text, const std::string& file, const Impo
       });
     });
   }
-  const json bounds = doc.value("out_of_bounds", json::object());
-  if (bounds.is_object() && bounds.value("count", 0.0) > 0) {
-    mark_failed(out.results, 0, located_message(file, 0, "out_of_bounds.count", number(bounds.value("count", 0.0)) + " values out of bounds"));
+  if (const double bounds = field(field(doc, "out_of_bounds", json::object()), "count", 0.0); bounds > 0) {
+    mark_failed(out.results, 0, located_message(file, 0, "out_of_bounds.count", number(bounds) + " values out of bounds"));
   }
-  for (const auto& error : doc.value("errors", json::array())) {
+  for (const auto& error : field(doc, "errors", json::array())) {
     if (error.is_string() && !trim(error.get<std::string>()).empty()) {
       mark_failed(out.results, 0, located_message(file, 0, "errors", printable_excerpt(error.get<std::string>(), 200)));
     }

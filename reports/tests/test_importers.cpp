@@ -540,3 +540,15 @@ TEST(ImportAppend, RefusesAFileThatIsNotAResultsFile) {
   write_file(dir / "cut.jsonl", whole + records[1].dump().substr(0, 30));
   EXPECT_TRUE(check_results_file_for_append(dir / "cut.jsonl"));
 }
+
+// -J's fields of another type than nccl-tests writes threw nlohmann's type_error, which is no
+// InputError (a crash for `rocebench import`, and for fuzz_importers).
+TEST(ImportNcclTests, JsonFieldsOfAnotherTypeAreNotACrash) {
+  const std::string doc = R"({"args": ["all_reduce_perf"], "config": {"iterations": "20", "devices": 7}, "average_bus_bandwidth": 3,)"
+                          R"( "out_of_bounds": {"count": "2"}, "errors": 5, "results": [{"size": 8, "in_place": {"time": 1, "alg_bw": 0, "bus_bw": 0}}]})";
+  Imported imported;
+  EXPECT_NO_THROW(imported = parse_nccl_tests(doc, "t.json", {}));
+  ASSERT_EQ(imported.results.size(), 1u);
+  EXPECT_EQ(imported.details["ranks"], "unknown");
+  EXPECT_EQ(imported.results[0].status, Status::ok);
+}
