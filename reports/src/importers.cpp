@@ -121,6 +121,41 @@ bool is_record_line(const std::string& line) {
   return it != j.end() && it->is_string() && it->get<std::string>().starts_with("rocebench.result/");
 }
 
+// The first line that is not blank, its number, and whether it is complete (ends with '\n').
+struct FirstLine {
+  std::string text;
+  int number = 0;
+  bool complete = false;
+};
+FirstLine first_line(std::istream& in) {
+  FirstLine f;
+  while (std::getline(in, f.text)) {
+    ++f.number;
+    if (!trim(f.text).empty()) break;
+  }
+  f.complete = !in.eof();
+  return f;
+}
+
+// The last complete line among the last MiB of `in` ("" when the tail holds none), and whether the
+// file ends mid-line. Only the tail is read: a results file may hold millions of records.
+std::pair<std::string, bool> last_complete_line(std::istream& in) {
+  constexpr std::streamoff kTail = 1 << 20;
+  in.clear();
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.seekg(from);
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  const bool cut = !tail.empty() && tail.back() != '\n';
+  tail.erase(tail.find_last_of('\n') + 1);  // drop a cut last line (npos + 1 is 0: all of it)
+  if (!tail.empty()) tail.pop_back();
+  const auto start = tail.find_last_of('\n');
+  if (start == std::string::npos && from > 0) return {"", cut};  // a line longer than the tail
+  return {start == std::string::npos ? tail : tail.substr(start + 1), cut};
+}
+
 }  // namespace
 
 bool check_results_file_for_append(const std::filesystem::path& file) {
@@ -131,31 +166,12 @@ bool check_results_file_for_append(const std::filesystem::path& file) {
                      std::string(which) + " is not a rocebench result record ('" + printable_excerpt(trim(text), 60) +
                          "'): -o appends to a results file, and this is another kind of file");
   };
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line) && trim(line).empty()) ++number;
-  if (trim(line).empty()) return false;  // empty, or blank lines only
+  const FirstLine first = first_line(in);
+  if (trim(first.text).empty()) return false;  // empty, or blank lines only
   // A first line that is also the cut last one may be a record its writer did not finish.
-  const bool first_is_record = in.eof() ? trim(line).starts_with("{") : is_record_line(line);
-  if (!first_is_record) refuse(number + 1, line, "its first line");
-
-  // Only the tail is read for the last line: a results file may hold millions of records.
-  constexpr std::streamoff kTail = 1 << 20;
-  in.clear();
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
-  std::string tail(static_cast<std::size_t>(size - from), '\0');
-  in.seekg(from);
-  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  const bool cut = tail.back() != '\n';
-  tail.erase(tail.find_last_of('\n') + 1);  // drop a cut last line (npos + 1 is 0: all of it)
-  if (!tail.empty()) tail.pop_back();
-  const auto start = tail.find_last_of('\n');
-  const std::string last = start == std::string::npos ? tail : tail.substr(start + 1);
-  if ((start != std::string::npos || from == 0) && !trim(last).empty() && !is_record_line(last)) {
-    refuse(0, last, "its last complete line");
-  }
+  if (first.complete ? !is_record_line(first.text) : !trim(first.text).starts_with("{")) refuse(first.number, first.text, "its first line");
+  const auto [last, cut] = last_complete_line(in);
+  if (!trim(last).empty() && !is_record_line(last)) refuse(0, last, "its last complete line");
   return cut;
 }
 
