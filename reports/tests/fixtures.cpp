@@ -126,6 +126,28 @@ json check(const std::string& run, const std::string& host, const std::string& i
   return to_json(c, run);
 }
 
+json skipped_check(const std::string& run, const std::string& host, const std::string& id, const std::string& reason) {
+  CheckRecord c;
+  c.check = id;
+  c.host = host;
+  c.subject = "host";
+  c.status = Status::skip;
+  c.reason = reason;
+  return to_json(c, run);
+}
+
+json skipped_result(const std::string& run, const std::string& step, const std::string& host, int world, const json& params,
+                    const std::string& reason) {
+  ResultRecord r;
+  r.step = step;
+  r.host = host;
+  r.world = world;
+  r.params = params;
+  r.status = Status::skip;
+  r.reason = reason;
+  return to_json(r, run);
+}
+
 std::vector<json> full_run(const std::string& run) {
   std::vector<json> out;
   const double one = 1000;

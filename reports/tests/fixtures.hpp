@@ -22,6 +22,11 @@ json probe(const std::string& run, const std::string& transport, const std::stri
            const std::string& host = "node01", const std::string& peer = "node02");
 json pair(const std::string& run, const std::string& src, const std::string& dst, double gbps, bool flagged);
 json check(const std::string& run, const std::string& host, const std::string& id, const json& observed, bool ok);
+// A check that could not look (status skip) on `host`, with its reason.
+json skipped_check(const std::string& run, const std::string& host, const std::string& id, const std::string& reason);
+// A step skipped before it measured anything: no size, no metrics, just the reason.
+json skipped_result(const std::string& run, const std::string& step, const std::string& host, int world, const json& params,
+                    const std::string& reason);
 
 // The run record harness/src/run.cpp writes first, for hosts given with their link speed in Mb/s
 // (0: no netdev reported one); host i holds ranks 2i and 2i+1.

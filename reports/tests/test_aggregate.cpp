@@ -159,14 +159,7 @@ TEST(Collectives, BusBandwidthAgainstSizeAndRanks) {
 TEST(Collectives, ASeriesSkippedBeforeItsSweepIsOneLineWithItsReason) {
   std::vector<json> records;
   for (double bytes : {1024.0, 4096.0}) records.push_back(collective("r", "allreduce", 4, bytes, 10, 1, "tcp"));
-  ResultRecord skip;
-  skip.step = "collectives.allreduce";
-  skip.host = "node01";
-  skip.world = 4;
-  skip.params = {{"algorithm", "nccl"}};
-  skip.status = Status::skip;
-  skip.reason = "rank 0: no GPU";
-  records.push_back(to_json(skip, "r"));
+  records.push_back(skipped_result("r", "collectives.allreduce", "node01", 4, {{"algorithm", "nccl"}}, "rank 0: no GPU"));
   const Aggregate a = aggregate_of(records);
   ASSERT_EQ(a.size_curves.size(), 2u);
   for (const auto& c : a.size_curves) {
@@ -189,14 +182,8 @@ TEST(Collectives, ASeriesSkippedBeforeItsSweepIsOneLineWithItsReason) {
 // column of missing cells.
 TEST(Probes, ASourceThatMeasuredNothingIsALineNotAColumn) {
   std::vector<json> records{probe("r", "tcp", "lat", 64, 7.0, "vm", "vm rank 0")};
-  ResultRecord skip;
-  skip.step = "microbench.probe";
-  skip.host = "vm";
-  skip.world = 2;
-  skip.params = {{"transport", "verbs"}, {"test", "write_lat"}};
-  skip.status = Status::skip;
-  skip.reason = "no RDMA device on this host";
-  records.push_back(to_json(skip, "r"));
+  records.push_back(skipped_result("r", "microbench.probe", "vm", 2, {{"transport", "verbs"}, {"test", "write_lat"}},
+                                   "no RDMA device on this host"));
   const Aggregate a = aggregate_of(records);
   EXPECT_EQ(a.probes.sources, std::vector<std::string>{"tcp"});
   ASSERT_EQ(a.probes.rows.size(), 1u);
@@ -258,13 +245,8 @@ TEST(AllPairs, MatrixWithFlaggedPairsAndBadHosts) {
 
 // A check that could not look shows why, never "skip: null".
 TEST(Netcheck, ASkippedCheckShowsItsReason) {
-  CheckRecord c;
-  c.check = "rdma.device_present";
-  c.host = "vm";
-  c.subject = "host";
-  c.status = Status::skip;
-  c.reason = "no RDMA device";
-  const Aggregate a = aggregate_of({to_json(c, "r"), check("r", "vm", "host.kernel", "6.1.0", true)});
+  const Aggregate a =
+      aggregate_of({skipped_check("r", "vm", "rdma.device_present", "no RDMA device"), check("r", "vm", "host.kernel", "6.1.0", true)});
   ASSERT_EQ(a.netcheck.rows.size(), 2u);
   EXPECT_EQ(a.netcheck.rows[1].by_host.at("vm").reason, "no RDMA device");
   EXPECT_EQ(record_counts(a), "2 records (1 ok, 1 skip)");

@@ -56,6 +56,13 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 const std::string kNcclHeader =
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
 
+// An allreduce table of `rows` under the current header, as `file`.
+std::vector<ResultRecord> allreduce_rows(const std::string& rows, const std::string& file) {
+  ImportOptions allreduce;
+  allreduce.op = "allreduce";
+  return parse_nccl_tests(kNcclHeader + rows, file, allreduce).results;
+}
+
 }  // namespace
 
 TEST(ImportPerftest, LatencyTableGivesEveryPercentile) {
@@ -295,13 +302,10 @@ TEST(ImportNcclTests, WrongElementsAndOutOfBoundsFailTheRecords) {
 }
 
 TEST(ImportNcclTests, AWrongRowAloneFailsItsRecord) {
-  ImportOptions allreduce;
-  allreduce.op = "allreduce";
-  const auto r = parse_nccl_tests(kNcclHeader +
-                                      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
-                                      "        4096          1024     float     sum      -1    31.88    0.13    0.19      0    31.40    0.13    0.20      1\n",
-                                  "w.txt", allreduce)
-                     .results;
+  const auto r = allreduce_rows(
+      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
+      "        4096          1024     float     sum      -1    31.88    0.13    0.19      0    31.40    0.13    0.20      1\n",
+      "w.txt");
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[2].status, Status::ok);
   EXPECT_EQ(r[3].status, Status::fail);
@@ -327,13 +331,10 @@ TEST(ImportNcclTests, JsonWrongCountsOutOfBoundsAndErrorsFail) {
 }
 
 TEST(ImportNcclTests, ATestFailureLineFailsTheRun) {
-  ImportOptions allreduce;
-  allreduce.op = "allreduce";
-  const auto r = parse_nccl_tests(kNcclHeader +
-                                      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
-                                      "node02: Test NCCL failure common.cu:1003 'remote process exited or there was a network error / '\n",
-                                  "f.txt", allreduce)
-                     .results;
+  const auto r = allreduce_rows(
+      "        1024           256     float     sum      -1    25.61    0.04    0.07      0    25.12    0.04    0.07      0\n"
+      "node02: Test NCCL failure common.cu:1003 'remote process exited or there was a network error / '\n",
+      "f.txt");
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].status, Status::fail);
   EXPECT_TRUE(contains(r[0].reason, "f.txt:3: node02: Test NCCL failure common.cu:1003")) << r[0].reason;

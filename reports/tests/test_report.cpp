@@ -82,13 +82,8 @@ TEST(Report, ThePlanBesideTheResultsIsJudged) {
 // A check that could not look says why in the report, never "skip: null".
 TEST(Report, NetcheckCellsGiveTheReasonOfASkip) {
   const auto dir = temp_dir();
-  CheckRecord c;
-  c.check = "rdma.device_present";
-  c.host = "vm";
-  c.subject = "host";
-  c.status = Status::skip;
-  c.reason = "no RDMA device";
-  const auto results = write_records(dir / "results.jsonl", {to_json(c, "r"), check("r", "vm", "host.kernel", "6.1.0", true)});
+  const auto results = write_records(dir / "results.jsonl", {skipped_check("r", "vm", "rdma.device_present", "no RDMA device"),
+                                                             check("r", "vm", "host.kernel", "6.1.0", true)});
   EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
   const std::string md = read_file(dir / "r" / "report.md");
   EXPECT_NE(md.find("| _skip: no RDMA device_ |"), std::string::npos) << md;
