@@ -14,7 +14,7 @@ namespace rocebench::reports {
 std::string number(double v) {
   if (!std::isfinite(v)) return fmt::format("{}", v);
   if (v != 0 && (std::abs(v) >= 1e7 || std::abs(v) < 1e-3)) return fmt::format("{:.3e}", v);
-  if (v == std::round(v) && std::abs(v) >= 1000) return fmt::format("{:.0f}", v);
+  if (std::abs(v) >= 1000) return fmt::format("{:.0f}", v);  // 10012, not 1.001e+04
   return fmt::format("{:.4g}", v);
 }
 

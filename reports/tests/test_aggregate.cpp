@@ -2,6 +2,7 @@
 
 #include "fixtures.hpp"
 #include "rocebench/reports/aggregate.hpp"
+#include "rocebench/reports/text.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -291,4 +292,14 @@ TEST(Trends, OneValuePerRunInOrder) {
     EXPECT_DOUBLE_EQ(*t.values[1], 5.55);
   }
   EXPECT_TRUE(found);
+}
+
+// What the tables and the console summary print: 4 significant digits, no exponent between 1e-3 and 1e7.
+TEST(Text, NumbersAreReadableAtEveryScale) {
+  EXPECT_EQ(number(6.7834), "6.783");
+  EXPECT_EQ(number(0.0012345), "0.001234");
+  EXPECT_EQ(number(10012.3), "10012") << "a p99 of 10 ms in µs, not 1.001e+04";
+  EXPECT_EQ(number(4004.0), "4004");
+  EXPECT_EQ(number(2.5e7), "2.500e+07");
+  EXPECT_EQ(number(0.0), "0");
 }
