@@ -19,24 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Dataset load_all(const std::vector<std::string>& files) {
-  if (files.empty()) throw UsageError("no results file given");
-  Dataset data;
-  for (const auto& f : files) data.load(f);
-  for (const auto& issue : data.issues) std::cerr << issue.text() << "\n";
-  return data;
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write");
-}
-
 // Evidence from a results file, or from a baseline file for one machine type.
 EvidenceMap evidence_of(const std::string& file, const std::string& machine) {
   if (is_baseline_file(file)) return read_baseline(file, machine);
-  return collect_evidence(load_all({file}));
+  return collect_evidence(load_results({file}));
 }
 
 int report_main(const Args& args) {
@@ -89,7 +75,7 @@ int compare_main(const Args& args) {
 
   if (!baseline_out.empty()) {
     if (!now.empty()) throw UsageError("rocebench compare: --write-baseline takes one results file\n\n" + p.usage());
-    const auto evidence = collect_evidence(load_all({base}));
+    const auto evidence = collect_evidence(load_results({base}));
     write_baseline(baseline_out, machine.empty() ? "default" : machine, evidence, {base});
     std::cout << fmt::format("wrote {} metrics as baseline '{}' to {}\n", evidence.size(), machine.empty() ? "default" : machine, baseline_out);
     return kExitOk;

@@ -21,12 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write");
-}
-
 // The thresholds to judge: the file asked for, else the plan the run wrote beside its results.
 std::string thresholds_file_of(const ReportRequest& r) {
   if (!r.thresholds_file.empty() || r.inputs.size() != 1) return r.thresholds_file;
@@ -192,11 +186,22 @@ std::string console_summary(const Dataset& data, const Aggregate& agg, const std
   return out;
 }
 
-ReportResult write_report(const ReportRequest& request) {
-  if (request.inputs.empty()) throw UsageError("no results file given");
+Dataset load_results(const std::vector<std::string>& files) {
+  if (files.empty()) throw UsageError("no results file given");
   Dataset data;
-  for (const auto& f : request.inputs) data.load(f);
+  for (const auto& f : files) data.load(f);
   for (const auto& issue : data.issues) std::cerr << issue.text() << "\n";
+  return data;
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary);
+  out << text;
+  if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write");
+}
+
+ReportResult write_report(const ReportRequest& request) {
+  const Dataset data = load_results(request.inputs);
   const Aggregate agg = aggregate(data);
 
   ReportResult result;
