@@ -15,6 +15,9 @@ std::vector<Subcommand> all_subcommands();
 // `rocebench run`: launches ranks (or, with --launcher env, is one).
 int run_main(const Args& args);
 
+// `rocebench accept`: cluster acceptance, one verdict per node.
+int accept_main(const Args& args);
+
 // Makes run_step_as_plan() launch through run_main (called once, from main).
 void install_step_runner();
 

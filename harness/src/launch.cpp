@@ -225,11 +225,14 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   std::vector<std::string> argv_copy = argv;
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
+  // An emulated host whose namespace is gone is a host that is down: its rank starts and fails
+  // (and is reported lost), as a rank on a dead machine would, rather than the launch stopping.
   int netns_fd = -1;
+  std::string gone;
   if (emulated) {
     const std::string path = "/run/netns/" + emulated->netns;
     netns_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (netns_fd < 0) throw InfraError(fmt::format("cannot open network namespace {}: {}", path, std::strerror(errno)));
+    if (netns_fd < 0) gone = fmt::format("rocebench: cannot open network namespace {}: {}\n", path, std::strerror(errno));
   }
   char hostname[256] = {};
   if (emulated) std::snprintf(hostname, sizeof hostname, "%s", emulated->netns.c_str());
@@ -238,6 +241,10 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   const pid_t pid = ::fork();
   if (pid < 0) throw InfraError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    if (!gone.empty()) {
+      [[maybe_unused]] auto n = ::write(2, gone.data(), gone.size());
+      ::_exit(kExitInfra);
+    }
     if (netns_fd >= 0) {
       if (::setns(netns_fd, CLONE_NEWNET) != 0 || ::unshare(CLONE_NEWUTS) != 0 ||
           ::sethostname(hostname, std::strlen(hostname)) != 0) {

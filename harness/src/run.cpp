@@ -17,6 +17,7 @@
 #include "metadata.hpp"
 #include "plan.hpp"
 #include "rendezvous.hpp"
+#include "run.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
@@ -28,21 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct RunOptions {
-  std::string plan_path = kBuiltinLocalPlan;
-  std::string launcher;  // empty: the plan's
-  int ranks = 0;         // 0: the plan's
-  std::string hostfile;
-  int ranks_per_host = 0;
-  std::string results_root = "rocebench-results";
-  std::string results_dir;  // set by the launcher for its ranks
-  std::string run_id;
-  std::string netns_file;
-  std::string mpirun = "mpirun";
-  double deadline_s = 0;  // 0: the plan's
-  double timeout_s = 0;
-  bool dry_run = false;
-};
 
 std::string new_run_id() {
   const auto now = std::chrono::system_clock::now();
@@ -274,7 +260,9 @@ void record_interruption(const fs::path& results, const std::string& run_id, con
   std::cerr << fmt::format("rocebench run: interrupted by {}: every rank was stopped\n", signal);
 }
 
-int launch_main(RunOptions options) {
+}  // namespace
+
+int launch_run(RunOptions options) {
   const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
   const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
   if (type != "local" && type != "mpirun" && type != "srun") {
@@ -359,13 +347,11 @@ int launch_main(RunOptions options) {
   }
   if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
   else record_unreported_losses(dir / "results.jsonl", run_id, exits);
-  const int verdict = report_run(dir);
-  std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
+  const int verdict = options.report ? report_run(dir) : kExitOk;
+  if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
   if (stop_signal() != 0) return 128 + stop_signal();
   return severity(verdict) > severity(exit_code) ? verdict : exit_code;
 }
-
-}  // namespace
 
 // run's options, for `rocebench run` and for the launcher flags of a module command (`program`).
 ArgParser run_parser(const std::string& program, RunOptions& o, std::string& plan_positional) {
@@ -463,7 +449,7 @@ int run_main(const Args& args) {
       if (o.results_dir.empty() && !o.run_id.empty()) o.results_dir = (fs::path(o.results_root) / o.run_id).string();
       return rank_main(o);
     }
-    return launch_main(o);
+    return launch_run(o);
   });
 }
 

@@ -145,17 +145,22 @@ std::vector<StepKind> steps() {
       "capture": {"type": "string", "minLength": 1, "description": "folder of captured tool outputs instead of running tools"},
       "tools": {"type": "boolean", "description": "run dcb, mlnx_qos, ethtool, lspci (default true)"},
       "tool_timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
-      "rdma_required": {"type": "boolean", "description": "override the profile: false makes a host without RDMA a skip, not a failure"}
+      "rdma_required": {"type": "boolean", "description": "override the profile: false makes a host without RDMA a skip, not a failure"},
+      "per_host": {"type": "object", "description": "host name -> its own root and capture (a saved host judged in its place)",
+                   "additionalProperties": {"type": "object", "additionalProperties": false, "properties": {
+                     "root": {"type": "string", "minLength": 1}, "capture": {"type": "string", "minLength": 1}}}}
     }
   })schema");
   step.run = [](StepContext& ctx) {
     if (ctx.local_rank != 0) return;  // one check per host
-    const std::string root = ctx.params.value("root", std::string("/"));
+    const json own = ctx.params.value("per_host", json::object()).value(ctx.host, json::object());
+    const std::string root = own.value("root", ctx.params.value("root", std::string("/")));
+    const std::string capture = own.value("capture", ctx.params.value("capture", std::string()));
     Profile profile = load_profile(ctx.params.value("profile", std::string("lossless-roce")));
     if (ctx.params.contains("rdma_required")) profile.values["rdma"]["required"] = ctx.params["rdma_required"];
     const double deadline_s = std::chrono::duration<double>(ctx.deadline).count();
     const double timeout_s = std::min(ctx.params.value("tool_timeout_s", kToolTimeoutS), deadline_s);
-    const auto tools = tool_source(root, ctx.params.value("capture", std::string()), ctx.params.value("tools", true), timeout_s);
+    const auto tools = tool_source(root, capture, ctx.params.value("tools", true), timeout_s);
     for (const auto& c : check_host(root, profile, tools, ctx.host)) ctx.recorder->emit(to_json(c, ctx.run_id));
   };
   return {step};

@@ -1,0 +1,284 @@
+// `rocebench accept`: cluster acceptance in stages, each a run of its own on the hosts it needs
+// (every host; the reachable ones; halves of them while bisecting), ending with one verdict per node.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "acceptance.hpp"
+#include "commands.hpp"
+#include "launch.hpp"
+#include "run.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/report.hpp"
+
+namespace rocebench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct AcceptOptions {
+  std::string hostfile, netns_file, launcher = "mpirun", mpirun = "mpirun";
+  std::string profile = "auto";
+  std::string results_root = "rocebench-results", results_dir, run_id;
+  std::vector<std::string> netcheck_trees;  // HOST=DIR: that host's netcheck reads a saved tree
+  double deadline_s = 30;
+};
+
+// A node as the operator named it (hostfile line or emulated host), and how to start a rank there.
+struct Node {
+  std::string name;
+  std::string address;  // emulated hosts only
+};
+
+// One stage's run: its plan on a group of nodes, in its own folder under stages/.
+struct StageRun {
+  int exit_code = 0;
+  std::vector<json> records;
+  fs::path dir;
+};
+
+class Acceptance {
+ public:
+  Acceptance(AcceptOptions options, std::vector<Node> nodes, fs::path dir, accept::Profile profile)
+      : options_(std::move(options)), nodes_(std::move(nodes)), dir_(std::move(dir)), profile_(std::move(profile)),
+        verdicts_(names(nodes_)) {}
+
+  int run() {
+    const std::vector<Node> reachable = hosts_stage();
+    if (reachable.size() >= 2) {
+      const double median_pair = links_stage(reachable);
+      allreduce_stage(reachable, median_pair);
+    } else {
+      std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
+    }
+    return finish();
+  }
+
+ private:
+  static std::vector<std::string> names(const std::vector<Node>& nodes) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes) out.push_back(n.name);
+    return out;
+  }
+
+  StageRun launch(const std::string& label, const std::vector<Node>& group, const json& steps, double deadline_s) {
+    StageRun s;
+    s.dir = dir_ / "stages" / fmt::format("{:02}-{}", ++runs_, label);
+    fs::create_directories(s.dir);
+    const json plan = {{"name", "accept-" + label}, {"launcher", {{"type", "local"}, {"ranks", group.size()}}},
+                       {"deadline_s", deadline_s}, {"steps", steps}};
+    std::ofstream(s.dir / "stage-plan.json") << plan.dump(2) << "\n";
+    RunOptions run;
+    run.plan_path = (s.dir / "stage-plan.json").string();
+    run.results_dir = s.dir.string();
+    run.deadline_s = deadline_s;
+    run.report = false;
+    run.mpirun = options_.mpirun;
+    std::ofstream hosts(s.dir / "hosts");
+    for (const auto& n : group) hosts << (options_.netns_file.empty() ? n.name + " slots=1" : n.name + " " + n.address) << "\n";
+    hosts.close();
+    if (options_.netns_file.empty()) {
+      run.launcher = options_.launcher;
+      run.hostfile = (s.dir / "hosts").string();
+      run.ranks_per_host = 1;
+    } else {
+      run.launcher = "local";
+      run.netns_file = (s.dir / "hosts").string();
+      run.ranks = static_cast<int>(group.size());
+    }
+    std::cout << fmt::format("accept: {} on {} node(s): {}\n", label, group.size(), fmt::join(names(group), " "));
+    std::cout.flush();
+    s.exit_code = launch_run(run);
+    s.records = read_records(s.dir / "results.jsonl").records;
+    if (s.exit_code == kExitBadInput) throw InputError(fmt::format("accept: stage {} refused its input (see above)", label));
+    return s;
+  }
+
+  // Stage 1: every node joins a run and checks its own setup; a run that fails is retried node by
+  // node, and a node that cannot join its own run is unreachable.
+  std::vector<Node> hosts_stage() {
+    json netcheck = {{"profile", profile_.netcheck_profile}, {"rdma_required", profile_.rdma_required}};
+    for (const auto& spec : options_.netcheck_trees) {
+      const auto eq = spec.find('=');
+      const fs::path tree = fs::absolute(spec.substr(eq + 1));
+      netcheck["per_host"][spec.substr(0, eq)] = {{"root", (tree / "root").string()}, {"capture", (tree / "capture").string()}};
+    }
+    const json steps = json::array({{{"step", "harness.rendezvous"}, {"params", {{"rounds", 3}}}},
+                                    {{"step", "netcheck.host"}, {"params", netcheck}}});
+    const double deadline = std::min(options_.deadline_s, 15.0);
+    StageRun all = launch("hosts", nodes_, steps, deadline);
+    std::vector<json> records = all.records;
+    std::vector<Node> reachable = nodes_;
+    if (all.exit_code != kExitOk && all.exit_code != kExitCheckFailed) {
+      reachable.clear();
+      records.clear();
+      for (const auto& node : nodes_) {
+        StageRun alone = launch("hosts-" + node.name, {node}, steps, deadline);
+        if (alone.exit_code == kExitOk || alone.exit_code == kExitCheckFailed) {
+          reachable.push_back(node);
+          records.insert(records.end(), alone.records.begin(), alone.records.end());
+          continue;
+        }
+        std::string why = fmt::format("its run alone ended with exit {}", alone.exit_code);
+        for (const auto& r : alone.records) {
+          if (r.value("event", "") == "rank.lost") why = r.value("message", why);
+        }
+        verdicts_.fail(node.name, {accept::kUnreachable, "hosts", fmt::format("failed with the others and alone: {}", why)});
+      }
+    }
+    for (const auto& node : reachable) verdicts_.stage(node.name, "hosts", "ok");
+    accept::judge_netcheck(verdicts_, records, names(reachable));
+    return reachable;
+  }
+
+  // Stage 2: the all-pairs link matrix (slow pairs retested alone); returns the median pair's Gb/s.
+  double links_stage(const std::vector<Node>& group) {
+    const json params = {{"transport", "tcp"}, {"test", profile_.link_test}, {"bytes", profile_.link_bytes},
+                         {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction}};
+    StageRun s = launch("links", group, json::array({{{"step", "microbench.allpairs"}, {"params", params}}}), options_.deadline_s);
+    if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) s = launch("links-retry", group, json::array({{{"step", "microbench.allpairs"}, {"params", params}}}), options_.deadline_s);
+    if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) {
+      for (const auto& n : group) verdicts_.fail(n.name, {accept::kUnverified, "links", fmt::format("the link matrix did not complete (exit {}, twice)", s.exit_code)});
+      return 0;
+    }
+    accept::judge_links(verdicts_, s.records, names(group));
+    return accept::median_pair_bandwidth(s.records);
+  }
+
+  // The ring allreduce on a group: its bus bandwidth in Gb/s (0 when it did not complete).
+  double allreduce_gbps(const std::string& label, const std::vector<Node>& group) {
+    const json params = {{"algorithm", "ring"}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
+                         {"iters", profile_.allreduce_iters}, {"warmup", 2}, {"placement", "in"}, {"spin_us", 0}};
+    const StageRun s = launch(label, group, json::array({{{"step", "collectives.allreduce"}, {"params", params}}}), options_.deadline_s);
+    for (const auto& r : s.records) {
+      if (r.value("step", "") == "collectives.allreduce" && r.value("status", "") == "ok") {
+        return r["metrics"].value("busbw_GBps", 0.0) * 8;
+      }
+    }
+    return 0;
+  }
+
+  // Stage 3: allreduce over every reachable node; below threshold (also on a retry), bisection
+  // names the node(s) that slow the group, and the group without them is tried again.
+  void allreduce_stage(std::vector<Node> group, double median_pair) {
+    if (median_pair <= 0) return;
+    const double threshold = profile_.busbw_fraction * median_pair;
+    std::vector<std::string> log;  // each run's group and figure, the evidence of a SLOW
+    auto slow = [&](const std::string& label, const std::vector<Node>& g, double* seen = nullptr) {
+      const double gbps = allreduce_gbps(label, g);
+      if (seen) *seen = gbps;
+      std::cout << fmt::format("accept: {}: busbw {:.3f} Gb/s, threshold {:.3f}\n", label, gbps, threshold);
+      const std::string who = g.size() == group.size() ? fmt::format("all {}", g.size()) : fmt::format("{}", fmt::join(names(g), "+"));
+      log.push_back(fmt::format("{} {:.3f}{}", who, gbps, gbps < threshold ? " slow" : ""));
+      return gbps < threshold;
+    };
+    for (int round = 0; round < 3 && group.size() >= 2; ++round) {
+      double full = 0;
+      log.clear();
+      if (!slow("allreduce", group, &full) || !slow("allreduce-retry", group, &full)) {
+        for (const auto& n : group) verdicts_.stage(n.name, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", full));
+        return;
+      }
+      const accept::Bisection b = accept::bisect(static_cast<int>(group.size()), [&](const std::vector<int>& members) {
+        std::vector<Node> sub;
+        for (int i : members) sub.push_back(group[static_cast<std::size_t>(i)]);
+        return slow(fmt::format("bisect-{}", members.size()), sub);
+      });
+      const std::string evidence = fmt::format(
+          "allreduce busbw (Gb/s) against {:.3f} ({} x the median pair's {:.3f}): {}; bisection: {} run(s)",
+          threshold, profile_.busbw_fraction, median_pair, fmt::join(log, "; "), b.runs);
+      if (b.slow.empty()) {
+        verdicts_.fail_cluster({accept::kSlow, "allreduce", evidence + "; no single node isolated"});
+        return;
+      }
+      std::vector<Node> rest;
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        if (std::find(b.slow.begin(), b.slow.end(), static_cast<int>(i)) != b.slow.end()) {
+          verdicts_.fail(group[i].name, {accept::kSlow, "allreduce", evidence});
+        } else {
+          rest.push_back(group[i]);
+        }
+      }
+      group = rest;
+    }
+  }
+
+  int finish() {
+    json out = accept::verdict_json(verdicts_);
+    out["profile"] = profile_.file;
+    reports::write_text(dir_ / "accept.json", out.dump(2) + "\n");
+    reports::write_text(dir_ / "accept.md", accept::verdict_markdown(verdicts_, "rocebench accept " + dir_.filename().string()));
+    reports::write_text(dir_ / "junit.xml", accept::verdict_junit(verdicts_));
+    std::cout << "\n" << accept::verdict_table(verdicts_);
+    std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.md").string(), (dir_ / "stages").string());
+    return verdicts_.pass() ? kExitOk : kExitCheckFailed;
+  }
+
+  AcceptOptions options_;
+  std::vector<Node> nodes_;
+  fs::path dir_;
+  accept::Profile profile_;
+  accept::Verdicts verdicts_;
+  int runs_ = 0;
+};
+
+std::vector<Node> nodes_of(const AcceptOptions& o) {
+  std::vector<Node> nodes;
+  if (!o.netns_file.empty()) {
+    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address});
+  } else {
+    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, ""});
+  }
+  return nodes;
+}
+
+}  // namespace
+
+int accept_main(const Args& args) {
+  return run_guarded("rocebench accept", [&]() -> int {
+    AcceptOptions o;
+    ArgParser p("rocebench accept",
+                "Cluster acceptance: one verdict per node, PASS or FAIL with reason codes and evidence.\n"
+                "Stages, each a run of its own in <results>/<run-id>/stages/: (1) every node joins and runs netcheck;\n"
+                "a node that cannot join alone is UNREACHABLE, a failed check CONFIG; (2) the all-pairs link matrix,\n"
+                "slow pairs retested alone: LINK; (3) a ring allreduce over the reachable nodes, against the profile's\n"
+                "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW.\n"
+                "Writes accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
+    p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
+        .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")
+        .option("--launcher", &o.launcher, "mpirun | srun, with --hostfile (default mpirun)", "NAME")
+        .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
+        .option("--profile", &o.profile, "what the hardware should deliver: auto (relative to the fleet), or a JSON file", "NAME")
+        .option("--netcheck-tree", &o.netcheck_trees,
+                "HOST=DIR: judge HOST's setup from a saved tree (DIR/root, DIR/capture) instead of the host itself", "HOST=DIR")
+        .option("--results", &o.results_root, "folder that receives <run-id>/", "DIR")
+        .option("--results-dir", &o.results_dir, "exact folder for this acceptance", "DIR")
+        .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
+        .option("--deadline", &o.deadline_s, "seconds any single wait may take", "S")
+        .range(0.5, 3600);
+    if (!p.parse(args)) return kExitOk;
+    if (o.hostfile.empty() == o.netns_file.empty()) throw UsageError("rocebench accept: give --hostfile or --netns (one of them)\n\n" + p.usage());
+    if (o.launcher != "mpirun" && o.launcher != "srun") {
+      throw UsageError(fmt::format("rocebench accept: --launcher must be mpirun or srun, not '{}'", printable_excerpt(o.launcher)));
+    }
+    for (const auto& t : o.netcheck_trees) {
+      const auto eq = t.find('=');
+      if (eq == std::string::npos || eq == 0 || !fs::is_directory(fs::path(t.substr(eq + 1)) / "root")) {
+        throw UsageError(fmt::format("rocebench accept: --netcheck-tree '{}': expected HOST=DIR with DIR/root a folder", printable_excerpt(t)));
+      }
+    }
+    const accept::Profile profile = accept::load_profile(o.profile);
+    std::vector<Node> nodes = nodes_of(o);
+    const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? "accept-" + random_token().substr(0, 8) : o.run_id)
+                                                            : fs::path(o.results_dir));
+    fs::create_directories(dir);
+    std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());
+    return Acceptance(o, std::move(nodes), dir, profile).run();
+  });
+}
+
+}  // namespace rocebench

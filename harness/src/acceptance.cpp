@@ -1,0 +1,367 @@
+#include "acceptance.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/located_json.hpp"
+#include "rocebench/common/schema.hpp"
+#include "rocebench/common/stats.hpp"
+#include "rocebench/reports/tables.hpp"
+#include "rocebench/reports/text.hpp"
+
+namespace rocebench::accept {
+
+namespace {
+
+// Every key a profile may have, with its range: the one declaration load_profile checks against.
+const json& profile_schema() {
+  static const json schema = json::parse(R"schema({
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {
+      "name": {"type": "string", "minLength": 1},
+      "description": {"type": "string"},
+      "netcheck_profile": {"type": "string", "minLength": 1},
+      "rdma_required": {"type": "boolean"},
+      "link": {"type": "object", "additionalProperties": false, "properties": {
+        "test": {"enum": ["bw", "lat"]},
+        "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
+        "bytes": {"type": "integer", "minimum": 1, "maximum": 1073741824},
+        "fraction_of_best": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+      "allreduce": {"type": "object", "additionalProperties": false, "properties": {
+        "bytes": {"type": "integer", "minimum": 8, "maximum": 17179869184},
+        "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "busbw_fraction_of_median_pair": {"type": "number", "exclusiveMinimum": 0, "maximum": 2}}},
+      "sources": {"type": "object", "additionalProperties": {"type": "string"}}
+    }
+  })schema");
+  return schema;
+}
+
+const char* const kAutoProfile = R"json({
+  "name": "auto",
+  "description": "Each node against the fleet's own figures: no rated number, so any hardware can be judged.",
+  "netcheck_profile": "lossless-roce",
+  "rdma_required": false,
+  "link": {"test": "bw", "duration_s": 1, "bytes": 131072, "fraction_of_best": 0.8},
+  "allreduce": {"bytes": 1048576, "iters": 5, "busbw_fraction_of_median_pair": 0.7},
+  "sources": {
+    "link.fraction_of_best": "a pair below 80% of the fleet's best pair, also when retested alone, is a bad link",
+    "allreduce.busbw_fraction_of_median_pair": "a ring allreduce moves every byte over every link: its busbw is bounded by the slowest pair; 70% of the median pair leaves room for the ring's own overhead (NCCL reaches about 90% of the link)"
+  }
+})json";
+
+Profile profile_from(const LocatedJson& doc) {
+  const auto errors = JsonSchema(profile_schema()).validate(doc.value);
+  if (!errors.empty()) doc.fail(errors.front().pointer, errors.front().message);
+  const json& j = doc.value;
+  Profile p;
+  p.file = doc.file;
+  p.name = j.value("name", doc.file);
+  p.netcheck_profile = j.value("netcheck_profile", p.netcheck_profile);
+  p.rdma_required = j.value("rdma_required", p.rdma_required);
+  const json link = j.value("link", json::object());
+  p.link_test = link.value("test", p.link_test);
+  p.link_duration_s = link.value("duration_s", p.link_duration_s);
+  p.link_bytes = link.value("bytes", p.link_bytes);
+  p.link_fraction = link.value("fraction_of_best", p.link_fraction);
+  const json allreduce = j.value("allreduce", json::object());
+  p.allreduce_bytes = allreduce.value("bytes", p.allreduce_bytes);
+  p.allreduce_iters = allreduce.value("iters", p.allreduce_iters);
+  p.busbw_fraction = allreduce.value("busbw_fraction_of_median_pair", p.busbw_fraction);
+  p.sources = j.value("sources", json::object());
+  return p;
+}
+
+std::string short_json(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return median_of_sorted(values);
+}
+
+}  // namespace
+
+std::string builtin_profile_text(const std::string& name) { return name == "auto" ? kAutoProfile : ""; }
+
+Profile load_profile(const std::string& name_or_file) {
+  const std::string builtin = builtin_profile_text(name_or_file);
+  if (!builtin.empty()) return profile_from(parse_located(builtin, "builtin:" + name_or_file));
+  return profile_from(load_located(name_or_file));
+}
+
+// ---- verdicts ---------------------------------------------------------------------------------
+
+Verdicts::Verdicts(const std::vector<std::string>& hosts) {
+  for (const auto& h : hosts) nodes_.push_back({h, {}, {}});
+}
+
+NodeVerdict& Verdicts::node(const std::string& host) {
+  for (auto& n : nodes_) {
+    if (n.host == host) return n;
+  }
+  nodes_.push_back({host, {}, {}});  // a host the stages met but the host list did not name
+  return nodes_.back();
+}
+
+void Verdicts::stage(const std::string& host, const std::string& stage, const std::string& cell) {
+  if (std::find(stages_.begin(), stages_.end(), stage) == stages_.end()) stages_.push_back(stage);
+  node(host).stages[stage] = cell;
+}
+
+void Verdicts::fail(const std::string& host, Finding finding) {
+  stage(host, finding.stage, "FAIL " + finding.code);
+  node(host).findings.push_back(std::move(finding));
+}
+
+bool Verdicts::pass() const {
+  return cluster_.empty() && std::all_of(nodes_.begin(), nodes_.end(), [](const NodeVerdict& n) { return n.pass(); });
+}
+
+void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
+  for (const auto& host : hosts) {
+    std::vector<std::string> failed, unverified;
+    std::size_t ok = 0, skipped = 0;
+    for (const auto& r : records) {
+      if (r.value("kind", "") != "check" || r.value("host", "") != host) continue;
+      const std::string status = r.value("status", "");
+      const std::string what = fmt::format("{} {}", r.value("check", ""), r.value("subject", ""));
+      if (status == "fail") {
+        failed.push_back(fmt::format("{}: {} (expected {})", what, short_json(r.value("observed", json())),
+                                     short_json(r.value("expected", json()))));
+      } else if (status == "unverified") {
+        unverified.push_back(fmt::format("{}: {}", what, r.value("reason", "could not be read")));
+      } else if (status == "ok") {
+        ++ok;
+      } else {
+        ++skipped;
+      }
+    }
+    if (ok + skipped + failed.size() + unverified.size() == 0) continue;  // this host's checks did not run
+    if (!failed.empty()) v.fail(host, {kConfig, "netcheck", fmt::format("{}", fmt::join(failed, "; "))});
+    if (!unverified.empty()) v.fail(host, {kUnverified, "netcheck", fmt::format("{}", fmt::join(unverified, "; "))});
+    if (failed.empty() && unverified.empty()) {
+      v.stage(host, "netcheck", ok == 0 ? fmt::format("skip ({} checks: no RDMA device)", skipped)
+                                        : fmt::format("ok ({} checks{})", ok, skipped ? fmt::format(", {} skipped", skipped) : ""));
+    }
+  }
+}
+
+namespace {
+
+bool is_pair(const json& r) {
+  return r.value("kind", "") == "result" && r.value("step", "") == "microbench.allpairs" &&
+         !r.value("params", json::object()).value("summary", false);
+}
+
+// The figure a pair record is judged by (bw_avg_Gbps or the latency), the first of its metrics.
+std::string pair_metric(const json& r) {
+  if (!r.contains("metrics") || !r["metrics"].is_object()) return "";
+  for (auto it = r["metrics"].begin(); it != r["metrics"].end(); ++it) {
+    if (it.key().rfind("retest_", 0) != 0) return it.key();
+  }
+  return "";
+}
+
+}  // namespace
+
+double median_pair_bandwidth(const std::vector<json>& records) {
+  std::vector<double> values;
+  for (const auto& r : records) {
+    if (is_pair(r) && r["metrics"].contains("bw_avg_Gbps")) values.push_back(r["metrics"]["bw_avg_Gbps"].get<double>());
+  }
+  return values.empty() ? 0.0 : median(values);
+}
+
+void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
+  std::vector<std::string> bad;
+  std::vector<double> all;
+  std::string metric;
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "result" || r.value("step", "") != "microbench.allpairs") continue;
+    if (r["params"].value("summary", false)) {
+      bad = r["params"].value("bad_hosts", std::vector<std::string>{});
+    } else if (is_pair(r) && !(metric = pair_metric(r)).empty()) {
+      all.push_back(r["metrics"][metric].get<double>());
+    }
+  }
+  if (all.empty()) return;
+  const double fleet = median(all);
+  for (const auto& host : hosts) {
+    std::vector<double> own, retests;
+    for (const auto& r : records) {
+      if (!is_pair(r) || (r["params"].value("src", "") != host && r["params"].value("dst", "") != host)) continue;
+      own.push_back(r["metrics"][metric].get<double>());
+      if (r["metrics"].contains("retest_" + metric)) retests.push_back(r["metrics"]["retest_" + metric].get<double>());
+    }
+    if (own.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
+    const std::string unit = metric.find("Gbps") != std::string::npos ? " Gb/s" : " us";
+    const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, reports::number(*lo),
+                                            reports::number(*hi), unit, reports::number(fleet));
+    if (std::find(bad.begin(), bad.end(), host) != bad.end()) {
+      const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", reports::number(median(retests)));
+      v.fail(host, {kLink, "links", figures + retest});
+    } else {
+      v.stage(host, "links", fmt::format("ok ({}–{}{})", reports::number(*lo), reports::number(*hi), unit));
+    }
+  }
+}
+
+// ---- bisection --------------------------------------------------------------------------------
+
+Bisection bisect(int n, const std::function<bool(const std::vector<int>&)>& slow) {
+  Bisection b;
+  std::vector<int> suspects(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) suspects[static_cast<std::size_t>(i)] = i;
+  std::set<int> cleared;
+  bool seen_slow = false;  // the suspects were in a slow run smaller than the whole group
+  auto suspected = [&](int h) { return std::find(suspects.begin(), suspects.end(), h) != suspects.end(); };
+  // Runs `group`: slow keeps the suspects it holds, not slow clears all of it.
+  auto test = [&](const std::vector<int>& group) {
+    ++b.runs;
+    if (slow(group)) {
+      seen_slow = true;
+      std::erase_if(suspects, [&](int h) { return std::find(group.begin(), group.end(), h) == group.end(); });
+    } else {
+      cleared.insert(group.begin(), group.end());
+      std::erase_if(suspects, [&](int h) { return cleared.count(h) > 0; });
+    }
+  };
+  // A single suspect runs with a partner that is not suspected: a cleared node if there is one (a
+  // single slow node is otherwise still the one every slow group shares). Empty when there is none.
+  auto with_partner = [&](int suspect) {
+    std::vector<int> group{suspect};
+    for (int h = 0; h < n && group.size() == 1; ++h) {
+      if (cleared.count(h)) group.push_back(h);
+    }
+    for (int h = 0; h < n && group.size() == 1; ++h) {
+      if (!suspected(h)) group.push_back(h);
+    }
+    return group.size() == 2 ? group : std::vector<int>{};
+  };
+  while (suspects.size() > 1) {
+    std::vector<int> group(suspects.begin(), suspects.begin() + static_cast<std::ptrdiff_t>(suspects.size() / 2));
+    if (group.size() == 1) group = with_partner(group.front());
+    if (group.empty() && suspects.size() > 2) group = {suspects[0], suspects[1]};  // every node is suspected
+    if (group.empty()) return b;  // two nodes and no third to tell them apart
+    test(group);
+  }
+  // A node reached only by elimination has been slow with the whole group alone, which a group too
+  // large for the network (or the hosts' CPUs) also is: it is named only when slow with a partner.
+  if (suspects.size() == 1 && !seen_slow) {
+    const std::vector<int> group = with_partner(suspects.front());
+    if (group.empty()) return b;
+    test(group);
+  }
+  if (suspects.size() == 1 && seen_slow) b.slow = suspects;
+  return b;
+}
+
+// ---- rendering --------------------------------------------------------------------------------
+
+namespace {
+
+std::string reasons(const NodeVerdict& n) {
+  std::vector<std::string> codes;
+  for (const auto& f : n.findings) {
+    if (std::find(codes.begin(), codes.end(), f.code) == codes.end()) codes.push_back(f.code);
+  }
+  return fmt::format("{}", fmt::join(codes, ", "));
+}
+
+std::string cell(const NodeVerdict& n, const std::string& stage) {
+  const auto it = n.stages.find(stage);
+  return it == n.stages.end() ? "—" : it->second;
+}
+
+}  // namespace
+
+std::string verdict_table(const Verdicts& v) {
+  std::vector<std::vector<std::string>> rows{{"host", "verdict"}};
+  for (const auto& s : v.stages()) rows.front().push_back(s);
+  for (const auto& n : v.nodes()) {
+    rows.push_back({n.host, n.pass() ? "PASS" : "FAIL " + reasons(n)});
+    for (const auto& s : v.stages()) rows.back().push_back(cell(n, s));
+  }
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) out += fmt::format("{:<{}}{}", row[i], width[i], i + 1 < row.size() ? "  " : "\n");
+  }
+  for (const auto& n : v.nodes()) {
+    for (const auto& f : n.findings) out += fmt::format("{} {} ({}): {}\n", n.host, f.code, f.stage, f.evidence);
+  }
+  for (const auto& f : v.cluster_findings()) out += fmt::format("cluster {} ({}): {}\n", f.code, f.stage, f.evidence);
+  std::size_t failed = 0;
+  for (const auto& n : v.nodes()) failed += !n.pass();
+  out += v.pass() ? fmt::format("cluster: PASS, all {} nodes pass\n", v.nodes().size())
+                  : fmt::format("cluster: FAIL, {} of {} nodes fail{}\n", failed, v.nodes().size(),
+                                v.cluster_findings().empty() ? "" : ", and the cluster as a whole");
+  return out;
+}
+
+std::string verdict_markdown(const Verdicts& v, const std::string& title) {
+  std::string out = fmt::format("# {}\n\n**Cluster: {}**\n\n| host | verdict |", title, v.pass() ? "PASS" : "FAIL");
+  for (const auto& s : v.stages()) out += fmt::format(" {} |", s);
+  out += "\n| --- | --- |";
+  for (std::size_t i = 0; i < v.stages().size(); ++i) out += " --- |";
+  out += "\n";
+  for (const auto& n : v.nodes()) {
+    out += fmt::format("| {} | {} |", reports::escape_markdown_cell(n.host), n.pass() ? "PASS" : "**FAIL** " + reasons(n));
+    for (const auto& s : v.stages()) out += fmt::format(" {} |", reports::escape_markdown_cell(cell(n, s)));
+    out += "\n";
+  }
+  out += "\n## Evidence\n\n";
+  bool any = false;
+  for (const auto& f : v.cluster_findings()) {
+    out += fmt::format("- **cluster** `{}` ({}): {}\n", f.code, f.stage, f.evidence);
+    any = true;
+  }
+  for (const auto& n : v.nodes()) {
+    for (const auto& f : n.findings) {
+      out += fmt::format("- **{}** `{}` ({}): {}\n", n.host, f.code, f.stage, f.evidence);
+      any = true;
+    }
+  }
+  if (!any) out += "Every node passed every stage.\n";
+  return out;
+}
+
+std::string verdict_junit(const Verdicts& v) {
+  std::vector<reports::Verdict> cases;
+  for (const auto& n : v.nodes()) {
+    for (const auto& s : v.stages()) {
+      reports::Verdict c{"host." + n.host, s, reports::Outcome::pass, cell(n, s)};
+      for (const auto& f : n.findings) {
+        if (f.stage != s) continue;
+        c.outcome = reports::Outcome::fail;
+        c.message = fmt::format("{}: {}", f.code, f.evidence);
+      }
+      if (cell(n, s) == "—") c.outcome = reports::Outcome::missing, c.message = "this stage did not reach the host";
+      cases.push_back(c);
+    }
+  }
+  return reports::render_junit("rocebench accept", cases);
+}
+
+json verdict_json(const Verdicts& v) {
+  json nodes = json::array();
+  for (const auto& n : v.nodes()) {
+    json findings = json::array();
+    for (const auto& f : n.findings) findings.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
+    nodes.push_back({{"host", n.host}, {"verdict", n.pass() ? "PASS" : "FAIL"}, {"stages", n.stages}, {"findings", findings}});
+  }
+  json cluster = json::array();
+  for (const auto& f : v.cluster_findings()) cluster.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
+  return {{"cluster", v.pass() ? "PASS" : "FAIL"}, {"stages", v.stages()}, {"nodes", nodes}, {"cluster_findings", cluster}};
+}
+
+}  // namespace rocebench::accept

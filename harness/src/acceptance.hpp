@@ -1,0 +1,101 @@
+#pragma once
+// Cluster acceptance: what the hardware should deliver (a profile), the search for the node that
+// slows a collective (bisection), and one verdict per node, with reason codes and evidence, built from
+// the records of the stages `rocebench accept` runs.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/record.hpp"
+
+namespace rocebench::accept {
+
+// A profile names what each stage must reach, relative to the fleet's own measurements, and where
+// every rated number comes from. Built-in: "auto"; a JSON file adds its own (unknown keys are errors).
+struct Profile {
+  std::string name;
+  std::string file;  // "builtin:auto" or the path
+  std::string netcheck_profile = "lossless-roce";
+  bool rdma_required = false;      // false: a host without an RDMA device skips netcheck's RoCE checks
+  std::string link_test = "bw";    // microbench.allpairs
+  double link_duration_s = 1;
+  std::size_t link_bytes = 131072;
+  double link_fraction = 0.8;      // a pair below this fraction of the best pair is bad
+  std::size_t allreduce_bytes = 1 << 20;
+  int allreduce_iters = 5;
+  double busbw_fraction = 0.7;     // of the median pair bandwidth: below it the group is slow
+  json sources = json::object();   // rated number -> where it comes from
+};
+
+// "auto" or a JSON file; throws InputError naming file, line and field.
+Profile load_profile(const std::string& name_or_file);
+std::string builtin_profile_text(const std::string& name);  // empty when there is no such profile
+
+// The reasons a node fails.
+inline constexpr const char* kConfig = "CONFIG";            // netcheck failed, or a setting differs from the fleet
+inline constexpr const char* kLink = "LINK";                // its pairs stay slow, also retested alone
+inline constexpr const char* kSlow = "SLOW";                // isolated by bisection of a slow collective
+inline constexpr const char* kGpu = "GPU";                  // below its GPU's rating
+inline constexpr const char* kUnverified = "UNVERIFIED";    // a required check could not run
+inline constexpr const char* kUnreachable = "UNREACHABLE";  // never arrived, or was lost
+
+struct Finding {
+  std::string code;
+  std::string stage;
+  std::string evidence;
+};
+
+struct NodeVerdict {
+  std::string host;
+  std::map<std::string, std::string> stages;  // stage -> what it found on this node ("ok", "FAIL", "skip")
+  std::vector<Finding> findings;
+  bool pass() const { return findings.empty(); }
+};
+
+// The verdicts of a cluster's nodes, filled stage by stage.
+class Verdicts {
+ public:
+  explicit Verdicts(const std::vector<std::string>& hosts);
+  void stage(const std::string& host, const std::string& stage, const std::string& cell);
+  void fail(const std::string& host, Finding finding);
+  // A failure of the cluster that no node explains (a slow collective bisection could not pin).
+  void fail_cluster(Finding finding) { cluster_.push_back(std::move(finding)); }
+  const std::vector<NodeVerdict>& nodes() const { return nodes_; }
+  const std::vector<Finding>& cluster_findings() const { return cluster_; }
+  const std::vector<std::string>& stages() const { return stages_; }
+  bool pass() const;
+
+ private:
+  NodeVerdict& node(const std::string& host);
+  std::vector<NodeVerdict> nodes_;
+  std::vector<std::string> stages_;  // in the order they ran
+  std::vector<Finding> cluster_;
+};
+
+// netcheck.host's check records: a failed check is CONFIG, an unverified one UNVERIFIED.
+void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
+// microbench.allpairs' records: the hosts its summary names are LINK, with their pairs' figures
+// against the median pair.
+void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
+// The median bandwidth of the pairs microbench.allpairs measured (0 when none).
+double median_pair_bandwidth(const std::vector<json>& records);
+
+// Bisection for the node that slows a collective. `slow(group)` runs the collective on that group of
+// host indices and says whether it fell below threshold. The whole group is known slow; each run
+// tests one half of the suspects (a single suspect with a partner), so a single slow node is isolated
+// in ceil(log2 n) runs, one more when it was found by elimination alone: a node is named only after a
+// run smaller than the whole group was slow with it. Empty `slow`: no single node explains it.
+struct Bisection {
+  std::vector<int> slow;  // the isolated node, or none
+  int runs = 0;           // collective runs made
+};
+Bisection bisect(int n, const std::function<bool(const std::vector<int>& group)>& slow);
+
+// Rendering: the host x stage table for the console, the Markdown page and JUnit (one suite per host).
+std::string verdict_table(const Verdicts& v);
+std::string verdict_markdown(const Verdicts& v, const std::string& title);
+std::string verdict_junit(const Verdicts& v);
+json verdict_json(const Verdicts& v);
+
+}  // namespace rocebench::accept

@@ -1,0 +1,30 @@
+#pragma once
+// `rocebench run`'s options and its launcher side, for the commands that run plans of their own
+// (accept runs one plan per stage, on the hosts the stage needs).
+#include <string>
+
+#include "plan.hpp"
+
+namespace rocebench {
+
+struct RunOptions {
+  std::string plan_path = kBuiltinLocalPlan;
+  std::string launcher;  // empty: the plan's
+  int ranks = 0;         // 0: the plan's
+  std::string hostfile;
+  int ranks_per_host = 0;
+  std::string results_root = "rocebench-results";
+  std::string results_dir;  // set by the launcher for its ranks
+  std::string run_id;
+  std::string netns_file;
+  std::string mpirun = "mpirun";
+  double deadline_s = 0;  // 0: the plan's
+  double timeout_s = 0;
+  bool dry_run = false;
+  bool report = true;  // end with the report and its summary on the console
+};
+
+// Starts the plan's ranks, waits for them and returns the run's exit code (README's codes).
+int launch_run(RunOptions options);
+
+}  // namespace rocebench

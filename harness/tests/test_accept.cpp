@@ -1,0 +1,133 @@
+// Cluster acceptance's pure parts: bisection, the node verdicts built from stage records, profiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "acceptance.hpp"
+#include "rocebench/common/errors.hpp"
+
+using namespace rocebench;
+using namespace rocebench::accept;
+
+namespace {
+
+// A group is slow when it holds one of the slow nodes; the groups asked for are kept.
+struct Cluster {
+  std::set<int> slow_nodes;
+  std::vector<std::vector<int>> asked;
+  bool operator()(const std::vector<int>& group) {
+    asked.push_back(group);
+    for (int h : group) {
+      if (slow_nodes.count(h)) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST(AcceptBisection, IsolatesEverySingleSlowNodeWithinLog2NPlusOneRuns) {
+  for (int n : {3, 4, 5, 8, 16, 128}) {
+    const int bound = static_cast<int>(std::ceil(std::log2(n))) + 1;
+    for (int bad = 0; bad < n; ++bad) {
+      Cluster c{{bad}, {}};
+      const Bisection b = bisect(n, std::ref(c));
+      EXPECT_EQ(b.slow, std::vector<int>{bad}) << "n=" << n << " bad=" << bad;
+      EXPECT_LE(b.runs, bound) << "n=" << n << " bad=" << bad;
+      EXPECT_EQ(b.runs, static_cast<int>(c.asked.size()));
+      for (const auto& g : c.asked) EXPECT_GE(g.size(), 2u) << "a collective needs two nodes";
+    }
+  }
+}
+
+TEST(AcceptBisection, TwoNodesCannotBeToldApart) {
+  Cluster c{{1}, {}};
+  EXPECT_TRUE(bisect(2, std::ref(c)).slow.empty());
+  EXPECT_TRUE(c.asked.empty());
+}
+
+TEST(AcceptBisection, NamesNoNodeWhenOnlyTheWholeGroupIsSlow) {
+  // Too many nodes for the network: every smaller group is fine, so no node is to blame.
+  auto whole_only = [](const std::vector<int>& group) { return group.size() == 8; };
+  EXPECT_TRUE(bisect(8, whole_only).slow.empty());
+}
+
+TEST(AcceptBisection, NamesNoNodeWhenEveryGroupIsSlow) {
+  // A slow network, not a slow node: with no run ever fine there is nothing to tell the nodes apart.
+  const Bisection b = bisect(8, [](const std::vector<int>&) { return true; });
+  ASSERT_EQ(b.slow.size(), 1u);  // the node shared by every slow run; the caller's retry of the rest decides
+}
+
+json check(const std::string& host, const std::string& name, const std::string& status, json observed = 1) {
+  return {{"kind", "check"}, {"host", host}, {"check", name}, {"subject", "mlx5_0/1"}, {"status", status},
+          {"observed", observed}, {"expected", 2}, {"reason", "install mlnx-tools"}};
+}
+
+TEST(AcceptVerdicts, NetcheckFailureIsConfigAndUnverifiedIsItsOwnReason) {
+  Verdicts v({"a", "b", "c", "d"});
+  judge_netcheck(v, {check("a", "roce.pfc.enabled_priorities", "fail", json::array({4})), check("a", "host.kernel", "ok"),
+                     check("b", "roce.trust.dscp", "unverified"), check("c", "roce.trust.dscp", "skip")},
+                 {"a", "b", "c", "d"});
+  const auto& n = v.nodes();
+  ASSERT_EQ(n[0].findings.size(), 1u);
+  EXPECT_EQ(n[0].findings[0].code, kConfig);
+  EXPECT_NE(n[0].findings[0].evidence.find("roce.pfc.enabled_priorities mlx5_0/1: [4] (expected 2)"), std::string::npos);
+  ASSERT_EQ(n[1].findings.size(), 1u);
+  EXPECT_EQ(n[1].findings[0].code, kUnverified);
+  EXPECT_TRUE(n[2].pass()) << "a host without RDMA keeps its skips";
+  EXPECT_EQ(n[2].stages.at("netcheck"), "skip (1 checks: no RDMA device)");
+  EXPECT_EQ(n[3].stages.count("netcheck"), 0u) << "no records: the stage did not reach d";
+  EXPECT_FALSE(v.pass());
+}
+
+json pair(const std::string& src, const std::string& dst, double gbps, double retest = -1) {
+  json r = {{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", retest < 0 ? "ok" : "fail"},
+            {"params", {{"src", src}, {"dst", dst}}}, {"metrics", {{"bw_avg_Gbps", gbps}}}};
+  if (retest >= 0) r["metrics"]["retest_bw_avg_Gbps"] = retest;
+  return r;
+}
+
+TEST(AcceptVerdicts, LinkNamesTheBadHostWithItsPairsAgainstTheMedian) {
+  std::vector<json> records = {pair("a", "b", 0.92), pair("a", "c", 0.90), pair("b", "c", 0.93),
+                               pair("a", "x", 0.41, 0.43), pair("b", "x", 0.46, 0.44), pair("c", "x", 0.44, 0.45)};
+  records.push_back({{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", "fail"},
+                     {"params", {{"summary", true}, {"bad_hosts", {"x"}}}}, {"metrics", {{"best_bw_avg_Gbps", 0.93}}}});
+  Verdicts v({"a", "b", "c", "x"});
+  judge_links(v, records, {"a", "b", "c", "x"});
+  EXPECT_TRUE(v.nodes()[0].pass());
+  ASSERT_EQ(v.nodes()[3].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[3].findings[0].code, kLink);
+  EXPECT_EQ(v.nodes()[3].findings[0].evidence, "pairs with x: 0.41–0.46 Gb/s against a median of 0.68; retest 0.44");
+  EXPECT_NEAR(median_pair_bandwidth(records), 0.68, 1e-12);
+}
+
+TEST(AcceptVerdicts, RenderedOncePerHostAndStage) {
+  Verdicts v({"a", "b"});
+  v.stage("a", "hosts", "ok");
+  v.fail("b", {kUnreachable, "hosts", "lost: exit 3"});
+  const std::string table = verdict_table(v);
+  EXPECT_NE(table.find("b     FAIL UNREACHABLE  FAIL UNREACHABLE"), std::string::npos) << table;
+  EXPECT_NE(table.find("cluster: FAIL, 1 of 2 nodes fail"), std::string::npos) << table;
+  const std::string junit = verdict_junit(v);
+  EXPECT_NE(junit.find("<testsuite name=\"rocebench.host.a\" tests=\"1\" failures=\"0\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testsuite name=\"rocebench.host.b\" tests=\"1\" failures=\"1\""), std::string::npos) << junit;
+  EXPECT_EQ(verdict_json(v)["cluster"], "FAIL");
+  v.fail_cluster({kSlow, "allreduce", "no single node"});
+  EXPECT_NE(verdict_markdown(v, "t").find("**cluster** `SLOW`"), std::string::npos);
+}
+
+TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
+  const Profile p = load_profile("auto");
+  EXPECT_EQ(p.file, "builtin:auto");
+  EXPECT_DOUBLE_EQ(p.busbw_fraction, 0.7);
+  const std::string file = ::testing::TempDir() + "profile.json";
+  std::ofstream(file) << "{\n  \"name\": \"x\",\n  \"allreduce\": {\"busbw_fraction\": 0.9}\n}\n";
+  try {
+    load_profile(file);
+    FAIL() << "an unknown key was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(file + ":3: field 'allreduce.busbw_fraction'"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# CTest: `rocebench accept` on 8 emulated hosts names exactly the broken ones. Host 5's link runs at
+# half the others' rate, host 3's netcheck reads a saved tree with PFC on the wrong priority, and
+# host 7 is gone before the run starts (its namespace deleted). Expected: host 3 CONFIG, host 5 LINK
+# and SLOW (by bisection), host 7 UNREACHABLE, every other host PASS, exit 1.
+# The rates (200 and 100 Mbit/s) keep 8 ranks' ring within what 2 vCPUs forward (~1 Gbit/s in all).
+# Exit 77 (skipped) without root or network namespaces.
+set -uo pipefail
+rocebench=$1
+bed=$2
+fixture=$3
+source "$(dirname "$bed")/testlib.sh"
+netns_test_setup rbac
+
+hosts=$("$bed" up 8 --prefix "$prefix" --subnet 10.79.6 --rate 200mbit --rate-of 5=100mbit) || { echo "FAIL: bring-up"; exit 1; }
+cp -r "$fixture" "$work/host3"
+for f in "$work"/host3/capture/dcb-pfc-*.txt; do sed -i 's/3:on 4:off/3:off 4:on/' "$f"; done
+grep -q '4:on' "$work"/host3/capture/dcb-pfc-ens1f0np0.txt || { echo "FAIL: the fixture's PFC line was not changed"; exit 1; }
+ip netns delete "${prefix}7"
+
+start=$SECONDS
+"$rocebench" accept --netns "$hosts" --netcheck-tree "${prefix}3=$work/host3" --results-dir "$work/out" --deadline 20 \
+  >"$work/accept.out" 2>"$work/accept.err"
+rc=$?
+took=$((SECONDS - start))
+sed -n "/^host /,\$p" "$work/accept.out"; [ "$rc" = 1 ] || tail -n 20 "$work/accept.out" "$work/accept.err"
+echo "took ${took} s"
+
+/usr/bin/python3 - "$work/out" "$prefix" "$rc" "$took" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+out, prefix, rc, took = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+failures = 0
+def check(what, ok):
+    global failures
+    print(("ok: " if ok else "FAIL: ") + what)
+    failures += 0 if ok else 1
+check(f"exit 1, the cluster fails (got {rc})", rc == 1)
+check(f"within 5 minutes (took {took} s)", took <= 300)
+verdict = json.load(open(f"{out}/accept.json"))
+codes = {n["host"]: sorted({f["code"] for f in n["findings"]}) for n in verdict["nodes"]}
+expected = {f"{prefix}{i}": [] for i in range(8)}
+expected[f"{prefix}3"] = ["CONFIG"]
+expected[f"{prefix}5"] = ["LINK", "SLOW"]
+expected[f"{prefix}7"] = ["UNREACHABLE"]
+for host in sorted(expected):
+    check(f"{host}: {expected[host] or 'PASS'} (got {codes.get(host)})", codes.get(host) == expected[host])
+check("no cluster-wide finding", verdict["cluster_findings"] == [])
+config = [f for n in verdict["nodes"] for f in n["findings"] if f["code"] == "CONFIG"]
+check("the CONFIG evidence names the PFC check", bool(config) and "roce.pfc.enabled_priorities" in config[0]["evidence"])
+suites = {s.get("name"): s for s in ET.parse(f"{out}/junit.xml").getroot()}
+check("JUnit: one suite per host", sorted(suites) == sorted(f"rocebench.host.{h}" for h in expected))
+check("JUnit: the failing hosts' suites have failures, the others none",
+      all((int(suites[f"rocebench.host.{h}"].get("failures")) > 0) == bool(expected[h]) for h in expected))
+sys.exit(1 if failures else 0)
+PY
