@@ -122,6 +122,35 @@ bool Verdicts::pass() const {
   return cluster_.empty() && std::all_of(nodes_.begin(), nodes_.end(), [](const NodeVerdict& n) { return n.pass(); });
 }
 
+namespace {
+
+// Settings netcheck reports without a profile value (kernel, driver, NIC firmware): a node whose
+// value differs from what a strict majority of the fleet has is CONFIG, naming both.
+void judge_consistency(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
+  std::map<std::string, std::map<std::string, std::string>> values;  // "check subject" -> host -> value
+  for (const auto& r : records) {
+    const std::string host = r.value("host", "");
+    if (r.value("kind", "") != "check" || r.value("status", "") != "ok" || !r.contains("expected") ||
+        !r["expected"].is_null() || std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+      continue;
+    }
+    values[fmt::format("{} {}", r.value("check", ""), r.value("subject", ""))][host] = short_json(r.value("observed", json()));
+  }
+  for (const auto& [setting, by_host] : values) {
+    std::map<std::string, std::size_t> count;
+    for (const auto& [host, value] : by_host) ++count[value];
+    const auto majority = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (count.size() < 2 || 2 * majority->second <= by_host.size()) continue;
+    for (const auto& [host, value] : by_host) {
+      if (value == majority->first) continue;
+      v.fail(host, {kConfig, "netcheck", fmt::format("{}: {} differs from the fleet's {} ({} of {} nodes)", setting, value,
+                                                     majority->first, majority->second, by_host.size())});
+    }
+  }
+}
+
+}  // namespace
+
 void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
   for (const auto& host : hosts) {
     std::vector<std::string> failed, unverified;
@@ -149,6 +178,7 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
                                         : fmt::format("ok ({} checks{})", ok, skipped ? fmt::format(", {} skipped", skipped) : ""));
     }
   }
+  judge_consistency(v, records, hosts);
 }
 
 namespace {

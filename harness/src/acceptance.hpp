@@ -73,7 +73,8 @@ class Verdicts {
   std::vector<Finding> cluster_;
 };
 
-// netcheck.host's check records: a failed check is CONFIG, an unverified one UNVERIFIED.
+// netcheck.host's check records: a failed check is CONFIG, an unverified one UNVERIFIED, and so is a
+// kernel, driver or firmware that differs from what most of the fleet runs (CONFIG).
 void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
 // microbench.allpairs' records: the hosts its summary names are LINK, with their pairs' figures
 // against the median pair.

@@ -82,6 +82,22 @@ TEST(AcceptVerdicts, NetcheckFailureIsConfigAndUnverifiedIsItsOwnReason) {
   EXPECT_FALSE(v.pass());
 }
 
+TEST(AcceptVerdicts, ASettingThatDiffersFromTheFleetIsConfig) {
+  auto firmware = [](const std::string& host, const std::string& version) {
+    return json{{"kind", "check"}, {"host", host}, {"check", "nic.firmware"}, {"subject", "mlx5_0"}, {"status", "ok"},
+                {"observed", version}, {"expected", nullptr}};
+  };
+  Verdicts v({"a", "b", "c", "d"});
+  judge_netcheck(v, {firmware("a", "28.39.1002"), firmware("b", "28.39.1002"), firmware("c", "28.36.1010"), firmware("d", "28.39.1002")},
+                 {"a", "b", "c", "d"});
+  EXPECT_TRUE(v.nodes()[0].pass());
+  ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[2].findings[0].evidence, "nic.firmware mlx5_0: 28.36.1010 differs from the fleet's 28.39.1002 (3 of 4 nodes)");
+  Verdicts split({"a", "b"});
+  judge_netcheck(split, {firmware("a", "1"), firmware("b", "2")}, {"a", "b"});
+  EXPECT_TRUE(split.pass()) << "without a majority there is no fleet value to differ from";
+}
+
 json pair(const std::string& src, const std::string& dst, double gbps, double retest = -1) {
   json r = {{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", retest < 0 ? "ok" : "fail"},
             {"params", {{"src", src}, {"dst", dst}}}, {"metrics", {{"bw_avg_Gbps", gbps}}}};
