@@ -55,6 +55,7 @@ class Acceptance {
     } else {
       std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
     }
+    if (!reachable.empty()) gpu_stage(reachable);
     return finish();
   }
 
@@ -132,6 +133,14 @@ class Acceptance {
     }
     for (const auto& node : reachable) verdicts_.stage(node.name, "hosts", "ok");
     accept::judge_netcheck(verdicts_, records, names(reachable));
+    // The run records say which nodes have a GPU, and why not (the GPU stage runs on the others).
+    for (const auto& r : records) {
+      if (r.value("kind", "") != "run") continue;
+      for (const auto& h : r.value("hosts", json::array())) {
+        const json gpu = h.value("gpu", json::object());
+        if (gpu.value("devices", json::array()).empty()) no_gpu_[h.value("hostname", "")] = gpu.value("reason", "no GPU");
+      }
+    }
     return reachable;
   }
 
@@ -165,8 +174,11 @@ class Acceptance {
   // Stage 3: allreduce over every reachable node; below threshold (also on a retry), bisection
   // names the node(s) that slow the group, and the group without them is tried again.
   void allreduce_stage(std::vector<Node> group, double median_pair) {
-    if (median_pair <= 0) return;
-    const double threshold = profile_.busbw_fraction * median_pair;
+    const bool rated = profile_.rated_link_Gbps > 0;
+    if (median_pair <= 0 && !rated) return;
+    const double threshold = rated ? profile_.busbw_fraction_of_rated * profile_.rated_link_Gbps : profile_.busbw_fraction * median_pair;
+    const std::string against = rated ? fmt::format("{} x the rated link's {:.3f}", profile_.busbw_fraction_of_rated, profile_.rated_link_Gbps)
+                                      : fmt::format("{} x the median pair's {:.3f}", profile_.busbw_fraction, median_pair);
     std::vector<std::string> log;  // each run's group and figure, the evidence of a SLOW
     auto slow = [&](const std::string& label, const std::vector<Node>& g, double* seen = nullptr) {
       const double gbps = allreduce_gbps(label, g);
@@ -189,8 +201,7 @@ class Acceptance {
         return slow(fmt::format("bisect-{}", members.size()), sub);
       });
       const std::string evidence = fmt::format(
-          "allreduce busbw (Gb/s) against {:.3f} ({} x the median pair's {:.3f}): {}; bisection: {} run(s)",
-          threshold, profile_.busbw_fraction, median_pair, fmt::join(log, "; "), b.runs);
+          "allreduce busbw (Gb/s) against {:.3f} ({}): {}; bisection: {} run(s)", threshold, against, fmt::join(log, "; "), b.runs);
       if (b.slow.empty()) {
         verdicts_.fail_cluster({accept::kSlow, "allreduce", evidence + "; no single node isolated"});
         return;
@@ -205,6 +216,26 @@ class Acceptance {
       }
       group = rest;
     }
+  }
+
+  // Stage 4: each node's GPU (GEMM, host-to-device copies) against the profile; nodes without one skip.
+  void gpu_stage(const std::vector<Node>& reachable) {
+    std::vector<Node> with_gpu;
+    for (const auto& n : reachable) {
+      if (!no_gpu_.count(n.name)) with_gpu.push_back(n);
+    }
+    std::vector<json> records;
+    if (!with_gpu.empty()) {
+      const json params = {{"filter", "^gpu_(gemm|copy/dir:h2d)"}, {"repetitions", 3}, {"min_time_s", 0.05}, {"min_bytes", 64 << 20}, {"max_bytes", 64 << 20}};
+      StageRun s = launch("gpu", with_gpu, json::array({{{"step", "microbench.host"}, {"params", params}}}), options_.deadline_s);
+      if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) s = launch("gpu-retry", with_gpu, json::array({{{"step", "microbench.host"}, {"params", params}}}), options_.deadline_s);
+      records = s.records;
+    }
+    std::map<std::string, std::string> left_out;
+    for (const auto& n : reachable) {
+      if (no_gpu_.count(n.name)) left_out[n.name] = no_gpu_.at(n.name);
+    }
+    accept::judge_gpu(verdicts_, records, left_out, profile_);
   }
 
   int finish() {
@@ -223,6 +254,7 @@ class Acceptance {
   fs::path dir_;
   accept::Profile profile_;
   accept::Verdicts verdicts_;
+  std::map<std::string, std::string> no_gpu_;  // node -> why it has no usable GPU
   int runs_ = 0;
 };
 
@@ -246,13 +278,16 @@ int accept_main(const Args& args) {
                 "Stages, each a run of its own in <results>/<run-id>/stages/: (1) every node joins and runs netcheck;\n"
                 "a node that cannot join alone is UNREACHABLE, a failed check CONFIG; (2) the all-pairs link matrix,\n"
                 "slow pairs retested alone: LINK; (3) a ring allreduce over the reachable nodes, against the profile's\n"
-                "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW.\n"
+                "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW;\n"
+                "(4) each node's GPU GEMM and host-to-device copies against the profile: GPU (a skip without a GPU,\n"
+                "UNVERIFIED when the profile requires one).\n"
                 "Writes accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")
         .option("--launcher", &o.launcher, "mpirun | srun, with --hostfile (default mpirun)", "NAME")
         .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
-        .option("--profile", &o.profile, "what the hardware should deliver: auto (relative to the fleet), or a JSON file", "NAME")
+        .option("--profile", &o.profile, fmt::format("what the hardware should deliver: {} (auto: relative to the fleet), or a JSON file",
+                                                fmt::join(accept::builtin_profiles(), ", ")), "NAME")
         .option("--netcheck-tree", &o.netcheck_trees,
                 "HOST=DIR: judge HOST's setup from a saved tree (DIR/root, DIR/capture) instead of the host itself", "HOST=DIR")
         .option("--results", &o.results_root, "folder that receives <run-id>/", "DIR")
@@ -271,9 +306,10 @@ int accept_main(const Args& args) {
         throw UsageError(fmt::format("rocebench accept: --netcheck-tree '{}': expected HOST=DIR with DIR/root a folder", printable_excerpt(t)));
       }
     }
+    refuse_bad_run_id("rocebench accept", o.run_id);
     const accept::Profile profile = accept::load_profile(o.profile);
     std::vector<Node> nodes = nodes_of(o);
-    const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? "accept-" + random_token().substr(0, 8) : o.run_id)
+    const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? "accept-" + new_run_id() : o.run_id)
                                                             : fs::path(o.results_dir));
     fs::create_directories(dir);
     std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());

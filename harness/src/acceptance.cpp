@@ -1,6 +1,7 @@
 #include "acceptance.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -35,7 +36,15 @@ const json& profile_schema() {
       "allreduce": {"type": "object", "additionalProperties": false, "properties": {
         "bytes": {"type": "integer", "minimum": 8, "maximum": 17179869184},
         "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
-        "busbw_fraction_of_median_pair": {"type": "number", "exclusiveMinimum": 0, "maximum": 2}}},
+        "busbw_fraction_of_median_pair": {"type": "number", "exclusiveMinimum": 0, "maximum": 2},
+        "rated_link_Gbps": {"type": "number", "exclusiveMinimum": 0},
+        "busbw_fraction_of_rated": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+      "gpu": {"type": "object", "additionalProperties": false, "properties": {
+        "required": {"type": "boolean"},
+        "gemm_type": {"type": "string", "minLength": 1},
+        "gemm_tflops": {"type": "number", "exclusiveMinimum": 0},
+        "h2d_GBps": {"type": "number", "exclusiveMinimum": 0},
+        "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
       "sources": {"type": "object", "additionalProperties": {"type": "string"}}
     }
   })schema");
@@ -49,9 +58,30 @@ const char* const kAutoProfile = R"json({
   "rdma_required": false,
   "link": {"test": "bw", "duration_s": 1, "bytes": 131072, "fraction_of_best": 0.8},
   "allreduce": {"bytes": 1048576, "iters": 5, "busbw_fraction_of_median_pair": 0.7},
+  "gpu": {"required": false, "gemm_type": "bf16", "fraction": 0.9},
   "sources": {
+    "gpu.fraction": "a GPU below 90% of the fleet's median GEMM or host-to-device copy is slow",
     "link.fraction_of_best": "a pair below 80% of the fleet's best pair, also when retested alone, is a bad link",
     "allreduce.busbw_fraction_of_median_pair": "a ring allreduce moves every byte over every link: its busbw is bounded by the slowest pair; 70% of the median pair leaves room for the ring's own overhead (NCCL reaches about 90% of the link)"
+  }
+})json";
+
+// A node type with its datasheet ratings: NVIDIA HGX H100 SXM5 with a 400 Gb/s RoCE NIC per GPU.
+const char* const kH100Profile = R"json({
+  "name": "h100-sxm-400g",
+  "description": "HGX H100 SXM5 nodes, one 400 Gb/s ConnectX-7 RoCE v2 NIC per GPU, lossless fabric.",
+  "netcheck_profile": "lossless-roce",
+  "rdma_required": true,
+  "link": {"test": "bw", "duration_s": 2, "bytes": 1048576, "fraction_of_best": 0.93},
+  "allreduce": {"bytes": 268435456, "iters": 20, "rated_link_Gbps": 400, "busbw_fraction_of_rated": 0.85},
+  "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
+  "sources": {
+    "allreduce.rated_link_Gbps": "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port",
+    "allreduce.busbw_fraction_of_rated": "nccl-tests all_reduce_perf on 400G RoCE fabrics reaches about 90% of the link as busbw",
+    "gpu.gemm_tflops": "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 Tensor Core 1,979 TFLOPS with sparsity, 989 dense",
+    "gpu.h2d_GBps": "PCIe Gen5 x16: 64 GB/s per direction (32 GT/s x 16 lanes, 128b/130b)",
+    "gpu.fraction": "cuBLAS reaches 60-75% of the dense peak at n = 8192; pinned copies about 85% of PCIe",
+    "link.fraction_of_best": "a pair 7% below the best pair, also when retested alone"
   }
 })json";
 
@@ -73,6 +103,14 @@ Profile profile_from(const LocatedJson& doc) {
   p.allreduce_bytes = allreduce.value("bytes", p.allreduce_bytes);
   p.allreduce_iters = allreduce.value("iters", p.allreduce_iters);
   p.busbw_fraction = allreduce.value("busbw_fraction_of_median_pair", p.busbw_fraction);
+  p.rated_link_Gbps = allreduce.value("rated_link_Gbps", p.rated_link_Gbps);
+  p.busbw_fraction_of_rated = allreduce.value("busbw_fraction_of_rated", p.busbw_fraction_of_rated);
+  const json gpu = j.value("gpu", json::object());
+  p.gpu_required = gpu.value("required", p.gpu_required);
+  p.gemm_type = gpu.value("gemm_type", p.gemm_type);
+  p.gemm_tflops = gpu.value("gemm_tflops", p.gemm_tflops);
+  p.h2d_GBps = gpu.value("h2d_GBps", p.h2d_GBps);
+  p.gpu_fraction = gpu.value("fraction", p.gpu_fraction);
   p.sources = j.value("sources", json::object());
   return p;
 }
@@ -86,11 +124,21 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-std::string builtin_profile_text(const std::string& name) { return name == "auto" ? kAutoProfile : ""; }
+std::string builtin_profile_text(const std::string& name) {
+  if (name == "auto") return kAutoProfile;
+  if (name == "h100-sxm-400g") return kH100Profile;
+  return "";
+}
+
+std::vector<std::string> builtin_profiles() { return {"auto", "h100-sxm-400g"}; }
 
 Profile load_profile(const std::string& name_or_file) {
   const std::string builtin = builtin_profile_text(name_or_file);
   if (!builtin.empty()) return profile_from(parse_located(builtin, "builtin:" + name_or_file));
+  if (!std::filesystem::exists(name_or_file)) {
+    throw InputError(fmt::format("profile '{}' is neither built in ({}) nor a file", printable_excerpt(name_or_file),
+                                 fmt::join(builtin_profiles(), ", ")));
+  }
   return profile_from(load_located(name_or_file));
 }
 
@@ -131,7 +179,8 @@ void judge_consistency(Verdicts& v, const std::vector<json>& records, const std:
   for (const auto& r : records) {
     const std::string host = r.value("host", "");
     if (r.value("kind", "") != "check" || r.value("status", "") != "ok" || !r.contains("expected") ||
-        !r["expected"].is_null() || std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+        !r["expected"].is_null() || r.value("observed", json()).is_null() ||
+        std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
       continue;
     }
     values[fmt::format("{} {}", r.value("check", ""), r.value("subject", ""))][host] = short_json(r.value("observed", json()));
@@ -179,6 +228,79 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
     }
   }
   judge_consistency(v, records, hosts);
+}
+
+namespace {
+
+// A GPU figure of one node: GEMM TFLOP/s of the profile's type, or pinned host-to-device GB/s, at
+// the largest size measured.
+struct GpuFigure {
+  std::string what, unit;
+  double rated;
+  std::map<std::string, double> by_host;
+};
+
+}  // namespace
+
+void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
+               const Profile& profile) {
+  // The table's cell says the gist ("no GPU"); the finding keeps the whole reason.
+  auto gist = [](const std::string& why) { return "skip (" + why.substr(0, why.find(':')) + ")"; };
+  for (const auto& [host, why] : no_gpu) {
+    if (profile.gpu_required) v.fail(host, {kUnverified, "gpu", "the profile requires a GPU: " + why});
+    else v.stage(host, "gpu", gist(why));
+  }
+  GpuFigure gemm{fmt::format("GEMM {}", profile.gemm_type), "TFLOP/s", profile.gemm_tflops, {}};
+  GpuFigure h2d{"pinned host-to-device copy", "GB/s", profile.h2d_GBps, {}};
+  std::map<std::string, std::pair<long long, double>> largest_gemm, largest_h2d;  // host -> (size, figure)
+  std::map<std::string, std::string> skipped;
+  for (const auto& r : records) {
+    const json params = r.value("params", json::object());
+    const std::string bench = params.value("benchmark", ""), host = r.value("host", "");
+    if (r.value("step", "") != "microbench.host" || bench.rfind("gpu_", 0) != 0) continue;
+    if (r.value("status", "") != "ok") {
+      skipped[host] = r.value("reason", r.value("status", ""));
+      continue;
+    }
+    auto keep = [&](auto& largest, long long size, const char* metric) {
+      auto& [at, figure] = largest[host];
+      if (size >= at) at = size, figure = r["metrics"].value(metric, 0.0);
+    };
+    if (bench == "gpu_gemm" && params.value("type", "") == profile.gemm_type) keep(largest_gemm, params.value("n", 0LL), "TFLOP_per_s_median");
+    if (bench == "gpu_copy" && params.value("dir", "") == "h2d" && params.value("memory", "") == "pinned") {
+      keep(largest_h2d, params.value("bytes", 0LL), "bw_GBps_median");
+    }
+  }
+  for (const auto& [host, why] : skipped) {
+    if (largest_gemm.count(host) || largest_h2d.count(host)) continue;
+    if (profile.gpu_required) v.fail(host, {kUnverified, "gpu", "the GPU benchmarks did not run: " + why});
+    else v.stage(host, "gpu", gist(why));
+  }
+  for (const auto& [host, f] : largest_gemm) gemm.by_host[host] = f.second;
+  for (const auto& [host, f] : largest_h2d) h2d.by_host[host] = f.second;
+  std::map<std::string, std::vector<std::string>> cells;
+  for (const GpuFigure* figure : {&gemm, &h2d}) {
+    if (figure->by_host.empty()) continue;
+    std::vector<double> all;
+    for (const auto& [host, value] : figure->by_host) all.push_back(value);
+    const double reference = figure->rated > 0 ? figure->rated : median(all);
+    const std::string against = figure->rated > 0 ? fmt::format("the rated {}", reports::number(figure->rated))
+                                                   : fmt::format("the fleet's median {}", reports::number(reference));
+    for (const auto& [host, value] : figure->by_host) {
+      if (value < profile.gpu_fraction * reference) {
+        v.fail(host, {kGpu, "gpu", fmt::format("{}: {} {}, below {} x {}", figure->what, reports::number(value), figure->unit,
+                                               profile.gpu_fraction, against)});
+      }
+      cells[host].push_back(fmt::format("{} {}", reports::number(value), figure->unit));
+    }
+  }
+  for (const auto& [host, texts] : cells) {
+    if (v.nodes().end() == std::find_if(v.nodes().begin(), v.nodes().end(), [&](const NodeVerdict& n) {
+          return n.host == host && n.stages.count("gpu");
+        })) {
+      v.stage(host, "gpu", fmt::format("ok ({})", fmt::join(texts, ", ")));
+    }
+  }
 }
 
 namespace {

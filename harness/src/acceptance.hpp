@@ -25,12 +25,20 @@ struct Profile {
   std::size_t allreduce_bytes = 1 << 20;
   int allreduce_iters = 5;
   double busbw_fraction = 0.7;     // of the median pair bandwidth: below it the group is slow
+  double rated_link_Gbps = 0;      // a datasheet link rate: when set, busbw is judged against it instead
+  double busbw_fraction_of_rated = 0.85;
+  bool gpu_required = false;       // true: a node without a usable GPU is UNVERIFIED
+  std::string gemm_type = "bf16";  // the GEMM judged (microbench.host's gpu_gemm)
+  double gemm_tflops = 0;          // rated peak; 0: judged against the fleet's median instead
+  double h2d_GBps = 0;             // rated host-to-device copy; 0: the fleet's median
+  double gpu_fraction = 0.9;       // of the rated figure, or of the fleet's median
   json sources = json::object();   // rated number -> where it comes from
 };
 
-// "auto" or a JSON file; throws InputError naming file, line and field.
+// A built-in name or a JSON file; throws InputError naming file, line and field.
 Profile load_profile(const std::string& name_or_file);
 std::string builtin_profile_text(const std::string& name);  // empty when there is no such profile
+std::vector<std::string> builtin_profiles();
 
 // The reasons a node fails.
 inline constexpr const char* kConfig = "CONFIG";            // netcheck failed, or a setting differs from the fleet
@@ -76,6 +84,11 @@ class Verdicts {
 // netcheck.host's check records: a failed check is CONFIG, an unverified one UNVERIFIED, and so is a
 // kernel, driver or firmware that differs from what most of the fleet runs (CONFIG).
 void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
+// microbench.host's GPU records (gpu_gemm, gpu_copy h2d): below the profile's fraction of the rated
+// figure (or of the fleet's median) is GPU; a node whose GPU benchmarks could not run is a skip, or
+// UNVERIFIED when the profile requires a GPU. `no_gpu` names the nodes the stage left out, and why.
+void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
+               const Profile& profile);
 // microbench.allpairs' records: the hosts its summary names are LINK, with their pairs' figures
 // against the median pair.
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);

@@ -30,14 +30,6 @@ namespace fs = std::filesystem;
 namespace {
 
 
-std::string new_run_id() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, random_token().substr(0, 6));
-}
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
@@ -262,6 +254,25 @@ void record_interruption(const fs::path& results, const std::string& run_id, con
 
 }  // namespace
 
+std::string new_run_id() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, random_token().substr(0, 6));
+}
+
+void refuse_bad_run_id(const std::string& program, const std::string& run_id) {
+  // A run id names a folder under --results: nothing that climbs out of it or into another.
+  if (!run_id.empty() && (run_id == "." || run_id == ".." ||
+                          run_id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                              std::string::npos)) {
+    throw UsageError(fmt::format("{}: --run-id: '{}' is not a folder name (letters, digits, '.', '_', '-')", program,
+                                 printable_excerpt(run_id)));
+  }
+}
+
 int launch_run(RunOptions options) {
   const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
   const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
@@ -438,13 +449,7 @@ int run_main(const Args& args) {
     ArgParser p = run_parser("rocebench run", o, plan_positional);
     if (!p.parse(args)) return kExitOk;
     if (!plan_positional.empty()) o.plan_path = plan_positional;
-    // A run id names a folder under --results: nothing that climbs out of it or into another.
-    if (!o.run_id.empty() && (o.run_id == "." || o.run_id == ".." ||
-                              o.run_id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-                                  std::string::npos)) {
-      throw UsageError(fmt::format("rocebench run: --run-id: '{}' is not a folder name (letters, digits, '.', '_', '-')",
-                                   printable_excerpt(o.run_id)));
-    }
+    refuse_bad_run_id("rocebench run", o.run_id);
     if (o.launcher == "env") {
       if (o.results_dir.empty() && !o.run_id.empty()) o.results_dir = (fs::path(o.results_root) / o.run_id).string();
       return rank_main(o);

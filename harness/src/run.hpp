@@ -24,6 +24,12 @@ struct RunOptions {
   bool report = true;  // end with the report and its summary on the console
 };
 
+// A new run's id: its UTC time and a random suffix (20261202-004512-3fa9c1).
+std::string new_run_id();
+
+// Throws UsageError when a --run-id is not a plain folder name.
+void refuse_bad_run_id(const std::string& program, const std::string& run_id);
+
 // Starts the plan's ranks, waits for them and returns the run's exit code (README's codes).
 int launch_run(RunOptions options);
 

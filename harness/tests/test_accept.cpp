@@ -88,7 +88,16 @@ TEST(AcceptVerdicts, ASettingThatDiffersFromTheFleetIsConfig) {
                 {"observed", version}, {"expected", nullptr}};
   };
   Verdicts v({"a", "b", "c", "d"});
-  judge_netcheck(v, {firmware("a", "28.39.1002"), firmware("b", "28.39.1002"), firmware("c", "28.36.1010"), firmware("d", "28.39.1002")},
+  json unread = firmware("a", "");
+  unread["check"] = "host.driver";
+  unread["observed"] = nullptr;  // one host's driver is known, three others' are not: nothing to compare
+  auto on = [](json r, const std::string& host, json observed) {
+    r["host"] = host;
+    r["observed"] = observed;
+    return r;
+  };
+  judge_netcheck(v, {firmware("a", "28.39.1002"), firmware("b", "28.39.1002"), firmware("c", "28.36.1010"), firmware("d", "28.39.1002"),
+                     unread, on(unread, "b", "24.10"), on(unread, "c", nullptr), on(unread, "d", nullptr)},
                  {"a", "b", "c", "d"});
   EXPECT_TRUE(v.nodes()[0].pass());
   ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
@@ -96,6 +105,30 @@ TEST(AcceptVerdicts, ASettingThatDiffersFromTheFleetIsConfig) {
   Verdicts split({"a", "b"});
   judge_netcheck(split, {firmware("a", "1"), firmware("b", "2")}, {"a", "b"});
   EXPECT_TRUE(split.pass()) << "without a majority there is no fleet value to differ from";
+}
+
+json gemm(const std::string& host, double tflops) {
+  return {{"kind", "result"}, {"step", "microbench.host"}, {"host", host}, {"status", "ok"},
+          {"params", {{"benchmark", "gpu_gemm"}, {"type", "bf16"}, {"n", 8192}}}, {"metrics", {{"TFLOP_per_s_median", tflops}}}};
+}
+
+TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequired) {
+  Profile p = load_profile("auto");
+  Verdicts v({"a", "b", "c", "d"});
+  judge_gpu(v, {gemm("a", 700), gemm("b", 710), gemm("c", 520)}, {{"d", "no GPU: cudaGetDeviceCount found none"}}, p);
+  EXPECT_TRUE(v.nodes()[0].pass());
+  EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "ok (700 TFLOP/s)");
+  ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[2].findings[0].evidence, "GEMM bf16: 520 TFLOP/s, below 0.9 x the fleet's median 700");
+  EXPECT_EQ(v.nodes()[3].stages.at("gpu"), "skip (no GPU)");
+
+  p.gpu_required = true;
+  p.gemm_tflops = 989;
+  Verdicts rated({"a", "d"});
+  judge_gpu(rated, {gemm("a", 700)}, {{"d", "no GPU"}}, p);
+  ASSERT_EQ(rated.nodes()[0].findings.size(), 1u);
+  EXPECT_EQ(rated.nodes()[0].findings[0].evidence, "GEMM bf16: 700 TFLOP/s, below 0.9 x the rated 989");
+  EXPECT_EQ(rated.nodes()[1].findings.at(0).code, kUnverified);
 }
 
 json pair(const std::string& src, const std::string& dst, double gbps, double retest = -1) {
@@ -138,6 +171,8 @@ TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
   const Profile p = load_profile("auto");
   EXPECT_EQ(p.file, "builtin:auto");
   EXPECT_DOUBLE_EQ(p.busbw_fraction, 0.7);
+  for (const auto& name : builtin_profiles()) EXPECT_NO_THROW(load_profile(name)) << name;
+  EXPECT_DOUBLE_EQ(load_profile("h100-sxm-400g").gemm_tflops, 989);
   const std::string file = ::testing::TempDir() + "profile.json";
   std::ofstream(file) << "{\n  \"name\": \"x\",\n  \"allreduce\": {\"busbw_fraction\": 0.9}\n}\n";
   try {
