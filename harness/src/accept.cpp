@@ -7,16 +7,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "acceptance.hpp"
 #include "commands.hpp"
 #include "launch.hpp"
 #include "run.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
 
 namespace rocebench {
 
 namespace fs = std::filesystem;
+namespace accept = reports::accept;
 
 namespace {
 

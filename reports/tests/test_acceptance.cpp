@@ -5,11 +5,11 @@
 #include <fstream>
 #include <set>
 
-#include "acceptance.hpp"
+#include "rocebench/reports/acceptance.hpp"
 #include "rocebench/common/errors.hpp"
 
 using namespace rocebench;
-using namespace rocebench::accept;
+using namespace rocebench::reports::accept;
 
 namespace {
 

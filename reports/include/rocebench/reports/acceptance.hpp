@@ -9,7 +9,7 @@
 
 #include "rocebench/common/record.hpp"
 
-namespace rocebench::accept {
+namespace rocebench::reports::accept {
 
 // A profile names what each stage must reach, relative to the fleet's own measurements, and where
 // every rated number comes from. Built-in: "auto"; a JSON file adds its own (unknown keys are errors).
@@ -112,4 +112,4 @@ std::string verdict_markdown(const Verdicts& v, const std::string& title);
 std::string verdict_junit(const Verdicts& v);
 json verdict_json(const Verdicts& v);
 
-}  // namespace rocebench::accept
+}  // namespace rocebench::reports::accept

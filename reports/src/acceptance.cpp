@@ -1,4 +1,4 @@
-#include "acceptance.hpp"
+#include "rocebench/reports/acceptance.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 
-namespace rocebench::accept {
+namespace rocebench::reports::accept {
 
 namespace {
 
@@ -284,14 +284,14 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
     std::vector<double> all;
     for (const auto& [host, value] : figure->by_host) all.push_back(value);
     const double reference = figure->rated > 0 ? figure->rated : median(all);
-    const std::string against = figure->rated > 0 ? fmt::format("the rated {}", reports::number(figure->rated))
-                                                   : fmt::format("the fleet's median {}", reports::number(reference));
+    const std::string against = figure->rated > 0 ? fmt::format("the rated {}", number(figure->rated))
+                                                   : fmt::format("the fleet's median {}", number(reference));
     for (const auto& [host, value] : figure->by_host) {
       if (value < profile.gpu_fraction * reference) {
-        v.fail(host, {kGpu, "gpu", fmt::format("{}: {} {}, below {} x {}", figure->what, reports::number(value), figure->unit,
+        v.fail(host, {kGpu, "gpu", fmt::format("{}: {} {}, below {} x {}", figure->what, number(value), figure->unit,
                                                profile.gpu_fraction, against)});
       }
-      cells[host].push_back(fmt::format("{} {}", reports::number(value), figure->unit));
+      cells[host].push_back(fmt::format("{} {}", number(value), figure->unit));
     }
   }
   for (const auto& [host, texts] : cells) {
@@ -353,13 +353,13 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     if (own.empty()) continue;
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
     const std::string unit = metric.find("Gbps") != std::string::npos ? " Gb/s" : " us";
-    const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, reports::number(*lo),
-                                            reports::number(*hi), unit, reports::number(fleet));
+    const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),
+                                            number(*hi), unit, number(fleet));
     if (std::find(bad.begin(), bad.end(), host) != bad.end()) {
-      const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", reports::number(median(retests)));
+      const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", number(median(retests)));
       v.fail(host, {kLink, "links", figures + retest});
     } else {
-      v.stage(host, "links", fmt::format("ok ({}–{}{})", reports::number(*lo), reports::number(*hi), unit));
+      v.stage(host, "links", fmt::format("ok ({}–{}{})", number(*lo), number(*hi), unit));
     }
   }
 }
@@ -467,8 +467,8 @@ std::string verdict_markdown(const Verdicts& v, const std::string& title) {
   for (std::size_t i = 0; i < v.stages().size(); ++i) out += " --- |";
   out += "\n";
   for (const auto& n : v.nodes()) {
-    out += fmt::format("| {} | {} |", reports::escape_markdown_cell(n.host), n.pass() ? "PASS" : "**FAIL** " + reasons(n));
-    for (const auto& s : v.stages()) out += fmt::format(" {} |", reports::escape_markdown_cell(cell(n, s)));
+    out += fmt::format("| {} | {} |", escape_markdown_cell(n.host), n.pass() ? "PASS" : "**FAIL** " + reasons(n));
+    for (const auto& s : v.stages()) out += fmt::format(" {} |", escape_markdown_cell(cell(n, s)));
     out += "\n";
   }
   out += "\n## Evidence\n\n";
@@ -488,20 +488,20 @@ std::string verdict_markdown(const Verdicts& v, const std::string& title) {
 }
 
 std::string verdict_junit(const Verdicts& v) {
-  std::vector<reports::Verdict> cases;
+  std::vector<Verdict> cases;
   for (const auto& n : v.nodes()) {
     for (const auto& s : v.stages()) {
-      reports::Verdict c{"host." + n.host, s, reports::Outcome::pass, cell(n, s)};
+      Verdict c{"host." + n.host, s, Outcome::pass, cell(n, s)};
       for (const auto& f : n.findings) {
         if (f.stage != s) continue;
-        c.outcome = reports::Outcome::fail;
+        c.outcome = Outcome::fail;
         c.message = fmt::format("{}: {}", f.code, f.evidence);
       }
-      if (cell(n, s) == "—") c.outcome = reports::Outcome::missing, c.message = "this stage did not reach the host";
+      if (cell(n, s) == "—") c.outcome = Outcome::missing, c.message = "this stage did not reach the host";
       cases.push_back(c);
     }
   }
-  return reports::render_junit("rocebench accept", cases);
+  return render_junit("rocebench accept", cases);
 }
 
 json verdict_json(const Verdicts& v) {
@@ -516,4 +516,4 @@ json verdict_json(const Verdicts& v) {
   return {{"cluster", v.pass() ? "PASS" : "FAIL"}, {"stages", v.stages()}, {"nodes", nodes}, {"cluster_findings", cluster}};
 }
 
-}  // namespace rocebench::accept
+}  // namespace rocebench::reports::accept
