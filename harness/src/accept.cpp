@@ -243,10 +243,13 @@ class Acceptance {
     json out = accept::verdict_json(verdicts_);
     out["profile"] = profile_.file;
     reports::write_text(dir_ / "accept.json", out.dump(2) + "\n");
-    reports::write_text(dir_ / "accept.md", accept::verdict_markdown(verdicts_, "rocebench accept " + dir_.filename().string()));
+    const std::string title = "rocebench accept " + dir_.filename().string();
+    const auto sections = accept::verdict_sections(verdicts_);
+    reports::write_text(dir_ / "accept.md", reports::render_markdown(title, sections, "."));
+    reports::write_text(dir_ / "accept.html", reports::render_html(title, sections));
     reports::write_text(dir_ / "junit.xml", accept::verdict_junit(verdicts_));
     std::cout << "\n" << accept::verdict_table(verdicts_);
-    std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.md").string(), (dir_ / "stages").string());
+    std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
     return verdicts_.pass() ? kExitOk : kExitCheckFailed;
   }
 
@@ -282,7 +285,7 @@ int accept_main(const Args& args) {
                 "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW;\n"
                 "(4) each node's GPU GEMM and host-to-device copies against the profile: GPU (a skip without a GPU,\n"
                 "UNVERIFIED when the profile requires one).\n"
-                "Writes accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
+                "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")
         .option("--launcher", &o.launcher, "mpirun | srun, with --hostfile (default mpirun)", "NAME")

@@ -460,31 +460,31 @@ std::string verdict_table(const Verdicts& v) {
   return out;
 }
 
-std::string verdict_markdown(const Verdicts& v, const std::string& title) {
-  std::string out = fmt::format("# {}\n\n**Cluster: {}**\n\n| host | verdict |", title, v.pass() ? "PASS" : "FAIL");
-  for (const auto& s : v.stages()) out += fmt::format(" {} |", s);
-  out += "\n| --- | --- |";
-  for (std::size_t i = 0; i < v.stages().size(); ++i) out += " --- |";
-  out += "\n";
+std::vector<Section> verdict_sections(const Verdicts& v) {
+  std::size_t failed = 0;
+  for (const auto& n : v.nodes()) failed += !n.pass();
+  Section verdict{"Verdict per node", {}, {}, {}};
+  verdict.notes.push_back(v.pass() ? fmt::format("Cluster: PASS. All {} nodes pass every stage.", v.nodes().size())
+                                   : fmt::format("Cluster: FAIL. {} of {} nodes fail{}.", failed, v.nodes().size(),
+                                                 v.cluster_findings().empty() ? "" : ", and the cluster as a whole"));
+  Table t{"", "each stage's finding on each node; — the stage did not reach the node", {"host", "verdict"}, {}};
+  for (const auto& s : v.stages()) t.columns.push_back(s);
   for (const auto& n : v.nodes()) {
-    out += fmt::format("| {} | {} |", escape_markdown_cell(n.host), n.pass() ? "PASS" : "**FAIL** " + reasons(n));
-    for (const auto& s : v.stages()) out += fmt::format(" {} |", escape_markdown_cell(cell(n, s)));
-    out += "\n";
-  }
-  out += "\n## Evidence\n\n";
-  bool any = false;
-  for (const auto& f : v.cluster_findings()) {
-    out += fmt::format("- **cluster** `{}` ({}): {}\n", f.code, f.stage, f.evidence);
-    any = true;
-  }
-  for (const auto& n : v.nodes()) {
-    for (const auto& f : n.findings) {
-      out += fmt::format("- **{}** `{}` ({}): {}\n", n.host, f.code, f.stage, f.evidence);
-      any = true;
+    t.rows.push_back({{n.host, Mark::none}, {n.pass() ? "PASS" : "FAIL " + reasons(n), n.pass() ? Mark::good : Mark::bad}});
+    for (const auto& s : v.stages()) {
+      const std::string text = cell(n, s);
+      t.rows.back().push_back({text, text.rfind("FAIL", 0) == 0 ? Mark::bad : text == "—" ? Mark::missing
+                                                                         : text.rfind("ok", 0) == 0 ? Mark::good : Mark::none});
     }
   }
-  if (!any) out += "Every node passed every stage.\n";
-  return out;
+  verdict.tables.push_back(std::move(t));
+  Section evidence{"Evidence", {}, {}, {}};
+  for (const auto& f : v.cluster_findings()) evidence.notes.push_back(fmt::format("cluster {} ({}): {}", f.code, f.stage, f.evidence));
+  for (const auto& n : v.nodes()) {
+    for (const auto& f : n.findings) evidence.notes.push_back(fmt::format("{} {} ({}): {}", n.host, f.code, f.stage, f.evidence));
+  }
+  if (evidence.notes.empty()) evidence.notes.push_back("Every node passed every stage.");
+  return {verdict, evidence};
 }
 
 std::string verdict_junit(const Verdicts& v) {

@@ -164,7 +164,11 @@ TEST(AcceptVerdicts, RenderedOncePerHostAndStage) {
   EXPECT_NE(junit.find("<testsuite name=\"rocebench.host.b\" tests=\"1\" failures=\"1\""), std::string::npos) << junit;
   EXPECT_EQ(verdict_json(v)["cluster"], "FAIL");
   v.fail_cluster({kSlow, "allreduce", "no single node"});
-  EXPECT_NE(verdict_markdown(v, "t").find("**cluster** `SLOW`"), std::string::npos);
+  const auto sections = verdict_sections(v);
+  ASSERT_EQ(sections.size(), 2u);
+  EXPECT_EQ(sections[0].tables.at(0).rows.at(1).at(1).mark, reports::Mark::bad);
+  EXPECT_EQ(sections[0].tables.at(0).rows.at(0).at(1).text, "PASS");
+  EXPECT_EQ(sections[1].notes.at(0), "cluster SLOW (allreduce): no single node");
 }
 
 TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {

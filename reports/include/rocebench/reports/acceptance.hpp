@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rocebench/common/record.hpp"
+#include "rocebench/reports/tables.hpp"
 
 namespace rocebench::reports::accept {
 
@@ -106,9 +107,10 @@ struct Bisection {
 };
 Bisection bisect(int n, const std::function<bool(const std::vector<int>& group)>& slow);
 
-// Rendering: the host x stage table for the console, the Markdown page and JUnit (one suite per host).
+// Rendering: the host x stage table for the console; the same table and the evidence as report
+// sections (for render_markdown / render_html); JUnit, one suite per host.
 std::string verdict_table(const Verdicts& v);
-std::string verdict_markdown(const Verdicts& v, const std::string& title);
+std::vector<Section> verdict_sections(const Verdicts& v);
 std::string verdict_junit(const Verdicts& v);
 json verdict_json(const Verdicts& v);
 
