@@ -10,6 +10,8 @@ packages=(
   # libraries
   nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev libdnnl-dev
+  # a real Slurm cluster on the emulated hosts (ci/testbeds/slurm)
+  slurm-wlm munge
   # models: the data loader's image decoders (JPEG through TurboJPEG, PNG)
   libturbojpeg0-dev libpng-dev
   # Debian's dnnl CMake config needs the OpenCL headers and loader to configure
