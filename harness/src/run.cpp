@@ -2,6 +2,7 @@
 // (`--launcher env`: join the rendezvous, run every step, send records to rank 0).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -205,8 +206,12 @@ void record_unreported_losses(const fs::path& results, const std::string& run_id
       recorded.insert(r.value("details", json::object()).value("rank", -2));
     }
   }
+  // mpirun and srun end abnormally when one of their ranks did: once rank 0 recorded that loss, their
+  // exit is its echo, not a loss of its own (which would name the host the launcher runs on).
+  const bool ranks_recorded = std::any_of(recorded.begin(), recorded.end(), [](int rank) { return rank >= 0; });
   for (const auto& e : exits) {
     if (severity(e.exit_code()) < 3 || recorded.count(e.child.rank)) continue;
+    if (e.child.rank < 0 && ranks_recorded) continue;
     const std::string host = e.child.host.empty() ? net::this_hostname() : e.child.host;
     const std::string who = e.child.rank >= 0 ? fmt::format("rank {} on host {}", e.child.rank, host) : "the launcher (mpirun/srun)";
     RecordWriter(results).append(event_record(run_id, "rank.lost",

@@ -392,3 +392,42 @@ TEST(RunCommand, MpirunLauncherFromAHostfile) {
   EXPECT_EQ(f.records.front()["world"], 2);
   EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 2);
 }
+
+// mpirun (or srun) exits non-zero when a rank is killed; rank 0 has recorded that loss by rank and
+// host, and the launcher must not add one of its own for mpirun. A stand-in mpirun does what the real
+// one does across hosts (ci/testbeds/slurm/test_mpirun.sh), here on one host.
+TEST(RunCommand, AnMpirunEndedByItsKilledRankIsNotALossOfItsOwn) {
+  const path dir = rbtest::temp_dir("mpiecho");
+  write(dir / "hosts", "localhost slots=2\n");
+  write(dir / "long.json",
+        R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100000, "interval_ms": 10}}]})");
+  write(dir / "mpirun", R"(#!/bin/sh
+# Drops mpirun's options, starts the command as 2 ranks, kills rank 1 once both joined, exits as mpirun.
+while [ "$#" -gt 0 ] && [ "$1" != "$RB_BINARY" ]; do shift; done
+export OMPI_COMM_WORLD_SIZE=2 MASTER_PORT="$RB_PORT"
+OMPI_COMM_WORLD_RANK=0 "$@" & r0=$!
+OMPI_COMM_WORLD_RANK=1 "$@" & r1=$!
+for i in $(seq 300); do grep -q '"kind":"run"' "$RB_RESULTS" 2>/dev/null && break; sleep 0.1; done
+kill -9 $r1
+wait $r0
+exit 137
+)");
+  std::filesystem::permissions(dir / "mpirun", std::filesystem::perms::owner_all);
+  const int rc = rbtest::run({kBinary, "run", (dir / "long.json").string(), "--launcher", "mpirun", "--mpirun",
+                              (dir / "mpirun").string(), "--hostfile", (dir / "hosts").string(), "--deadline", "10",
+                              "--results-dir", (dir / "out").string()},
+                             dir, "run",
+                             {{"RB_BINARY", std::filesystem::canonical(kBinary).string()},
+                              {"RB_PORT", std::to_string(net::pick_free_port("127.0.0.1"))},
+                              {"RB_RESULTS", (dir / "out" / "results.jsonl").string()}},
+                             60);
+  EXPECT_EQ(rc, 3) << rbtest::slurp(dir / "run.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  std::vector<json> lost;
+  for (const auto& r : f.records) {
+    if (r.value("event", "") == "rank.lost") lost.push_back(r);
+  }
+  ASSERT_EQ(lost.size(), 1u) << rbtest::slurp(dir / "out" / "results.jsonl");
+  EXPECT_EQ(lost[0]["details"]["rank"], 1) << lost[0];
+  EXPECT_NE(lost[0]["message"].get<std::string>().find("rank 1 on host"), std::string::npos) << lost[0];
+}
