@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -183,14 +184,21 @@ std::vector<std::string> mpirun_argv(const LaunchSpec& spec) {
 }
 
 std::vector<std::string> srun_argv(const LaunchSpec& spec) {
-  std::vector<std::string> names;
-  for (const auto& h : spec.hosts) names.push_back(h.host);
+  // Rank i runs on the i-th host of the hostfile's order, each host's ranks together, as under mpirun:
+  // rank 0 serves the rendezvous at MASTER_ADDR, the first host. Slurm's own (block) layout follows its
+  // node table instead, so a hostfile in any other order put rank 0 elsewhere and no rank could meet.
+  // --distribution=arbitrary takes the layout from --nodelist, one entry per task.
+  std::vector<std::string> per_task;
+  std::set<std::string> distinct;
+  for (const auto& h : spec.hosts) {
+    distinct.insert(h.host);
+    for (int i = 0; i < (spec.ranks_per_host > 0 ? spec.ranks_per_host : h.slots); ++i) per_task.push_back(h.host);
+  }
   std::string exports = "ALL";
   for (const auto& [name, value] : spec.env) exports += "," + name;
-  std::vector<std::string> argv{"srun", fmt::format("--nodes={}", spec.hosts.size()),
-                                fmt::format("--ntasks={}", total_ranks(spec)),
-                                fmt::format("--nodelist={}", fmt::join(names, ",")), "--export=" + exports};
-  if (spec.ranks_per_host > 0) argv.insert(argv.begin() + 3, fmt::format("--ntasks-per-node={}", spec.ranks_per_host));
+  std::vector<std::string> argv{"srun", fmt::format("--nodes={}", distinct.size()),
+                                fmt::format("--ntasks={}", total_ranks(spec)), "--distribution=arbitrary",
+                                fmt::format("--nodelist={}", fmt::join(per_task, ",")), "--export=" + exports};
   argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
   argv.insert(argv.end(), spec.rank_argv.begin(), spec.rank_argv.end());
   return argv;

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "launch.hpp"
 #include "rocebench/common/errors.hpp"
 
@@ -102,14 +107,20 @@ TEST(Launchers, MpirunAndSrunArgv) {
   EXPECT_EQ(mpirun_argv(spec),
             (std::vector<std::string>{"mpirun", "-np", "4", "-H", "a:2,b:2", "--map-by", "slot", "-x", "MASTER_ADDR",
                                       "-x", "ROCEBENCH_TOKEN", "/opt/rocebench", "run", "--launcher", "env"}));
+  // One --nodelist entry per task, in the hostfile's order: rank 0 on the first host (MASTER_ADDR).
   EXPECT_EQ(srun_argv(spec),
-            (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2", "--nodelist=a,b",
+            (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=4", "--distribution=arbitrary", "--nodelist=a,a,b,b",
                                       "--export=ALL,MASTER_ADDR,ROCEBENCH_TOKEN", "/opt/rocebench", "run",
                                       "--launcher", "env"}));
   for (const auto& arg : mpirun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;
   for (const auto& arg : srun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;
   spec.ranks_per_host = 0;  // the hostfile's slots
   EXPECT_EQ(total_ranks(spec), 16);
+  // Slurm orders its nodes by its own table; the hostfile's order (and uneven slots) must win.
+  spec.hosts = {{"node9", 1}, {"node1", 2}};
+  const auto argv = srun_argv(spec);
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--nodelist=node9,node1,node1"), argv.end()) << fmt::format("{}", fmt::join(argv, " "));
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--ntasks=3"), argv.end());
 }
 
 TEST(Launchers, TokensAreRandomHex) {
