@@ -17,6 +17,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+PATH=$PATH:/usr/sbin:/sbin  # the daemons and mungekey live there, outside a user's usual PATH
 netns=$here/../netns/netns.sh
 host_exec=$here/host_exec.sh
 state_root=${ROCEBENCH_NETNS_STATE:-/run/rocebench-netns}

@@ -1,0 +1,87 @@
+# Sourced by test_slurm.sh and test_mpirun.sh: what `rocebench run` must do under a real launcher
+# across 4 emulated hosts. The caller sets $rocebench (its real path), $prefix (hosts ${prefix}0..3),
+# $work, and a function `launch ARG...` that execs `rocebench run ARG...` with the launcher under test
+# (exec: `launch … &` then leaves $! the launcher's own pid, for the signals below).
+failures=0
+check() {  # check DESCRIPTION COMMAND...
+  if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi
+}
+
+# rocebench processes: all of them, or those in one emulated host (a rank; never the launcher).
+rocebench_pids() {
+  local p
+  for p in ${1:+$(ip netns pids "$1")} ${1:-/proc/[0-9]*}; do
+    p=${p#/proc/}
+    [ "/proc/$p/exe" -ef "$rocebench" ] && echo "$p"  # a builtin test: no fork per process
+  done
+  return 0
+}
+none_left_within() {  # none_left_within SECONDS
+  for _ in $(seq $(($1 * 10))); do [ -z "$(rocebench_pids)" ] && return 0; sleep 0.1; done
+  echo "left: $(rocebench_pids | xargs -r ps -o pid=,args= -p)"
+  return 1
+}
+# Waits (up to 30 s) until the run record is written: every rank has joined.
+wait_run_record() {
+  for _ in $(seq 300); do grep -q '"kind":"run"' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
+launcher_checks() {
+  local name=$1 rc start
+  cat >"$work/ok.json" <<'JSON'
+{"name": "launcher-smoke", "steps": [
+  {"step": "harness.rendezvous", "params": {"rounds": 20}},
+  {"step": "collectives.allreduce", "params": {"algorithm": "ring", "min_bytes": 1024, "max_bytes": 65536, "factor": 8, "iters": 3}}]}
+JSON
+  launch "$work/ok.json" --results-dir "$work/ok" --deadline 20 --timeout 90 >"$work/ok.out" 2>"$work/ok.err" &
+  wait $!
+  rc=$?
+  check "a 4-host run under $name succeeds (exit $rc)" test "$rc" = 0 || tail -n 20 "$work/ok.err"
+  check "the run record names 4 distinct hosts, the emulated ones" /usr/bin/python3 -c '
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+names = sorted(h["hostname"] for h in records[0]["hosts"])
+ranks = sorted((r["rank"], r["host"]) for r in records if r.get("step") == "harness.rendezvous" and r.get("status") == "ok")
+print("hosts:", names, "ranks:", ranks)
+want = [sys.argv[2] + str(i) for i in range(4)]
+sys.exit(0 if names == want and ranks == list(enumerate(want)) else 1)' "$work/ok/results.jsonl" "$prefix"
+  check "the allreduce ran over the 4 ranks with no wrong element" /usr/bin/python3 -c '
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in records if r.get("step") == "collectives.allreduce"]
+sys.exit(0 if len(rows) == 6 and all(r["status"] == "ok" and r["world"] == 4 and r["metrics"]["wrong"] == 0 for r in rows) else 1)' "$work/ok/results.jsonl"
+
+  cat >"$work/long.json" <<'JSON'
+{"name": "launcher-long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 3000, "interval_ms": 10}}]}
+JSON
+  # A rank killed: the others report it by rank and host, and the run exits 3.
+  launch "$work/long.json" --results-dir "$work/kill" --deadline 15 --timeout 90 >"$work/kill.out" 2>"$work/kill.err" &
+  local launcher=$!
+  check "every rank joined (kill run)" wait_run_record "$work/kill/results.jsonl"
+  local victim
+  victim=$(rocebench_pids "${prefix}2")
+  check "rank 2's process is found in host ${prefix}2" test -n "$victim"
+  start=$SECONDS
+  kill -9 $victim
+  wait "$launcher"
+  rc=$?
+  check "the run exits 3 (infrastructure failure), got $rc, after $((SECONDS - start)) s" test "$rc" = 3
+  check "the loss names rank 2 and its host" grep -q "rank 2 on host ${prefix}2 was lost" "$work/kill.err"
+  check "results hold rank 2's rank.lost event" grep -q "\"event\":\"rank.lost\".*\"rank 2 on host ${prefix}2 was lost" "$work/kill/results.jsonl"
+  check "no other loss is recorded (the launcher's exit is the echo of rank 2's)" \
+    test "$(grep -c '"event":"rank.lost"' "$work/kill/results.jsonl")" = 1
+  check "no rocebench process is left after the kill run" none_left_within 15
+
+  # SIGTERM to the launcher stops every rank, and the results say the run was interrupted.
+  launch "$work/long.json" --results-dir "$work/term" --deadline 15 --timeout 90 >"$work/term.out" 2>"$work/term.err" &
+  launcher=$!
+  check "every rank joined (SIGTERM run)" wait_run_record "$work/term/results.jsonl"
+  start=$SECONDS
+  kill -TERM "$launcher"
+  wait "$launcher"
+  rc=$?
+  check "the launcher exits 143 on SIGTERM, got $rc, after $((SECONDS - start)) s" test "$rc" = 143
+  check "no rocebench process is left within 15 s of SIGTERM" none_left_within 15
+  check "results hold run.interrupted" grep -q '"event":"run.interrupted"' "$work/term/results.jsonl"
+}
