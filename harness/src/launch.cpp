@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,9 +13,11 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -221,7 +224,7 @@ std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file)
 }
 
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank) {
+            const EmulatedHost* emulated, int rank, int stderr_fd) {
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::map<std::string, std::string> full = current_environment();
   for (const auto& [k, v] : env) full[k] = v;
@@ -262,6 +265,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
       }
     }
     if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != launcher) ::_exit(kExitInfra);  // it died already
+    if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) < 0) ::_exit(kExitInfra);
     ::execve(args[0], args.data(), envp.data());
     ::execvpe(args[0], args.data(), envp.data());
     const char msg[] = "rocebench: exec failed\n";
@@ -270,6 +274,120 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   }
   if (netns_fd >= 0) ::close(netns_fd);
   return {pid, rank, emulated ? emulated->netns : std::string()};
+}
+
+StderrTee::StderrTee() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw InfraError(std::string("cannot make a pipe: ") + std::strerror(errno));
+  read_fd_ = fds[0];
+  write_fd_ = fds[1];
+}
+
+StderrTee::~StderrTee() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (read_fd_ >= 0) ::close(read_fd_);
+  if (write_fd_ >= 0) ::close(write_fd_);
+}
+
+void StderrTee::start() {
+  ::close(write_fd_);  // the child's copy is the only writer left: its end is our end of file
+  write_fd_ = -1;
+  thread_ = std::thread([this] {
+    auto keep = [this](std::string line) {
+      lines_.push_back(std::move(line));
+      if (lines_.size() > 10000) lines_.pop_front();
+    };
+    std::string partial;
+    char buffer[4096];
+    while (!stop_) {
+      pollfd p{read_fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 100);  // 100 ms: finish() is heard even while nothing comes
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) continue;
+      const ssize_t n = ::read(read_fd_, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(2, buffer + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += w;
+      }
+      partial.append(buffer, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1)) keep(partial.substr(0, nl));
+      if (partial.size() > 65536) keep(std::exchange(partial, {}));
+    }
+    if (!partial.empty()) keep(partial);
+    eof_ = true;
+  });
+}
+
+std::vector<std::string> StderrTee::finish(std::chrono::milliseconds grace) {
+  // Processes that mpirun or srun left behind may hold the pipe open: wait for them only so long.
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (!eof_ && thread_.joinable() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  return {lines_.begin(), lines_.end()};
+}
+
+namespace {
+
+// "0-2,5" (srun's task list) -> 0 1 2 5; nothing when malformed.
+std::vector<int> task_list(const std::string& text) {
+  std::vector<int> tasks;
+  std::istringstream parts(text);
+  for (std::string part; std::getline(parts, part, ',');) {
+    int first = 0, last = 0;
+    char dash = 0;
+    std::istringstream in(part);
+    if (!(in >> first)) return {};
+    last = first;
+    if (in >> dash && (dash != '-' || !(in >> last))) return {};
+    if (first < 0 || last < first || last - first > 100000) return {};
+    for (int t = first; t <= last; ++t) tasks.push_back(t);
+  }
+  return tasks;
+}
+
+// "Killed" -> "killed by SIGKILL": srun prints the signal's description (strsignal).
+std::string signal_from_description(const std::string& description) {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* text = sigdescr_np(sig);
+    const char* abbrev = sigabbrev_np(sig);
+    if (text && abbrev && description == text) return std::string("killed by SIG") + abbrev;
+  }
+  return description;
+}
+
+}  // namespace
+
+std::vector<ReportedDeath> deaths_reported_by_launcher(const std::vector<std::string>& lines) {
+  static const std::regex srun(R"(^srun: error: ([^ :]+): tasks? ([0-9,-]+): (.+)$)");
+  static const std::regex mpirun(R"(process rank ([0-9]{1,9}) with PID [0-9]+ on node ([^ ]+) exited on signal ([0-9]{1,3}))");
+  std::vector<ReportedDeath> deaths;
+  std::set<int> seen;
+  for (const auto& line : lines) {
+    std::smatch m;
+    if (line.size() < 4096 && std::regex_search(line, m, srun)) {
+      const std::string how = m[3].str();
+      if (how.rfind("Exited with exit code", 0) == 0) continue;  // it ended on its own, and said why
+      for (const int rank : task_list(m[2].str())) {
+        if (seen.insert(rank).second) deaths.push_back({rank, m[1].str(), signal_from_description(how)});
+      }
+    } else if (line.size() < 4096 && std::regex_search(line, m, mpirun)) {
+      const int rank = std::stoi(m[1].str());
+      const int sig = std::stoi(m[3].str());
+      const char* abbrev = sig > 0 && sig < NSIG ? sigabbrev_np(sig) : nullptr;
+      if (seen.insert(rank).second) {
+        deaths.push_back({rank, m[2].str(), abbrev ? std::string("killed by SIG") + abbrev : fmt::format("killed by signal {}", sig)});
+      }
+    }
+  }
+  return deaths;
 }
 
 std::string ChildExit::describe() const {

@@ -3,10 +3,14 @@
 // the launchers start ranks — forked here, or through Open MPI's mpirun or Slurm's srun.
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rendezvous.hpp"
@@ -75,8 +79,41 @@ struct Child {
 // Forks and execs argv with extra environment; with an emulated host, the child first joins its
 // network namespace and takes its name as hostname (in a UTS namespace of its own). The child gets
 // SIGTERM when the launcher dies, however it dies: no rank outlives its launcher.
+// With stderr_fd >= 0, the child's stderr is that file descriptor.
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank);
+            const EmulatedHost* emulated, int rank, int stderr_fd = -1);
+
+// A child's stderr, copied to ours as it comes, with the lines kept for the launcher to read what
+// mpirun / srun said about their ranks (at most the last 10,000 lines).
+class StderrTee {
+ public:
+  StderrTee();  // makes the pipe; give write_fd() to spawn, then start()
+  ~StderrTee();
+  StderrTee(const StderrTee&) = delete;
+  StderrTee& operator=(const StderrTee&) = delete;
+  int write_fd() const { return write_fd_; }
+  void start();  // closes our copy of the write end and starts copying
+  // The lines so far, once the pipe has closed (every writer ended) or `grace` has passed.
+  std::vector<std::string> finish(std::chrono::milliseconds grace);
+
+ private:
+  int read_fd_ = -1;
+  int write_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> eof_{false};
+  std::deque<std::string> lines_;  // the thread's until it ends
+};
+
+// A rank that mpirun or srun says was killed by a signal: "srun: error: node3: task 2: Killed",
+// "mpirun noticed that process rank 2 with PID 77 on node node3 exited on signal 9 (Killed)."
+// Ranks that exited with a code are left out: they ended on their own and said why.
+struct ReportedDeath {
+  int rank = -1;
+  std::string host;
+  std::string ended;  // "killed by SIGKILL", or the launcher's words for it
+};
+std::vector<ReportedDeath> deaths_reported_by_launcher(const std::vector<std::string>& lines);
 
 // How a child ended, for reports: "exit 3", "killed by SIGKILL".
 struct ChildExit {

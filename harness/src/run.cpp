@@ -199,12 +199,21 @@ int severity(int exit_code) {
 
 // A rank that died without its loss in the results (rank 0 itself, which records the others' losses,
 // or an mpirun/srun that ended abnormally) is recorded by the launcher: no loss goes unreported.
-void record_unreported_losses(const fs::path& results, const std::string& run_id, const std::vector<ChildExit>& exits) {
+// Under mpirun/srun, `reported` holds the ranks they said were killed, with their hosts.
+void record_unreported_losses(const fs::path& results, const std::string& run_id, const std::vector<ChildExit>& exits,
+                              const std::vector<ReportedDeath>& reported, const std::string& launcher) {
   std::set<int> recorded;
   for (const auto& r : read_records(results).records) {
     if (r.value("kind", "") == "event" && r.value("event", "") == "rank.lost") {
       recorded.insert(r.value("details", json::object()).value("rank", -2));
     }
+  }
+  for (const auto& d : reported) {
+    if (!recorded.insert(d.rank).second) continue;
+    RecordWriter(results).append(event_record(
+        run_id, "rank.lost",
+        fmt::format("rank {} on host {} was lost: {} (reported by {}, recorded by the launcher)", d.rank, d.host, d.ended, launcher),
+        {{"rank", d.rank}, {"host", d.host}, {"ended", d.ended}}));
   }
   // mpirun and srun end abnormally when one of their ranks did: once rank 0 recorded that loss, their
   // exit is its echo, not a loss of its own (which would name the host the launcher runs on).
@@ -309,6 +318,7 @@ int launch_run(RunOptions options) {
 
   std::vector<Child> children;
   std::vector<std::string> launcher_argv;
+  std::unique_ptr<StderrTee> tee;  // mpirun's / srun's stderr
   catch_stop_signals();
   if (type == "local") {
     const int ranks = options.ranks > 0 ? options.ranks : plan.launcher.ranks;
@@ -347,11 +357,16 @@ int launch_run(RunOptions options) {
       std::cout << fmt::format("{}\n", fmt::join(launcher_argv, " "));
       return kExitOk;
     }
-    children.push_back(spawn(launcher_argv, spec.env, nullptr, -1));
+    // Only mpirun / srun know which rank died where when rank 0 (which records losses) is the one.
+    tee = std::make_unique<StderrTee>();
+    children.push_back(spawn(launcher_argv, spec.env, nullptr, -1, tee->write_fd()));
+    tee->start();
   }
 
   std::cerr << fmt::format("rocebench run: plan '{}', run {}, results in {}\n", plan.name, run_id, dir.string());
   const auto exits = wait_all(children, Deadline(millis(timeout_s)));
+  const std::vector<ReportedDeath> reported =
+      tee ? deaths_reported_by_launcher(tee->finish(std::chrono::seconds(2))) : std::vector<ReportedDeath>{};
   int exit_code = kExitOk;
   for (const auto& e : exits) {
     const int code = e.exit_code();
@@ -362,7 +377,7 @@ int launch_run(RunOptions options) {
     if (severity(code) > severity(exit_code)) exit_code = severity(code) == 3 ? kExitInfra : code;
   }
   if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
-  else record_unreported_losses(dir / "results.jsonl", run_id, exits);
+  else record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
   const int verdict = options.report ? report_run(dir) : kExitOk;
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
   if (stop_signal() != 0) return 128 + stop_signal();

@@ -123,6 +123,30 @@ TEST(Launchers, MpirunAndSrunArgv) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), "--ntasks=3"), argv.end());
 }
 
+TEST(Launchers, RanksKilledAreReadFromWhatMpirunOrSrunSay) {
+  const auto deaths = deaths_reported_by_launcher({
+      "srun: error: node3: task 2: Killed",
+      "srun: error: node1: task 1: Exited with exit code 3",  // ended on its own
+      "srun: error: node4: tasks 4-5,7: Segmentation fault",
+      "srun: error: node9: task 2: Killed",  // rank 2 again: the first word stands
+      "mpirun noticed that process rank 0 with PID 77 on node gpu-a01 exited on signal 15 (Terminated).",
+      "srun: error: node1: task x: Killed",
+      "rank 6 was lost",
+  });
+  ASSERT_EQ(deaths.size(), 5u);
+  EXPECT_EQ(deaths[0].rank, 2);
+  EXPECT_EQ(deaths[0].host, "node3");
+  EXPECT_EQ(deaths[0].ended, "killed by SIGKILL");
+  EXPECT_EQ(deaths[1].rank, 4);
+  EXPECT_EQ(deaths[2].rank, 5);
+  EXPECT_EQ(deaths[3].rank, 7);
+  EXPECT_EQ(deaths[3].host, "node4");
+  EXPECT_EQ(deaths[3].ended, "killed by SIGSEGV");
+  EXPECT_EQ(deaths[4].rank, 0);
+  EXPECT_EQ(deaths[4].host, "gpu-a01");
+  EXPECT_EQ(deaths[4].ended, "killed by SIGTERM");
+}
+
 TEST(Launchers, TokensAreRandomHex) {
   const std::string a = random_token(), b = random_token();
   EXPECT_EQ(a.size(), 32u);

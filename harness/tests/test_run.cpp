@@ -393,41 +393,68 @@ TEST(RunCommand, MpirunLauncherFromAHostfile) {
   EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 2);
 }
 
-// mpirun (or srun) exits non-zero when a rank is killed; rank 0 has recorded that loss by rank and
-// host, and the launcher must not add one of its own for mpirun. A stand-in mpirun does what the real
-// one does across hosts (ci/testbeds/slurm/test_mpirun.sh), here on one host.
-TEST(RunCommand, AnMpirunEndedByItsKilledRankIsNotALossOfItsOwn) {
-  const path dir = rbtest::temp_dir("mpiecho");
+// A stand-in mpirun that does what the real one does across hosts (ci/testbeds/slurm/test_mpirun.sh),
+// here on one host: starts 2 ranks, kills rank `victim` once both joined, says so as mpirun does, and
+// exits 137. Returns the rank.lost events of the run and its exit code.
+namespace {
+std::vector<json> run_under_mpirun_killing(int victim, const path& dir, int& rc) {
   write(dir / "hosts", "localhost slots=2\n");
   write(dir / "long.json",
         R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100000, "interval_ms": 10}}]})");
   write(dir / "mpirun", R"(#!/bin/sh
-# Drops mpirun's options, starts the command as 2 ranks, kills rank 1 once both joined, exits as mpirun.
 while [ "$#" -gt 0 ] && [ "$1" != "$RB_BINARY" ]; do shift; done
 export OMPI_COMM_WORLD_SIZE=2 MASTER_PORT="$RB_PORT"
 OMPI_COMM_WORLD_RANK=0 "$@" & r0=$!
 OMPI_COMM_WORLD_RANK=1 "$@" & r1=$!
 for i in $(seq 300); do grep -q '"kind":"run"' "$RB_RESULTS" 2>/dev/null && break; sleep 0.1; done
-kill -9 $r1
-wait $r0
+if [ "$RB_VICTIM" = 0 ]; then victim=$r0; else victim=$r1; fi
+kill -9 $victim
+wait
+echo "mpirun noticed that process rank $RB_VICTIM with PID $victim on node node-$RB_VICTIM exited on signal 9 (Killed)." >&2
 exit 137
 )");
   std::filesystem::permissions(dir / "mpirun", std::filesystem::perms::owner_all);
-  const int rc = rbtest::run({kBinary, "run", (dir / "long.json").string(), "--launcher", "mpirun", "--mpirun",
-                              (dir / "mpirun").string(), "--hostfile", (dir / "hosts").string(), "--deadline", "10",
-                              "--results-dir", (dir / "out").string()},
-                             dir, "run",
-                             {{"RB_BINARY", std::filesystem::canonical(kBinary).string()},
-                              {"RB_PORT", std::to_string(net::pick_free_port("127.0.0.1"))},
-                              {"RB_RESULTS", (dir / "out" / "results.jsonl").string()}},
-                             60);
-  EXPECT_EQ(rc, 3) << rbtest::slurp(dir / "run.err");
+  rc = rbtest::run({kBinary, "run", (dir / "long.json").string(), "--launcher", "mpirun", "--mpirun",
+                    (dir / "mpirun").string(), "--hostfile", (dir / "hosts").string(), "--deadline", "10",
+                    "--results-dir", (dir / "out").string()},
+                   dir, "run",
+                   {{"RB_BINARY", std::filesystem::canonical(kBinary).string()},
+                    {"RB_PORT", std::to_string(net::pick_free_port("127.0.0.1"))},
+                    {"RB_RESULTS", (dir / "out" / "results.jsonl").string()},
+                    {"RB_VICTIM", std::to_string(victim)}},
+                   60);
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");
   std::vector<json> lost;
   for (const auto& r : f.records) {
     if (r.value("event", "") == "rank.lost") lost.push_back(r);
   }
+  return lost;
+}
+}  // namespace
+
+// mpirun (or srun) exits non-zero when a rank is killed; rank 0 has recorded that loss by rank and
+// host, and the launcher must not add one of its own for mpirun.
+TEST(RunCommand, AnMpirunEndedByItsKilledRankIsNotALossOfItsOwn) {
+  const path dir = rbtest::temp_dir("mpiecho");
+  int rc = 0;
+  const auto lost = run_under_mpirun_killing(1, dir, rc);
+  EXPECT_EQ(rc, 3) << rbtest::slurp(dir / "run.err");
   ASSERT_EQ(lost.size(), 1u) << rbtest::slurp(dir / "out" / "results.jsonl");
   EXPECT_EQ(lost[0]["details"]["rank"], 1) << lost[0];
   EXPECT_NE(lost[0]["message"].get<std::string>().find("rank 1 on host"), std::string::npos) << lost[0];
+}
+
+// Rank 0, which records the others' losses, is the one killed: mpirun says which rank on which host,
+// and the launcher records that (not a loss of mpirun itself).
+TEST(RunCommand, ARankZeroKilledUnderMpirunIsRecordedByRankAndHost) {
+  const path dir = rbtest::temp_dir("mpirank0");
+  int rc = 0;
+  const auto lost = run_under_mpirun_killing(0, dir, rc);
+  EXPECT_EQ(rc, 3) << rbtest::slurp(dir / "run.err");
+  ASSERT_EQ(lost.size(), 1u) << rbtest::slurp(dir / "out" / "results.jsonl");
+  EXPECT_EQ(lost[0]["details"]["rank"], 0) << lost[0];
+  EXPECT_EQ(lost[0]["details"]["host"], "node-0") << lost[0];
+  EXPECT_EQ(lost[0]["details"]["ended"], "killed by SIGKILL") << lost[0];
+  // What mpirun said still reaches the operator.
+  EXPECT_NE(rbtest::slurp(dir / "run.err").find("mpirun noticed that process rank 0"), std::string::npos);
 }

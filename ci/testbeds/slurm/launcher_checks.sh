@@ -73,6 +73,23 @@ JSON
     test "$(grep -c '"event":"rank.lost"' "$work/kill/results.jsonl")" = 1
   check "no rocebench process is left after the kill run" none_left_within 15
 
+  # Rank 0, which records the others' losses, killed: the launcher records it from what mpirun/srun say.
+  launch "$work/long.json" --results-dir "$work/kill0" --deadline 15 --timeout 90 >"$work/kill0.out" 2>"$work/kill0.err" &
+  launcher=$!
+  check "every rank joined (rank 0 kill run)" wait_run_record "$work/kill0/results.jsonl"
+  victim=$(rocebench_pids "${prefix}0")
+  kill -9 $victim
+  wait "$launcher"
+  rc=$?
+  check "with rank 0 killed the run exits 3, got $rc" test "$rc" = 3
+  check "results name rank 0 and its host, killed by SIGKILL, and no other loss" /usr/bin/python3 -c '
+import json, sys
+lost = [r for r in map(json.loads, open(sys.argv[1])) if r.get("event") == "rank.lost"]
+print([r["message"] for r in lost])
+sys.exit(0 if [(r["details"]["rank"], r["details"]["host"], r["details"].get("ended")) for r in lost] == [(0, sys.argv[2], "killed by SIGKILL")] else 1)' \
+    "$work/kill0/results.jsonl" "${prefix}0"
+  check "no rocebench process is left after the rank 0 kill run" none_left_within 15
+
   # SIGTERM to the launcher stops every rank, and the results say the run was interrupted.
   launch "$work/long.json" --results-dir "$work/term" --deadline 15 --timeout 90 >"$work/term.out" 2>"$work/term.err" &
   launcher=$!
