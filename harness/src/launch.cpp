@@ -265,7 +265,12 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
       }
     }
     if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != launcher) ::_exit(kExitInfra);  // it died already
-    if (stderr_fd >= 0 && ::dup2(stderr_fd, 2) < 0) ::_exit(kExitInfra);
+    if (stderr_fd >= 0) {
+      if (::dup2(stderr_fd, 2) < 0) ::_exit(kExitInfra);
+      // Should the launcher die, mpirun/srun must still stop their ranks, not die of SIGPIPE on the
+      // first word they write about it.
+      ::signal(SIGPIPE, SIG_IGN);
+    }
     ::execve(args[0], args.data(), envp.data());
     ::execvpe(args[0], args.data(), envp.data());
     const char msg[] = "rocebench: exec failed\n";

@@ -101,4 +101,13 @@ sys.exit(0 if [(r["details"]["rank"], r["details"]["host"], r["details"].get("en
   check "the launcher exits 143 on SIGTERM, got $rc, after $((SECONDS - start)) s" test "$rc" = 143
   check "no rocebench process is left within 15 s of SIGTERM" none_left_within 15
   check "results hold run.interrupted" grep -q '"event":"run.interrupted"' "$work/term/results.jsonl"
+
+  # The launcher killed outright: mpirun/srun get SIGTERM from the kernel (PR_SET_DEATHSIG) and must
+  # still stop every rank.
+  launch "$work/long.json" --results-dir "$work/orphans" --deadline 15 --timeout 90 >"$work/orphans.out" 2>"$work/orphans.err" &
+  launcher=$!
+  check "every rank joined (launcher SIGKILL run)" wait_run_record "$work/orphans/results.jsonl"
+  kill -9 "$launcher"
+  wait "$launcher"
+  check "no rocebench process is left within 15 s of SIGKILL to the launcher" none_left_within 15
 }
