@@ -25,7 +25,7 @@ prefix=rbs
 subnet=10.78.0
 
 die() { echo "slurm.sh: $*" >&2; exit 2; }
-cannot() { echo "slurm.sh: $*" >&2; down >/dev/null 2>&1 || true; exit 3; }
+cannot() { local why="$*"; echo "slurm.sh: ${why//$'\n'/; }" >&2; down >/dev/null 2>&1 || true; exit 3; }  # one line: the skip's reason
 
 parse_options() {
   while (($#)); do
@@ -134,7 +134,7 @@ EOF
     cannot "slurmctld did not start: $(tail -n 3 "$dir/log/slurmctld.log")"
   while read -r ns; do
     "$host_exec" "$ns" slurmd -f "$SLURM_CONF" 2>>"$dir/log/slurmd-start.log" ||
-      cannot "slurmd did not start on $ns: $(tail -n 3 "$dir/log/slurmd-start.log" "$dir/log/slurmd-$ns.log" 2>/dev/null)"
+      cannot "slurmd did not start on $ns: $(tail -q -n 3 "$dir/log/slurmd-start.log" "$dir/log/slurmd-$ns.log" 2>/dev/null)"
   done <"$dir/nodes"
 
   # Every node idle within 30 s, or Slurm cannot run here.
