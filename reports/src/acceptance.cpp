@@ -371,18 +371,20 @@ Bisection bisect(int n, const std::function<bool(const std::vector<int>&)>& slow
   std::vector<int> suspects(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) suspects[static_cast<std::size_t>(i)] = i;
   std::set<int> cleared;
-  bool seen_slow = false;  // the suspects were in a slow run smaller than the whole group
+  std::vector<std::vector<int>> slow_runs;
   auto suspected = [&](int h) { return std::find(suspects.begin(), suspects.end(), h) != suspects.end(); };
   // Runs `group`: slow keeps the suspects it holds, not slow clears all of it.
   auto test = [&](const std::vector<int>& group) {
     ++b.runs;
-    if (slow(group)) {
-      seen_slow = true;
+    const bool was_slow = slow(group);
+    if (was_slow) {
+      slow_runs.push_back(group);
       std::erase_if(suspects, [&](int h) { return std::find(group.begin(), group.end(), h) == group.end(); });
     } else {
       cleared.insert(group.begin(), group.end());
       std::erase_if(suspects, [&](int h) { return cleared.count(h) > 0; });
     }
+    return was_slow;
   };
   // A single suspect runs with a partner that is not suspected: a cleared node if there is one (a
   // single slow node is otherwise still the one every slow group shares). Empty when there is none.
@@ -403,14 +405,26 @@ Bisection bisect(int n, const std::function<bool(const std::vector<int>&)>& slow
     if (group.empty()) return b;  // two nodes and no third to tell them apart
     test(group);
   }
-  // A node reached only by elimination has been slow with the whole group alone, which a group too
-  // large for the network (or the hosts' CPUs) also is: it is named only when slow with a partner.
-  if (suspects.size() == 1 && !seen_slow) {
-    const std::vector<int> group = with_partner(suspects.front());
-    if (group.empty()) return b;
-    test(group);
+  if (suspects.size() != 1) return b;
+  if (cleared.empty()) {  // every run was slow: first find two nodes that are fine together
+    std::vector<int> others;
+    for (int h = 0; h < n && others.size() < 2; ++h) {
+      if (!suspected(h)) others.push_back(h);
+    }
+    if (others.size() < 2 || test(others)) return b;  // no run is fine: the group is slow as a whole
   }
-  if (suspects.size() == 1 && seen_slow) b.slow = suspects;
+  // A node is named after two runs smaller than the whole group were slow with it and with nodes
+  // found fine only: the whole group's slowness may be the network's (or the hosts' CPUs'), and one
+  // slow run may be noise, which retesting in isolation filters before a node is failed.
+  const int node = suspects.front();
+  auto pins = [&](const std::vector<int>& run) {
+    return static_cast<int>(run.size()) < n &&
+           std::all_of(run.begin(), run.end(), [&](int h) { return h == node || cleared.count(h) > 0; });
+  };
+  for (auto evidence = std::count_if(slow_runs.begin(), slow_runs.end(), pins); evidence < 2; ++evidence) {
+    if (!test(with_partner(node))) return b;
+  }
+  b.slow = {node};
   return b;
 }
 

@@ -28,9 +28,9 @@ struct Cluster {
 
 }  // namespace
 
-TEST(AcceptBisection, IsolatesEverySingleSlowNodeWithinLog2NPlusOneRuns) {
+TEST(AcceptBisection, IsolatesEverySingleSlowNodeWithinLog2NPlusTwoRuns) {
   for (int n : {3, 4, 5, 8, 16, 128}) {
-    const int bound = static_cast<int>(std::ceil(std::log2(n))) + 1;
+    const int bound = static_cast<int>(std::ceil(std::log2(n))) + 2;
     for (int bad = 0; bad < n; ++bad) {
       Cluster c{{bad}, {}};
       const Bisection b = bisect(n, std::ref(c));
@@ -55,9 +55,20 @@ TEST(AcceptBisection, NamesNoNodeWhenOnlyTheWholeGroupIsSlow) {
 }
 
 TEST(AcceptBisection, NamesNoNodeWhenEveryGroupIsSlow) {
-  // A slow network, not a slow node: with no run ever fine there is nothing to tell the nodes apart.
-  const Bisection b = bisect(8, [](const std::vector<int>&) { return true; });
-  ASSERT_EQ(b.slow.size(), 1u);  // the node shared by every slow run; the caller's retry of the rest decides
+  // A slow network, not a slow node: with no run ever fine there is no fine partner to judge against.
+  EXPECT_TRUE(bisect(8, [](const std::vector<int>&) { return true; }).slow.empty());
+}
+
+TEST(AcceptBisection, ASlowRunThatDoesNotRepeatNamesNoNode) {
+  // Node 5 is slow once (noise): its retest with a fine partner is not, so it is not failed.
+  int slow_pairs_with_5 = 0;
+  auto flaky = [&](const std::vector<int>& group) {
+    const bool has5 = std::find(group.begin(), group.end(), 5) != group.end();
+    if (group.size() == 2 && has5) return ++slow_pairs_with_5 == 1;
+    return has5 && group.size() > 2;
+  };
+  EXPECT_TRUE(bisect(8, flaky).slow.empty());
+  EXPECT_EQ(slow_pairs_with_5, 2);
 }
 
 json check(const std::string& host, const std::string& name, const std::string& status, json observed = 1) {

@@ -97,10 +97,11 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
 double median_pair_bandwidth(const std::vector<json>& records);
 
 // Bisection for the node that slows a collective. `slow(group)` runs the collective on that group of
-// host indices and says whether it fell below threshold. The whole group is known slow; each run
-// tests one half of the suspects (a single suspect with a partner), so a single slow node is isolated
-// in ceil(log2 n) runs, one more when it was found by elimination alone: a node is named only after a
-// run smaller than the whole group was slow with it. Empty `slow`: no single node explains it.
+// node indices and says whether it fell below threshold. The whole group is known slow; each run
+// tests one half of the suspects (a single suspect with a partner already found fine). The node left
+// is named only when two runs smaller than the whole group were slow with it and fine nodes alone (a
+// retest in isolation): ceil(log2 n) + 1 runs, one more when it was reached by elimination. Empty
+// `slow`: no single node explains it (the group is slow as a whole, or the slowness did not repeat).
 struct Bisection {
   std::vector<int> slow;  // the isolated node, or none
   int runs = 0;           // collective runs made
