@@ -23,6 +23,7 @@ const char* to_string(Status s) {
     case Status::skip: return "skip";
     case Status::error: return "error";
     case Status::warn: return "warn";
+    case Status::unverified: return "unverified";
   }
   return "error";
 }

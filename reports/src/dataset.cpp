@@ -93,7 +93,7 @@ ResultView view_of(const json& r, const std::string& params_text) {
   v.world = r["world"].get<int>();
   v.params = params_text;
   const std::string& status = r["status"].get_ref<const std::string&>();
-  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn}) {
+  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn, Status::unverified}) {
     if (status == to_string(s)) v.status = s;
   }
   if (auto it = r.find("reason"); it != r.end()) {

@@ -34,7 +34,7 @@ bool integer_at_least(const json* v, long long low) {
 bool status_value(const json* v, bool& needs_reason) {
   if (!v || !v->is_string()) return false;
   const auto& s = v->get_ref<const std::string&>();
-  needs_reason = s == "fail" || s == "skip" || s == "error";
+  needs_reason = s == "fail" || s == "skip" || s == "error" || s == "unverified";
   return needs_reason || s == "ok" || s == "warn";
 }
 

@@ -188,7 +188,7 @@ class Scanner {
 };
 
 bool read_status(std::string_view text, Status& out) {
-  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn}) {
+  for (Status s : {Status::ok, Status::fail, Status::skip, Status::error, Status::warn, Status::unverified}) {
     if (text == to_string(s)) {
       out = s;
       return true;

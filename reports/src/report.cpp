@@ -108,6 +108,9 @@ void netcheck_lines(const Aggregate& a, std::vector<std::string>& out) {
         failures.push_back(fmt::format("    {} {} {} {}: expected {}, observed {}{}", cell.status == "fail" ? "FAIL" : "WARN", host,
                                        row.check, row.subject, cell.expected, cell.observed,
                                        cell.hint.empty() ? "" : "; fix: " + cell.hint));
+      } else if (cell.status == "unverified") {  // not a pass: say what could not be read and how to read it
+        failures.push_back(fmt::format("    UNVERIFIED {} {} {}: {}{}", host, row.check, row.subject, cell.reason,
+                                       cell.hint.empty() ? "" : "; to verify: " + cell.hint));
       }
     }
   }

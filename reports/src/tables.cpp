@@ -196,8 +196,9 @@ Section netcheck_section(const ReportInput& in) {
         continue;
       }
       const CheckCell& c = it->second;
-      cells.push_back({check_text(c), c.status == "fail" ? Mark::bad : c.status == "ok" ? Mark::good : Mark::missing});
-      if (c.status == "fail" || c.status == "warn") fixes.rows.push_back({{h}, {row.check}, {row.subject}, {c.expected}, {c.observed}, {c.hint}});
+      const bool bad = c.status == "fail" || c.status == "unverified";  // unverified is not a pass
+      cells.push_back({check_text(c), bad ? Mark::bad : c.status == "ok" ? Mark::good : Mark::missing});
+      if (bad || c.status == "warn") fixes.rows.push_back({{h}, {row.check}, {row.subject}, {c.expected}, {c.observed}, {c.hint}});
     }
     t.rows.push_back(std::move(cells));
   }

@@ -92,6 +92,20 @@ TEST(Report, NetcheckCellsGiveTheReasonOfASkip) {
   EXPECT_NE(md.find("2 records (1 ok, 1 skip)"), std::string::npos) << md;
 }
 
+// A check netcheck could not read on a host it applies to: marked bad, counted, with what to install.
+TEST(Report, AnUnverifiedCheckIsNotAPass) {
+  const auto dir = temp_dir();
+  json unverified = skipped_check("r", "gpu1", "roce.pfc.enabled_priorities", "not readable: no capture pfc.txt");
+  unverified["status"] = "unverified";
+  unverified["hint"] = "install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb";
+  const auto results = write_records(dir / "results.jsonl", {unverified, check("r", "gpu1", "host.kernel", "6.1.0", true)});
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
+  const std::string md = read_file(dir / "r" / "report.md");
+  EXPECT_NE(md.find("| **unverified: not readable: no capture pfc.txt** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb |"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 records (1 ok, 1 unverified)"), std::string::npos) << md;
+}
+
 TEST(Report, BadInputExitsTwo) {
   const auto dir = temp_dir();
   write_file(dir / "empty.jsonl", "");

@@ -13,7 +13,8 @@ using json = nlohmann::json;
 
 inline constexpr const char* kRecordSchema = "rocebench.result/1";
 
-enum class Status { ok, fail, skip, error, warn };
+// unverified: a check that applies here but whose setting could not be read (DESIGN.md: not a pass).
+enum class Status { ok, fail, skip, error, warn, unverified };
 const char* to_string(Status s);
 
 // The fields every record carries: schema, run, kind, time.
@@ -40,7 +41,7 @@ struct CheckRecord {
   std::string subject;  // device / port / interface
   json expected;
   json observed;
-  Status status = Status::ok;  // ok | fail | warn | skip
+  Status status = Status::ok;  // ok | fail | warn | skip | unverified
   std::string hint;            // the command that fixes it
   std::string reason;
 };
