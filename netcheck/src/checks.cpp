@@ -47,14 +47,15 @@ class Emitter {
     out_.push_back(std::move(r));
   }
 
-  // The common shape: a setting read from somewhere, passed or failed by `pass`; one that could
-  // not be read is skipped, saying why.
+  // The common shape: a setting read from somewhere, passed or failed by `pass`. One that could
+  // not be read is unverified (on an RDMA host, where every caller of judge runs), with `verify`:
+  // what to install or run to read it.
   template <typename T>
   void judge(const std::string& check, const std::string& subject, const json& expected, const Sourced<T>& setting,
              const std::function<json(const T&)>& observe, const std::function<bool(const json&)>& pass,
-             const std::string& hint) {
+             const std::string& hint, const std::string& verify) {
     if (!setting.value) {
-      add(check, subject, expected, nullptr, Status::skip, "", "not readable: " + setting.missing);
+      add(check, subject, expected, nullptr, Status::unverified, verify, "not readable: " + setting.missing);
       return;
     }
     const json observed = observe(*setting.value);
@@ -64,10 +65,10 @@ class Emitter {
 
   template <typename T>
   void judge_equal(const std::string& check, const std::string& subject, const json& expected, const Sourced<T>& setting,
-                   const std::string& hint) {
+                   const std::string& hint, const std::string& verify) {
     judge<T>(
         check, subject, expected, setting, [](const T& v) { return json(v); },
-        [&](const json& observed) { return observed == expected; }, hint);
+        [&](const json& observed) { return observed == expected; }, hint, verify);
   }
 
  private:
@@ -134,8 +135,17 @@ void host_checks(Emitter& e, const HostState& h, const Profile& p) {
 void device_checks(Emitter& e, const HostState& h, const RdmaDevice& d, const Profile& p) {
   const json& firmware = p.at("/rdma/firmware");
   const bool fw_ok = firmware.is_null() || firmware == d.fw_ver;
-  e.add("nic.firmware", d.name, firmware, d.fw_ver, fw_ok ? Status::ok : Status::fail,
-        "mlxfwmanager -u -d " + d.pci_address, d.hca_type + " " + d.board_id);
+  // NICs of one model on one host should run one firmware, whatever the profile pins.
+  std::vector<std::string> others;
+  for (const auto& other : h.devices) {
+    if (other.name != d.name && !d.hca_type.empty() && other.hca_type == d.hca_type && other.fw_ver != d.fw_ver) {
+      others.push_back(other.name + " has " + other.fw_ver);
+    }
+  }
+  const Status fw_status = !fw_ok ? Status::fail : others.empty() ? Status::ok : Status::warn;
+  e.add("nic.firmware", d.name, firmware, d.fw_ver, fw_status, "mlxfwmanager -u -d " + d.pci_address,
+        others.empty() ? d.hca_type + " " + d.board_id
+                       : d.name + " has " + d.fw_ver + ", " + join(others, ", ") + " (same model " + d.hca_type + ")");
 
   const json none = json::array();
   if (!p.at("/gpudirect/acs_disabled").get<bool>()) {
@@ -164,8 +174,9 @@ void device_checks(Emitter& e, const HostState& h, const RdmaDevice& d, const Pr
     e.add("gpudirect.acs_disabled", d.name, none, json{{"acs_enabled_on", enabled}}, Status::fail, join(fixes, "; "),
           "ACS redirects NIC <-> GPU peer-to-peer traffic through the root complex; from " + h.acs_source);
   } else if (!unknown.empty()) {
-    e.add("gpudirect.acs_disabled", d.name, none, nullptr, Status::skip, "",
-          "ACS state unknown for " + join(unknown, ", ") + " (" + h.acs_source + "; run as root or give lspci -vvv output)");
+    e.add("gpudirect.acs_disabled", d.name, none, nullptr, Status::unverified,
+          "run as root (PCI config space), or capture 'lspci -D -vvv' run as root",
+          "ACS state unknown for " + join(unknown, ", ") + " (" + h.acs_source + ")");
   } else {
     e.add("gpudirect.acs_disabled", d.name, none, json{{"acs_enabled_on", enabled}}, Status::ok);
   }
@@ -223,21 +234,38 @@ json priority_of(const DscpMap& map, const json& wanted) {
   return out;
 }
 
-void qos_checks(Emitter& e, const std::string& subject, const NetDev& n, const Profile& p) {
+// What to install or run so that an unreadable setting can be read.
+struct Verify {
+  std::string qos_tools, pfc, ecn, cnp;
+  Verify(const std::string& ifname, const std::string& pci) {
+    const std::string tools =
+        "install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb; or capture 'mlnx_qos -i " + ifname + "'";
+    qos_tools = tools + " or 'dcb -N app show dev " + ifname + " dscp-prio'";
+    pfc = tools + " or 'dcb pfc show dev " + ifname + "'";
+    ecn = "install MLNX_OFED / DOCA-OFED: its mlx5 shows /sys/class/net/" + ifname +
+          "/ecn/roce_{np,rp}/enable, the inbox driver does not";
+    cnp = "run as root for /sys/kernel/debug/mlx5/" + pci + "/cc_params, or install MLNX_OFED / DOCA-OFED for /sys/class/net/" +
+          ifname + "/ecn/roce_np";
+  }
+};
+
+void qos_checks(Emitter& e, const std::string& subject, const NetDev& n, const std::string& pci, const Profile& p) {
   const Qos& q = n.qos;
   const Fixes fix{n.name, q};
+  const Verify verify(n.name, pci);
   const json& map = p.at("/roce/dscp_to_priority");
   const auto identity_list = [](const std::vector<int>& v) { return json(v); };
 
-  e.judge_equal("roce.trust.dscp", subject, p.at("/roce/trust"), q.trust, fix.trust(p.at("/roce/trust"), map));
-  e.judge_equal("roce.pfc.enabled_priorities", subject, p.at("/roce/pfc_priorities"), q.pfc, fix.pfc(p.at("/roce/pfc_priorities")));
+  e.judge_equal("roce.trust.dscp", subject, p.at("/roce/trust"), q.trust, fix.trust(p.at("/roce/trust"), map), verify.qos_tools);
+  e.judge_equal("roce.pfc.enabled_priorities", subject, p.at("/roce/pfc_priorities"), q.pfc, fix.pfc(p.at("/roce/pfc_priorities")),
+                verify.pfc);
   if (q.trust.value && *q.trust.value != "dscp") {
     e.add("roce.dscp.priority_map", subject, map, nullptr, Status::skip, "",
           "trust is " + *q.trust.value + ": the NIC ignores DSCP when choosing a priority");
   } else {
     e.judge<DscpMap>(
         "roce.dscp.priority_map", subject, map, q.dscp2prio, [&](const DscpMap& m) { return priority_of(m, map); },
-        [&](const json& observed) { return observed == map; }, fix.dscp_map(map));
+        [&](const json& observed) { return observed == map; }, fix.dscp_map(map), verify.qos_tools);
   }
   for (const auto& [check, point, key, setting] :
        {std::tuple{"roce.ecn.np_enabled", "roce_np", "/roce/ecn_np_priorities", &q.ecn_np},
@@ -245,12 +273,12 @@ void qos_checks(Emitter& e, const std::string& subject, const NetDev& n, const P
     const json& want = p.at(key);
     e.judge<std::vector<int>>(
         check, subject, json{{"includes", want}}, *setting, identity_list,
-        [&](const json& observed) { return contains_all(observed, want); }, fix.ecn(point, want));
+        [&](const json& observed) { return contains_all(observed, want); }, fix.ecn(point, want), verify.ecn);
   }
   e.judge_equal("roce.cnp.dscp", subject, p.at("/roce/cnp_dscp"), q.cnp_dscp,
-                fix.cnp("cnp_dscp", "np_cnp_dscp", p.at("/roce/cnp_dscp")));
+                fix.cnp("cnp_dscp", "np_cnp_dscp", p.at("/roce/cnp_dscp")), verify.cnp);
   e.judge_equal("roce.cnp.prio", subject, p.at("/roce/cnp_priority"), q.cnp_prio,
-                fix.cnp("cnp_802p_prio", "np_cnp_prio", p.at("/roce/cnp_priority")));
+                fix.cnp("cnp_802p_prio", "np_cnp_prio", p.at("/roce/cnp_priority")), verify.cnp);
 }
 
 void counter_checks(Emitter& e, const std::string& subject, const Port& port, const std::optional<NetDev>& n,
@@ -352,7 +380,7 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
     // No configfs entry: rdma_cm runs on a kernel default netcheck cannot see, which may be v1.
     e.add("roce.mode.default", subject, mode, nullptr, Status::warn, mode_fix, port.roce_mode.missing);
   } else {
-    e.judge_equal("roce.mode.default", subject, mode, port.roce_mode, mode_fix);
+    e.judge_equal("roce.mode.default", subject, mode, port.roce_mode, mode_fix, "");
   }
   const int dscp = p.at("/roce/traffic_dscp").get<int>();
   const json tos{dscp << 2, (dscp << 2) | 2};  // ECN bits 00 or ECT(0)
@@ -362,7 +390,7 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
   } else {
     e.judge<int>(
         "roce.tos.default", subject, tos, port.roce_tos, [](const int& v) { return json(v); },
-        [&](const json& observed) { return contains_all(tos, json{observed}); }, tos_fix);
+        [&](const json& observed) { return contains_all(tos, json{observed}); }, tos_fix, "");
   }
 
   if (!n) {
@@ -371,7 +399,7 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
       e.add(check, subject, nullptr, nullptr, Status::skip, "", "no netdev for " + d.name);
     }
   } else {
-    qos_checks(e, subject, *n, p);
+    qos_checks(e, subject, *n, d.pci_address, p);
   }
   counter_checks(e, subject, port, n, p);
 }

@@ -1,42 +1,81 @@
 #include "rocebench/netcheck/host_fs.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <regex>
+
+#include "rocebench/common/errors.hpp"
 
 namespace rocebench::netcheck {
 
 namespace fs = std::filesystem;
 
-HostFs::HostFs(fs::path root) : root_(std::move(root)) {}
+HostFs::HostFs(fs::path root) : root_(std::move(root)), saved_tree_(fs::path(root_).lexically_normal() != "/") {}
 
 fs::path HostFs::at(const std::string& host_path) const {
   const auto first = host_path.find_first_not_of('/');
   return first == std::string::npos ? root_ : root_ / host_path.substr(first);
 }
 
-bool HostFs::exists(const std::string& host_path) const {
+std::optional<fs::file_status> HostFs::status_of(const fs::path& file) const {
   std::error_code ec;
-  return fs::exists(at(host_path), ec);
+  const fs::file_status st = fs::status(file, ec);
+  if (st.type() == fs::file_type::not_found || ec == std::errc::no_such_file_or_directory ||
+      ec == std::errc::not_a_directory) {
+    return std::nullopt;
+  }
+  if (ec) {
+    if (!saved_tree_) return std::nullopt;
+    throw InputError(file.string() + ": " + (ec == std::errc::too_many_symbolic_link_levels ? "a symlink loop" : ec.message()));
+  }
+  return st;
+}
+
+std::optional<std::string> HostFs::read_all(const std::string& host_path) const {
+  const fs::path file = at(host_path);
+  const auto st = status_of(file);
+  if (!st || fs::is_directory(*st)) return std::nullopt;
+  const auto refuse = [&](const std::string& why) -> std::optional<std::string> {
+    if (saved_tree_) throw InputError(file.string() + ": " + why);
+    return std::nullopt;
+  };
+  // A FIFO or device would block the read: a saved tree holds plain files only.
+  if (!fs::is_regular_file(*st)) return refuse("not a plain file, cannot be read");
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return refuse(std::string("cannot be read: ") + std::strerror(errno));
+  std::string bytes;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR)) {
+    if (got > 0) bytes.append(buffer, static_cast<std::size_t>(got));
+  }
+  const int error = got < 0 ? errno : 0;
+  ::close(fd);
+  if (error) return refuse(std::string("cannot be read: ") + std::strerror(error));  // EINVAL / EACCES from sysfs
+  return bytes;
+}
+
+bool HostFs::exists(const std::string& host_path) const {
+  note(Access::exists, host_path);
+  return status_of(at(host_path)).has_value();
 }
 
 std::string HostFs::read_bytes(const std::string& host_path) const {
-  std::ifstream in(at(host_path), std::ios::binary);
-  if (!in) return {};
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return in.bad() ? std::string() : bytes;
+  note(Access::read, host_path);
+  return read_all(host_path).value_or(std::string());
 }
 
 std::optional<std::string> HostFs::read(const std::string& host_path) const {
-  std::error_code ec;
-  if (!fs::is_regular_file(at(host_path), ec)) return std::nullopt;
-  std::ifstream in(at(host_path), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;  // EINVAL / EACCES from the kernel surface here
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  note(Access::read, host_path);
+  auto text = read_all(host_path);
+  if (!text) return std::nullopt;
+  while (!text->empty() && std::isspace(static_cast<unsigned char>(text->back()))) text->pop_back();
   return text;
 }
 
@@ -51,16 +90,23 @@ std::optional<long long> HostFs::read_int(const std::string& host_path) const {
 }
 
 std::vector<std::string> HostFs::list(const std::string& host_path) const {
+  note(Access::list, host_path);
   std::vector<std::string> names;
+  const fs::path dir = at(host_path);
+  const auto st = status_of(dir);
+  if (!st || !fs::is_directory(*st)) return names;
   std::error_code ec;
-  for (fs::directory_iterator it(at(host_path), ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     names.push_back(it->path().filename().string());
   }
+  if (ec && saved_tree_) throw InputError(dir.string() + ": cannot be listed: " + ec.message());
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::optional<std::string> HostFs::resolve(const std::string& host_path) const {
+  note(Access::resolve, host_path);
+  if (!status_of(at(host_path))) return std::nullopt;  // a loop throws there on a saved tree
   std::error_code ec;
   const fs::path target = fs::canonical(at(host_path), ec);
   if (ec) return std::nullopt;

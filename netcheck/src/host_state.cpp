@@ -273,11 +273,28 @@ int roce_active_mtu(long long netdev_mtu) {
   return 256;
 }
 
+std::string tree_hostname(const HostFs& fs) {
+  for (const char* file : {"/proc/sys/kernel/hostname", "/etc/hostname"}) {
+    const std::string name = fs.read(file).value_or("");
+    // /etc/hostname may hold comments; the name is its first word.
+    std::istringstream in(name);
+    std::string word;
+    if (in >> word && word[0] != '#') return word;
+  }
+  return {};
+}
+
 HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string& hostname,
                     const std::vector<std::string>& modules) {
   HostState h;
   h.hostname = hostname;
   h.kernel = fs.read("/proc/sys/kernel/osrelease").value_or("");
+  if (h.kernel.empty()) {
+    // "Linux version 5.15.0-119-generic (buildd@...) ...": the release is the third word.
+    std::istringstream version(fs.read("/proc/version").value_or(""));
+    std::string linux_word, version_word;
+    if (version >> linux_word >> version_word >> h.kernel && version_word != "version") h.kernel.clear();
+  }
   h.cmdline = fs.read("/proc/cmdline").value_or("");
   h.driver_version = driver_version(fs, h.kernel);
   read_iommu(fs, h);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/net.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/netcheck/capture.hpp"
 #include "rocebench/netcheck/checks.hpp"
 #include "rocebench/netcheck/host_state.hpp"
 #include "rocebench/netcheck/report.hpp"
@@ -30,35 +32,84 @@ ToolSource tool_source(const std::string& root, const std::string& capture, bool
   return ToolSource::live(std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000)));
 }
 
-std::vector<CheckRecord> check_host(const std::string& root, const Profile& profile, const ToolSource& tools,
-                                    const std::string& hostname) {
-  if (!std::filesystem::is_directory(root)) throw InputError("--root " + root + ": not a folder");
+std::vector<std::string> modules_of(const Profile& profile) {
   std::vector<std::string> modules;
   for (const char* list : {"/rdma/modules", "/gpudirect/peermem_modules"}) {
     for (const auto& m : profile.at(list)) modules.push_back(m.get<std::string>());
   }
-  return run_checks(read_host(HostFs(root), tools, hostname, modules), profile);
+  return modules;
+}
+
+std::vector<CheckRecord> check_host(const std::string& root, const Profile& profile, const ToolSource& tools,
+                                    const std::string& hostname) {
+  if (!std::filesystem::is_directory(root)) throw InputError("--root " + root + ": not a folder");
+  return run_checks(read_host(HostFs(root), tools, hostname, modules_of(profile)), profile);
+}
+
+// Outputs in a capture folder that netcheck does not read are left out, and said so.
+void list_ignored(const ToolSource& tools) {
+  for (const auto& i : tools.ignored()) std::cerr << "netcheck: capture: ignored the output of a command it does not read: " << i << "\n";
+}
+
+// One saved host to judge: its tree, its capture folder (may be empty) and its name.
+struct SavedHost {
+  std::string root, capture, host;
+};
+
+// The hosts of --root-each DIR: each folder in DIR is a host tree, its tool outputs in
+// <host>/capture when present; its name is the tree's hostname, else the folder's name.
+std::vector<SavedHost> saved_hosts(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw InputError("--root-each " + dir + ": not a folder");
+  std::vector<SavedHost> hosts;
+  std::map<std::string, std::string> root_of;
+  std::vector<fs::path> folders;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory()) folders.push_back(entry.path());
+  }
+  std::sort(folders.begin(), folders.end());
+  for (const auto& folder : folders) {
+    SavedHost h{folder.string(), "", tree_hostname(HostFs(folder))};
+    if (h.host.empty()) h.host = folder.filename().string();
+    if (fs::is_directory(folder / kCaptureFolder)) h.capture = (folder / kCaptureFolder).string();
+    if (const auto [it, fresh] = root_of.emplace(h.host, h.root); !fresh) {
+      throw InputError("--root-each " + dir + ": " + it->second + " and " + h.root + " are both host '" + h.host +
+                       "'; two hosts are never merged");
+    }
+    hosts.push_back(std::move(h));
+  }
+  if (hosts.empty()) throw InputError("--root-each " + dir + ": no host folders in it");
+  return hosts;
 }
 
 int check_main(const Args& args) {
-  std::string root = "/", profile_name = "lossless-roce", capture, host, run_id, out;
-  bool no_tools = false, compare = false, list_checks = false, print_profile = false;
+  std::string root = "/", profile_name = "lossless-roce", capture, host, run_id, out, save_dir, root_each;
+  bool no_tools = false, compare = false, list_checks = false, print_profile = false, allow_unverified = false;
   double tool_timeout_s = kToolTimeoutS;
   std::vector<std::string> files;
   ArgParser parser(kProgram,
                    "Checks this host's RoCE lossless configuration (PFC, DSCP trust, ECN, CNP, RoCE v2 GIDs, MTU,\n"
                    "link state and rate, ACS, peer memory) against a profile and prints a table grouped by device.\n"
+                   "A setting that applies but cannot be read (tool missing, no permission, no capture) is 'unverified'.\n"
                    "With --compare, reads check records of several hosts and reports every setting that differs.\n"
-                   "Reads only; never changes a setting. Exit 0 all good, 1 a check failed (or hosts differ), 2 bad input.");
-  parser.option("--root", &root, "read /sys, /proc and configfs under DIR (a fixture tree)", "DIR")
+                   "Reads only; never changes a setting. Exit 0 all good, 1 a check failed or is unverified (or hosts\n"
+                   "differ), 2 bad input.");
+  parser.option("--root", &root, "read /sys, /proc and configfs under DIR (a saved host tree); the host is the tree's hostname", "DIR")
+      .option("--root-each", &root_each,
+              "judge every host tree in DIR (tool outputs in DIR/<host>/capture) and compare them", "DIR")
       .option("--profile", &profile_name, "built-in profile name or JSON file (default lossless-roce)", "NAME|FILE")
       .option("--capture", &capture,
-              "read tool outputs from DIR instead of running them: dcb-pfc-IF.txt, dcb-app-IF.txt, mlnx_qos-IF.txt, "
-              "ethtool-S-IF.txt, lspci-vvv.txt",
+              "read tool outputs from DIR instead of running them: by DIR/COMMANDS.tsv (FILE<TAB>COMMAND per line), "
+              "else by the names dcb-pfc-IF.txt, dcb-app-IF.txt, mlnx_qos-IF.txt, ethtool-S-IF.txt, lspci-vvv.txt",
+              "DIR")
+      .option("--save-capture", &save_dir,
+              "run every tool netcheck uses and save their outputs (DIR/capture, with COMMANDS.tsv) and the files the "
+              "checks read (DIR/sys, DIR/proc ...), for --root DIR --capture DIR/capture elsewhere",
               "DIR")
       .flag("--no-tools", &no_tools, "do not run dcb, mlnx_qos, ethtool or lspci")
       .option("--tool-timeout", &tool_timeout_s, "seconds each tool may take (default 10)", "S")
-      .option("--host", &host, "host name in records (default: this host's name)", "NAME")
+      .flag("--allow-unverified", &allow_unverified, "exit 0 although some checks are unverified (they are still reported)")
+      .option("--host", &host, "host name in records (default: this host's name, or the --root tree's)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: netcheck-<time>)", "ID")
       .option("--out", &out, "append the check records (JSON Lines) to FILE", "FILE")
       .flag("--compare", &compare, "compare the check records in the given results files across hosts")
@@ -68,6 +119,9 @@ int check_main(const Args& args) {
   if (!parser.parse(args)) return kExitOk;
   if (!files.empty() && !compare) throw UsageError(std::string(kProgram) + ": results files are only read with --compare\n\n" + parser.usage());
   if (tool_timeout_s <= 0) throw UsageError(std::string(kProgram) + ": --tool-timeout must be positive");
+  if (!root_each.empty() && (root != "/" || !capture.empty() || !host.empty() || !save_dir.empty())) {
+    throw UsageError(std::string(kProgram) + ": --root-each names every host itself; it takes no --root, --capture, --host or --save-capture");
+  }
 
   if (list_checks) {
     for (const auto& id : kCheckIds) std::cout << id << "\n";
@@ -80,9 +134,37 @@ int check_main(const Args& args) {
     std::cout << profile.values.dump(2) << "\n";
     return kExitOk;
   }
-  if (host.empty()) host = net::this_hostname();
+  if (!std::filesystem::is_directory(root)) throw InputError("--root " + root + ": not a folder");
+  if (!save_dir.empty()) {
+    const ToolSource tools = tool_source(root, capture, !no_tools, tool_timeout_s);
+    list_ignored(tools);
+    const SavedCapture saved = save_capture(save_dir, root, tools, modules_of(profile));
+    for (const auto& n : saved.not_saved) std::cerr << "netcheck: not saved: " << n << "\n";
+    std::cout << "saved " << saved.files << " files and links of the host tree and " << saved.outputs.size() << " tool outputs in "
+              << save_dir << "; judge them with --root " << save_dir << " --capture "
+              << (std::filesystem::path(save_dir) / kCaptureFolder).string() << "\n";
+    return kExitOk;
+  }
+
+  std::vector<SavedHost> hosts;
+  if (!root_each.empty()) {
+    hosts = saved_hosts(root_each);
+  } else {
+    // A saved tree is its own host: never this machine's name.
+    if (host.empty()) host = std::filesystem::path(root).lexically_normal() == "/" ? net::this_hostname() : tree_hostname(HostFs(root));
+    if (host.empty()) {
+      throw InputError("--root " + root + ": no hostname in proc/sys/kernel/hostname or etc/hostname; name the host with --host NAME");
+    }
+    hosts.push_back({root, capture, host});
+  }
   if (run_id.empty()) run_id = "netcheck-" + utc_now_rfc3339();
-  const auto checks = check_host(root, profile, tool_source(root, capture, !no_tools, tool_timeout_s), host);
+  std::vector<CheckRecord> checks;
+  for (const auto& h : hosts) {
+    const ToolSource tools = tool_source(h.root, h.capture, !no_tools, tool_timeout_s);
+    list_ignored(tools);
+    const auto one = check_host(h.root, profile, tools, h.host);
+    checks.insert(checks.end(), one.begin(), one.end());
+  }
 
   std::vector<json> records;
   for (const auto& c : checks) records.push_back(to_json(c, run_id));
@@ -92,7 +174,14 @@ int check_main(const Args& args) {
     writer.sync();
   }
   print_table(std::cout, records);
-  const bool failed = std::any_of(checks.begin(), checks.end(), [](const CheckRecord& c) { return c.status == Status::fail; });
+  bool failed = std::any_of(checks.begin(), checks.end(), [&](const CheckRecord& c) {
+    return c.status == Status::fail || (c.status == Status::unverified && !allow_unverified);
+  });
+  if (hosts.size() > 1) {
+    const auto diffs = compare_hosts(records);
+    print_differences(std::cout, diffs, hosts.size());
+    failed = failed || !diffs.empty();
+  }
   return failed ? kExitCheckFailed : kExitOk;
 }
 

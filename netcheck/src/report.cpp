@@ -22,6 +22,7 @@ std::string brief(const json& value) {
 std::string label(const std::string& status) {
   if (status == "fail") return "FAIL";
   if (status == "warn") return "WARN";
+  if (status == "unverified") return "UNVER";  // not a pass: the setting could not be read
   return status;
 }
 
@@ -53,13 +54,15 @@ void print_table(std::ostream& out, const std::vector<json>& records) {
                            subject, brief(r.value("expected", json())), brief(r.value("observed", json())));
         if (status == "ok") continue;
         if (const auto reason = r.value("reason", std::string()); !reason.empty()) out << "        why: " << reason << "\n";
-        if (const auto hint = r.value("hint", std::string()); !hint.empty()) out << "        fix: " << hint << "\n";
+        if (const auto hint = r.value("hint", std::string()); !hint.empty()) {
+          out << (status == "unverified" ? "        to verify: " : "        fix: ") << hint << "\n";
+        }
       }
     }
     int total = 0;
     for (const auto& [_, n] : counts) total += n;
-    out << fmt::format("{}: {} checks, {} ok, {} fail, {} warn, {} skip\n\n", host, total, counts["ok"], counts["fail"],
-                       counts["warn"], counts["skip"]);
+    out << fmt::format("{}: {} checks, {} ok, {} fail, {} warn, {} skip, {} unverified\n\n", host, total, counts["ok"],
+                       counts["fail"], counts["warn"], counts["skip"], counts["unverified"]);
   }
 }
 

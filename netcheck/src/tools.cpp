@@ -7,13 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
 
 extern char** environ;
 
@@ -126,11 +129,103 @@ ToolQuery mlnx_qos_query(const std::string& netdev) { return {{"mlnx_qos", "-i",
 ToolQuery ethtool_stats_query(const std::string& netdev) {
   return {{"ethtool", "-S", netdev}, "ethtool-S-" + netdev + ".txt"};
 }
+ToolQuery ethtool_pause_query(const std::string& netdev) {
+  return {{"ethtool", "-a", netdev}, "ethtool-a-" + netdev + ".txt"};
+}
 ToolQuery lspci_query() { return {{"lspci", "-D", "-vvv"}, "lspci-vvv.txt"}; }
+ToolQuery ibv_devinfo_query() { return {{"ibv_devinfo", "-v"}, "ibv_devinfo-v.txt"}; }
+ToolQuery show_gids_query() { return {{"show_gids"}, "show_gids.txt"}; }
+
+std::vector<ToolQuery> all_queries(const std::vector<std::string>& netdevs) {
+  std::vector<ToolQuery> out;
+  for (const auto& n : netdevs) {
+    for (const auto& q : {dcb_pfc_query(n), dcb_app_query(n), mlnx_qos_query(n), ethtool_stats_query(n), ethtool_pause_query(n)}) {
+      out.push_back(q);
+    }
+  }
+  for (const auto& q : {lspci_query(), ibv_devinfo_query(), show_gids_query()}) out.push_back(q);
+  return out;
+}
+
+std::optional<std::string> command_key(const std::vector<std::string>& argv_in) {
+  std::vector<std::string> a = argv_in;
+  if (!a.empty() && a.front() == "sudo") a.erase(a.begin());
+  if (a.empty()) return std::nullopt;
+  const std::string tool = std::filesystem::path(a.front()).filename().string();
+  a.erase(a.begin());
+  const auto is = [&](std::size_t i, std::initializer_list<const char*> names) {
+    return i < a.size() && std::any_of(names.begin(), names.end(), [&](const char* n) { return a[i] == n; });
+  };
+  if (tool == "dcb") {
+    // -s adds statistics lines and -N prints DSCP as numbers; the parsers read both spellings.
+    std::size_t i = 0;
+    while (is(i, {"-s", "--statistics", "-N", "--Numeric"})) ++i;
+    if (!is(i + 1, {"show"}) || !is(i + 2, {"dev"}) || i + 3 >= a.size()) return std::nullopt;
+    const std::string& dev = a[i + 3];
+    const std::size_t rest = a.size() - (i + 4);
+    if (is(i, {"pfc"}) && (rest == 0 || (rest == 1 && is(i + 4, {"prio-pfc"})))) return "dcb pfc show dev " + dev;
+    if (is(i, {"app"}) && (rest == 0 || (rest == 1 && is(i + 4, {"dscp-prio"})))) return "dcb app show dev " + dev + " dscp-prio";
+    return std::nullopt;
+  }
+  if (tool == "mlnx_qos" && a.size() == 2 && is(0, {"-i", "--interface"})) return "mlnx_qos -i " + a[1];
+  if (tool == "ethtool" && a.size() == 2 && is(0, {"-S", "--statistics"})) return "ethtool -S " + a[1];
+  if (tool == "ethtool" && a.size() == 2 && is(0, {"-a", "--show-pause"})) return "ethtool -a " + a[1];
+  if (tool == "lspci") {
+    // ACS control needs -vv or more; without -D the domain is 0000, which the parser assumes.
+    std::size_t verbose = 0;
+    for (const auto& flag : a) {
+      if (flag.size() < 2 || flag[0] != '-' || flag.find_first_not_of("Dvn", 1) != std::string::npos) return std::nullopt;
+      verbose += static_cast<std::size_t>(std::count(flag.begin(), flag.end(), 'v'));
+    }
+    return verbose >= 2 ? std::optional<std::string>("lspci -D -vvv") : std::nullopt;
+  }
+  if (tool == "ibv_devinfo" && a.size() == 1 && is(0, {"-v", "--verbose"})) return "ibv_devinfo -v";
+  if (tool == "show_gids" && a.empty()) return "show_gids";
+  return std::nullopt;
+}
 
 ToolSource ToolSource::live(std::chrono::milliseconds timeout) { return ToolSource(Mode::live, timeout, {}, {}); }
 ToolSource ToolSource::captured(std::filesystem::path dir) {
-  return ToolSource(Mode::captured, std::chrono::milliseconds(0), std::move(dir), {});
+  ToolSource source(Mode::captured, std::chrono::milliseconds(0), std::move(dir), {});
+  const auto list = source.dir_ / kCommandsFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(list, ec)) return source;
+  std::ifstream in(list);
+  if (!in) throw InputError(list.string() + ": cannot be read");
+  source.has_commands_ = true;
+  std::map<std::string, int> line_of;  // command_key -> line that gave it
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#') continue;
+    const std::string where = list.string() + ":" + std::to_string(number) + ": ";
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) throw InputError(where + "expected FILE<TAB>COMMAND, found no tab in '" + line + "'");
+    const std::string file = line.substr(0, tab);
+    std::istringstream words(line.substr(tab + 1));
+    std::vector<std::string> argv;
+    for (std::string w; words >> w;) argv.push_back(w);
+    const std::filesystem::path rel(file);
+    if (file.empty() || rel.is_absolute() || std::find(rel.begin(), rel.end(), "..") != rel.end()) {
+      throw InputError(where + "FILE '" + file + "' must name a file in " + source.dir_.string());
+    }
+    if (argv.empty()) throw InputError(where + "no COMMAND after the tab for '" + file + "'");
+    if (!std::filesystem::is_regular_file(source.dir_ / rel, ec)) {
+      throw InputError(where + "FILE '" + file + "' is not in " + source.dir_.string());
+    }
+    const auto key = command_key(argv);
+    if (!key) {
+      source.ignored_.push_back(file + " (" + join_argv(argv) + ")");
+      continue;
+    }
+    if (const auto seen = line_of.find(*key); seen != line_of.end()) {
+      throw InputError(where + "'" + *key + "' already has an output, on line " + std::to_string(seen->second));
+    }
+    line_of[*key] = number;
+    source.by_key_[*key] = file;
+  }
+  return source;
 }
 ToolSource ToolSource::none(std::string why) { return ToolSource(Mode::none, std::chrono::milliseconds(0), {}, std::move(why)); }
 
@@ -141,7 +236,16 @@ ToolText ToolSource::get(const ToolQuery& query) const {
       t.missing = join_argv(query.argv) + ": not run (" + why_ + ")";
       return t;
     case Mode::captured: {
-      const auto file = dir_ / query.capture_name;
+      std::filesystem::path file = dir_ / query.capture_name;
+      if (has_commands_) {
+        const std::string key = command_key(query.argv).value_or(join_argv(query.argv));
+        const auto it = by_key_.find(key);
+        if (it == by_key_.end()) {
+          t.missing = "no output of '" + key + "' in " + (dir_ / kCommandsFile).string();
+          return t;
+        }
+        file = dir_ / it->second;
+      }
       t.source = file.string();
       std::ifstream in(file, std::ios::binary);
       if (!in) {

@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "rocebench/common/cli.hpp"
 #include "rocebench/common/record.hpp"
+#include "rocebench/common/schema.hpp"
 #include "rocebench/netcheck/checks.hpp"
 #include "rocebench/netcheck/host_state.hpp"
+#include "rocebench/netcheck/module.hpp"
 #include "rocebench/netcheck/profile.hpp"
 
 namespace rocebench::netcheck::fixture {
@@ -80,6 +83,48 @@ class FixtureHost {
  private:
   TempDir dir_;
 };
+
+// A saved host of fixtures/fleet/<name>, as --save-capture lays one out, in `to`: the good host's
+// tree, minus the host paths its REMOVE file lists, with its overlay/ files written over it
+// (through the tree's symlinks, as on the host), and its capture/ folder (tool outputs under the
+// names an operator gave them, found through COMMANDS.tsv).
+inline void compose_fleet_host(const std::string& name, const fs::path& to) {
+  const fs::path from = fixture_dir("fleet") / name;
+  fs::create_directories(to);
+  fs::copy(fixture_dir("mlx5-good") / "root", to, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  std::ifstream removals(from / "REMOVE");
+  for (std::string path; std::getline(removals, path);) fs::remove_all(to / path.substr(1));
+  if (fs::exists(from / "overlay")) {
+    for (const auto& entry : fs::recursive_directory_iterator(from / "overlay")) {
+      if (entry.is_regular_file()) write_file(to / entry.path().lexically_relative(from / "overlay"), read_file(entry.path()));
+    }
+  }
+  if (fs::exists(from / "capture")) fs::copy(from / "capture", to / "capture", fs::copy_options::recursive);
+}
+
+// `rocebench netcheck ARGS` as the harness runs it, with what it printed.
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+inline Outcome run_netcheck(const Args& args) {
+  const auto commands = subcommands();
+  EXPECT_EQ(commands.size(), 1u);
+  EXPECT_EQ(commands.front().name, "netcheck");
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = commands.front().main(args);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  return {code, out, ::testing::internal::GetCapturedStderr()};
+}
+
+// Every line of a results file is a valid check record.
+inline std::vector<json> records_in(const fs::path& file) {
+  const RecordFile read = read_records(file, &result_schema());
+  EXPECT_TRUE(read.issues.empty()) << read.issues.front().message;
+  return read.records;
+}
 
 // "check subject" of every record with the given status.
 inline std::set<std::string> with_status(const std::vector<CheckRecord>& records, Status status) {

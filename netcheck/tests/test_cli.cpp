@@ -13,32 +13,14 @@ using fixture::FixtureHost;
 
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome run_netcheck(const Args& args) {
-  const auto commands = subcommands();
-  EXPECT_EQ(commands.size(), 1u);
-  EXPECT_EQ(commands.front().name, "netcheck");
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int code = commands.front().main(args);
-  std::string out = ::testing::internal::GetCapturedStdout();
-  return {code, out, ::testing::internal::GetCapturedStderr()};
-}
+using fixture::Outcome;
+using fixture::run_netcheck;
 
 Args on(const FixtureHost& host, const std::string& name, const std::string& out) {
   return {"--root", host.root().string(), "--capture", host.capture().string(), "--host", name, "--run-id", "run-7", "--out", out};
 }
 
-// Every line of a results file is a valid check record.
-std::vector<json> records_in(const fixture::fs::path& file) {
-  const RecordFile read = read_records(file, &result_schema());
-  EXPECT_TRUE(read.issues.empty()) << read.issues.front().message;
-  return read.records;
-}
+using fixture::records_in;
 
 // The harness's recorder is not ours to use; this one keeps what a step emits.
 class KeptRecords : public Recorder {

@@ -206,7 +206,7 @@ TEST(Variant, NoGpuSkipsGpuDirect) {
 
 TEST(Variant, UpstreamDriverWithDcb) {
   // An inbox mlx5 host: no OFED qos/ecn sysfs, no mlnx_qos; DSCP mapping in the DCB APP table,
-  // CNP marking in debugfs. ECN enables are not exposed, so those checks skip.
+  // CNP marking in debugfs. ECN enables are not exposed, so those checks are unverified.
   FixtureHost host;
   for (const char* netdev : {"ens1f0np0", "ens1f1np1"}) {
     const std::string dir = std::string("/sys/class/net/") + netdev;
@@ -225,9 +225,11 @@ TEST(Variant, UpstreamDriverWithDcb) {
   const auto records = host.check();
   expect_valid_records(records);
   EXPECT_EQ(fixture::with_status(records, Status::fail), Set{});
-  EXPECT_EQ(fixture::with_status(records, Status::skip),
+  EXPECT_EQ(fixture::with_status(records, Status::skip), Set{});
+  EXPECT_EQ(fixture::with_status(records, Status::unverified),
             (Set{"roce.ecn.np_enabled mlx5_0/1", "roce.ecn.rp_enabled mlx5_0/1", "roce.ecn.np_enabled mlx5_1/1",
                  "roce.ecn.rp_enabled mlx5_1/1"}));
+  EXPECT_NE(fixture::find_record(records, "roce.ecn.np_enabled", "mlx5_0/1").hint.find("MLNX_OFED"), std::string::npos);
   EXPECT_EQ(fixture::find_record(records, "host.driver", "host").observed, "inbox 5.15.0-119-generic");
 
   // The same host with PFC off and no DSCP mapping: fixes in dcb's dialect.
@@ -244,7 +246,7 @@ TEST(Variant, UpstreamDriverWithDcb) {
             "echo 48 > /sys/kernel/debug/mlx5/0000:18:00.0/cc_params/np_cnp_dscp");
 }
 
-TEST(Variant, NothingCapturedSkipsWithReasons) {
+TEST(Variant, NothingCapturedIsUnverifiedWithReasons) {
   FixtureHost host;
   std::filesystem::remove_all(host.capture());
   std::filesystem::create_directories(host.capture());
@@ -252,9 +254,10 @@ TEST(Variant, NothingCapturedSkipsWithReasons) {
   expect_valid_records(records);
   EXPECT_EQ(fixture::with_status(records, Status::fail), Set{});
   const CheckRecord pfc = fixture::find_record(records, "roce.pfc.enabled_priorities", "mlx5_0/1");
-  EXPECT_EQ(pfc.status, Status::skip);
+  EXPECT_EQ(pfc.status, Status::unverified);  // an RDMA host: what cannot be read is not a pass
   EXPECT_NE(pfc.reason.find("dcb-pfc-ens1f0np0.txt"), std::string::npos) << pfc.reason;
-  EXPECT_EQ(fixture::find_record(records, "gpudirect.acs_disabled", "mlx5_0").status, Status::skip);
+  EXPECT_NE(pfc.hint.find("install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb"), std::string::npos) << pfc.hint;
+  EXPECT_EQ(fixture::find_record(records, "gpudirect.acs_disabled", "mlx5_0").status, Status::unverified);
   // Settings sysfs shows are still judged.
   EXPECT_EQ(fixture::find_record(records, "roce.trust.dscp", "mlx5_0/1").status, Status::ok);
 }

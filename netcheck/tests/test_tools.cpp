@@ -1,7 +1,10 @@
 // Running tools (argv, deadline) and reading their captured outputs.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "fixture_host.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rocebench/netcheck/tools.hpp"
 
 using namespace rocebench::netcheck;
@@ -47,4 +50,80 @@ TEST(ToolSource, CapturedLiveAndNone) {
   const auto live = ToolSource::live(5s).get(ethtool_stats_query("netcheck-nosuch0"));
   EXPECT_FALSE(live.text);
   EXPECT_FALSE(live.missing.empty());
+}
+
+TEST(CommandKey, EverySpellingOfACommandNetcheckReads) {
+  const std::vector<std::pair<std::string, std::string>> same{
+      {"dcb pfc show dev eth0", "dcb pfc show dev eth0"},
+      {"dcb -s pfc show dev eth0", "dcb pfc show dev eth0"},
+      {"sudo /usr/sbin/dcb pfc show dev eth0 prio-pfc", "dcb pfc show dev eth0"},
+      {"dcb -N app show dev eth0 dscp-prio", "dcb app show dev eth0 dscp-prio"},
+      {"dcb app show dev eth0", "dcb app show dev eth0 dscp-prio"},
+      {"mlnx_qos -i eth0", "mlnx_qos -i eth0"},
+      {"ethtool -S eth0", "ethtool -S eth0"},
+      {"ethtool --statistics eth0", "ethtool -S eth0"},
+      {"ethtool -a eth0", "ethtool -a eth0"},
+      {"lspci -vvv", "lspci -D -vvv"},
+      {"lspci -D -vvv", "lspci -D -vvv"},
+      {"lspci -vvvD", "lspci -D -vvv"},
+      {"ibv_devinfo -v", "ibv_devinfo -v"},
+      {"show_gids", "show_gids"},
+  };
+  const auto words = [](const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  for (const auto& [spelling, key] : same) EXPECT_EQ(command_key(words(spelling)), key) << spelling;
+  for (const char* other : {"dcb -j pfc show dev eth0", "dcb pfc set dev eth0 prio-pfc 3:on", "lspci -v", "lspci -t",
+                            "ethtool eth0", "ip -d link show", "mlnx_qos -i eth0 --trust dscp", ""}) {
+    EXPECT_EQ(command_key(words(other)), std::nullopt) << other;
+  }
+  // Every query netcheck makes is a command it reads.
+  for (const auto& q : all_queries({"eth0"})) EXPECT_TRUE(command_key(q.argv)) << join_argv(q.argv);
+}
+
+TEST(ToolSource, CapturedByCommand) {
+  fixture::TempDir dir;
+  fixture::write_file(dir.path() / "pfc_eth0.log", "prio-pfc 0:off 1:off 2:off 3:off 4:on 5:off 6:off 7:off\n");
+  fixture::write_file(dir.path() / "dcb-pfc-eth1.txt", "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n");
+  fixture::write_file(dir.path() / "links.txt", "1: lo\n");
+  fixture::write_file(dir.path() / kCommandsFile,
+                      "# saved on gpu-a01\npfc_eth0.log\tdcb -s pfc show dev eth0\r\n\nlinks.txt\tip link\n");
+  const auto captured = ToolSource::captured(dir.path());
+  EXPECT_EQ(parse_dcb_pfc(*captured.get(dcb_pfc_query("eth0")).text), std::vector<int>{4});
+  // With COMMANDS.tsv, a file is found by its command only, never by its name.
+  const auto eth1 = captured.get(dcb_pfc_query("eth1"));
+  EXPECT_FALSE(eth1.text);
+  EXPECT_NE(eth1.missing.find("no output of 'dcb pfc show dev eth1'"), std::string::npos) << eth1.missing;
+  EXPECT_EQ(captured.ignored(), std::vector<std::string>{"links.txt (ip link)"});
+}
+
+TEST(ToolSource, BadCommandsLinesNameFileAndLine) {
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"a.txt dcb pfc show dev eth0\n", ":1: expected FILE<TAB>COMMAND"},
+      {"# header\nmissing.txt\tdcb pfc show dev eth0\n", ":2: FILE 'missing.txt' is not in"},
+      {"a.txt\t\n", ":1: no COMMAND after the tab for 'a.txt'"},
+      {"../a.txt\tdcb pfc show dev eth0\n", ":1: FILE '../a.txt' must name a file in"},
+      {"a.txt\tdcb pfc show dev eth0\nb.txt\tdcb -s pfc show dev eth0\n", ":2: 'dcb pfc show dev eth0' already has an output, on line 1"},
+  };
+  for (const auto& [text, message] : bad) {
+    fixture::TempDir dir;
+    fixture::write_file(dir.path() / "a.txt", "prio-pfc 3:on\n");
+    fixture::write_file(dir.path() / "b.txt", "prio-pfc 3:on\n");
+    fixture::write_file(dir.path() / kCommandsFile, text);
+    try {
+      ToolSource::captured(dir.path());
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const rocebench::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find((dir.path() / kCommandsFile).string() + message), std::string::npos) << e.what();
+    }
+  }
+  // Through the command line: exit 2 with the same message.
+  fixture::FixtureHost host;
+  fixture::write_file(host.capture() / kCommandsFile, "lspci-vvv.txt lspci -vvv\n");
+  const auto run = fixture::run_netcheck({"--root", host.root().string(), "--capture", host.capture().string(), "--host", "n1"});
+  EXPECT_EQ(run.code, rocebench::kExitBadInput);
+  EXPECT_NE(run.err.find("COMMANDS.tsv:1: expected FILE<TAB>COMMAND"), std::string::npos) << run.err;
 }

@@ -4,12 +4,16 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rocebench::netcheck {
 
 class HostFs {
  public:
+  // A root other than "/" is a saved tree: there, a path that exists but cannot be read (a
+  // symlink loop, no permission, a FIFO or device file) is bad input and throws InputError naming
+  // it. On the live root such paths are normal (debugfs as non-root) and read as missing.
   explicit HostFs(std::filesystem::path root = "/");
 
   const std::filesystem::path& root() const { return root_; }
@@ -23,13 +27,28 @@ class HostFs {
   std::optional<long long> read_int(const std::string& host_path) const;
   // Raw bytes (PCI config space); empty when unreadable.
   std::string read_bytes(const std::string& host_path) const;
+  // Raw bytes; nullopt when missing or unreadable. Not logged (it is how a snapshot copies).
+  std::optional<std::string> read_all(const std::string& host_path) const;
   // Entry names of a folder, sorted; empty when missing.
   std::vector<std::string> list(const std::string& host_path) const;
   // Where a sysfs symlink leads, as a host path ("/sys/devices/pci0000:00/..."); nullopt if dangling.
   std::optional<std::string> resolve(const std::string& host_path) const;
 
+  // What was asked of the host, for --save-capture to copy exactly that.
+  enum class Access { exists, read, list, resolve };
+  using Log = std::vector<std::pair<Access, std::string>>;
+  void log_to(Log* log) { log_ = log; }
+
  private:
+  // nullopt when the path is missing; throws on a saved tree for what must not be there.
+  std::optional<std::filesystem::file_status> status_of(const std::filesystem::path& file) const;
+  void note(Access access, const std::string& host_path) const {
+    if (log_) log_->emplace_back(access, host_path);
+  }
+
   std::filesystem::path root_;
+  bool saved_tree_;
+  Log* log_ = nullptr;
 };
 
 // "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0" -> {"0000:15:01.0", "0000:16:00.0"}: the

@@ -75,7 +75,7 @@ struct RdmaDevice {
 
 struct HostState {
   std::string hostname;
-  std::string kernel;         // /proc/sys/kernel/osrelease
+  std::string kernel;         // /proc/sys/kernel/osrelease, else the release in /proc/version
   std::string driver_version; // /sys/module/mlx5_core/version (MLNX_OFED) or "inbox <kernel>"
   std::string cmdline;
   std::string iommu;         // pt | off | translated | default (not known: the kernel's build default)
@@ -88,6 +88,9 @@ struct HostState {
   AcsMap acs;               // SrcValid per PCI function, for the functions on NIC <-> GPU paths
   std::string acs_source;   // where ACS states came from
 };
+
+// The host a tree belongs to: /proc/sys/kernel/hostname, else /etc/hostname; empty when neither.
+std::string tree_hostname(const HostFs& fs);
 
 // Reads a host. `modules` are the kernel modules to look for in /sys/module.
 HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string& hostname,

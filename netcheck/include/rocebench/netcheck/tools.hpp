@@ -4,6 +4,7 @@
 // a host's state can be checked elsewhere.
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +32,19 @@ ToolQuery dcb_pfc_query(const std::string& netdev);
 ToolQuery dcb_app_query(const std::string& netdev);
 ToolQuery mlnx_qos_query(const std::string& netdev);
 ToolQuery ethtool_stats_query(const std::string& netdev);
+ToolQuery ethtool_pause_query(const std::string& netdev);
 ToolQuery lspci_query();
+ToolQuery ibv_devinfo_query();
+ToolQuery show_gids_query();
+// Every query netcheck may make of a host with these netdevs: what --save-capture runs.
+std::vector<ToolQuery> all_queries(const std::vector<std::string>& netdevs);
+
+// A command line as netcheck asks it ("dcb pfc show dev eth0"), from any spelling whose output
+// netcheck reads the same way ("sudo /usr/sbin/dcb -s pfc show dev eth0"); nullopt for others.
+std::optional<std::string> command_key(const std::vector<std::string>& argv);
+
+// The file that lists which command made each captured output: one "FILE<TAB>COMMAND" per line.
+inline constexpr const char* kCommandsFile = "COMMANDS.tsv";
 
 struct ToolText {
   std::optional<std::string> text;
@@ -42,10 +55,14 @@ struct ToolText {
 class ToolSource {
  public:
   static ToolSource live(std::chrono::milliseconds timeout);
+  // With DIR/COMMANDS.tsv, outputs are found by the command that made them; without, by the
+  // capture_name of each query. A bad COMMANDS.tsv line throws InputError "file:line: ...".
   static ToolSource captured(std::filesystem::path dir);
   static ToolSource none(std::string why);
 
   ToolText get(const ToolQuery& query) const;
+  // Captured outputs of commands netcheck does not read: "FILE (COMMAND)", in COMMANDS.tsv order.
+  const std::vector<std::string>& ignored() const { return ignored_; }
 
  private:
   enum class Mode { live, captured, none };
@@ -55,6 +72,9 @@ class ToolSource {
   std::chrono::milliseconds timeout_;
   std::filesystem::path dir_;
   std::string why_;
+  bool has_commands_ = false;                   // DIR/COMMANDS.tsv exists
+  std::map<std::string, std::string> by_key_;   // command_key -> file in dir_
+  std::vector<std::string> ignored_;
 };
 
 std::string join_argv(const std::vector<std::string>& argv);
