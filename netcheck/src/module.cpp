@@ -61,11 +61,15 @@ struct SavedHost {
 std::vector<SavedHost> saved_hosts(const std::string& dir) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir)) throw InputError("--root-each " + dir + ": not a folder");
+  const auto is_tree = [](const fs::path& p) { return fs::is_directory(p / "sys") || fs::is_directory(p / "proc"); };
+  if (is_tree(dir)) throw InputError("--root-each " + dir + ": is one host's tree (it has sys/ or proc/); judge it with --root");
   std::vector<SavedHost> hosts;
   std::map<std::string, std::string> root_of;
   std::vector<fs::path> folders;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_directory()) folders.push_back(entry.path());
+    if (!entry.is_directory()) continue;
+    if (is_tree(entry.path())) folders.push_back(entry.path());
+    else std::cerr << "netcheck: --root-each: left out " << entry.path().string() << ": no sys/ or proc/ in it\n";
   }
   std::sort(folders.begin(), folders.end());
   for (const auto& folder : folders) {
@@ -78,7 +82,7 @@ std::vector<SavedHost> saved_hosts(const std::string& dir) {
     }
     hosts.push_back(std::move(h));
   }
-  if (hosts.empty()) throw InputError("--root-each " + dir + ": no host folders in it");
+  if (hosts.empty()) throw InputError("--root-each " + dir + ": no host trees (folders with sys/ or proc/) in it");
   return hosts;
 }
 

@@ -198,6 +198,15 @@ TEST(RootEach, JudgesAndComparesAFolderOfHosts) {
   EXPECT_EQ(twice.code, kExitBadInput);
   EXPECT_NE(twice.err.find("are both host 'gpu-a06'"), std::string::npos) << twice.err;
   EXPECT_EQ(run_netcheck({"--root-each", pair.string(), "--host", "x"}).code, kExitBadInput);
+  // One host's tree is not a folder of hosts; a folder that is no tree is left out, and said so.
+  const Outcome one = run_netcheck({"--root-each", (pair / "one").string()});
+  EXPECT_EQ(one.code, kExitBadInput);
+  EXPECT_NE(one.err.find("is one host's tree"), std::string::npos) << one.err;
+  fixture::fs::remove_all(pair / "gpu-d02");
+  fixture::fs::create_directories(pair / "notes");
+  const Outcome stray = run_netcheck({"--root-each", pair.string()});
+  EXPECT_EQ(stray.code, kExitOk) << stray.err;
+  EXPECT_NE(stray.err.find("left out " + (pair / "notes").string() + ": no sys/ or proc/ in it"), std::string::npos) << stray.err;
 }
 
 namespace {
