@@ -178,7 +178,8 @@ int rank_main(const RunOptions& options) {
     if (exit_code == kExitOk) {
       const RecordFile back = read_records(writer->path());
       for (const auto& r : back.records) {
-        if (r.value("status", "ok") == "fail") exit_code = kExitCheckFailed;
+        const std::string status = r.value("status", "ok");
+        if (status == "fail" || status == "unverified") exit_code = kExitCheckFailed;  // unverifiable is not a pass
       }
     }
   }
