@@ -8,7 +8,7 @@ packages=(
   # RDMA: verbs and rdma_cm libraries, providers, tools, and the perftest peers
   rdma-core libibverbs-dev librdmacm-dev ibverbs-utils ibverbs-providers rdmacm-utils perftest
   # libraries
-  nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libfmt-dev libbenchmark-dev libgtest-dev libgmock-dev libsqlite3-dev sqlite3
   openmpi-bin libopenmpi-dev libdnnl-dev
   # a real Slurm cluster on the emulated hosts (ci/testbeds/slurm)
   slurm-wlm munge

@@ -79,7 +79,11 @@ EvidenceMap collect_evidence(const Dataset& data) {
       if (e.values.empty()) k = std::move(key);
       e.values.push_back(value);
       const bool same = k.metric == sampled;
-      if (!same && !inverse_of(k.metric, sampled)) continue;
+      if (!same && !inverse_of(k.metric, sampled)) {
+        ++e.n;
+        continue;
+      }
+      e.n += std::max<std::size_t>(o.samples.n, 1);
       // For an inverse metric, a sample x of the sampled one is value * median / x.
       const double m = o.samples.median, v = value;  // a lambda cannot capture a structured binding (clang 14)
       auto map = [&](double x) { return same ? x : (x > 0 && m > 0 ? v * m / x : 0.0); };

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "history_cli.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/importers.hpp"
@@ -146,7 +147,8 @@ std::vector<Subcommand> subcommands() {
   };
   return {{"report", "render a report from result records", guarded("report", report_main)},
           {"compare", "compare two runs and flag regressions", guarded("compare", compare_main)},
-          {"import", "turn perftest / nccl-tests / OSU output into records", guarded("import", import_main)}};
+          {"import", "turn perftest / nccl-tests / OSU output into records", guarded("import", import_main)},
+          {"history", "results across runs: add, check for regressions, export", guarded("history", history_main)}};
 }
 
 std::vector<StepKind> steps() { return {}; }

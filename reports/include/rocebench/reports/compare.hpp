@@ -29,6 +29,7 @@ struct Evidence {
   std::vector<double> values;   // the metric as recorded, one value per record
   std::vector<double> samples;  // raw samples of the metric, when records kept them
   std::optional<std::pair<double, double>> ci;  // 95% interval of the median, from a record's summary
+  std::size_t n = 0;            // samples behind the values (a record without a summary counts 1)
   double median() const;        // of `values`
 };
 

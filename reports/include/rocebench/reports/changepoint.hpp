@@ -1,0 +1,71 @@
+#pragma once
+// Change points in a series of per-run values, and the verdict on the newest runs of a series.
+//
+// Located by E-divisive means (Matteson & James 2014, the univariate energy statistic with
+// alpha = 1), judged by a deterministic test as Apache Otava (formerly Hunter) does: a two-sample
+// Student t-test between the segments on either side of a candidate, instead of the original
+// permutation test, so the same history always gives the same change points. The runs are the
+// samples: what a change must beat is the noise from run to run, not the spread inside one run.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rocebench::reports {
+
+// A step between two segments: [begin, index) and [index, end) of the series.
+struct ChangePoint {
+  std::size_t index = 0;  // first point after the step
+  std::size_t begin = 0, end = 0;
+  double mean_before = 0, mean_after = 0;
+  double stdev = 0;  // pooled, of the points around their segment's mean
+  double p = 1;      // two-sided p-value of the t-test
+  double step() const;  // (after - before) / |before|
+};
+
+// Two-sided p-value of Student's pooled two-sample t-test of x[a, b) against x[b, c). A single
+// point on one side is allowed (the other side's variance stands for both).
+ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c);
+
+// P(|T| >= |t|) for Student's t with `df` degrees of freedom.
+double student_t_two_sided_p(double t, double df);
+
+struct DetectOptions {
+  double max_p = 0.01;          // a change point's p-value must be below this
+  std::size_t min_segment = 3;  // points on each side of a historical change point
+};
+
+// Every change point of the series, in index order: binary segmentation by the E-divisive
+// statistic, each split kept only when significant (its t-test p-value times the number of places
+// the split could have been), then each re-tested against its neighbours (the weakest dropped
+// first) until all are.
+std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const DetectOptions& options);
+
+// The index in [lo, hi) at which splitting x[a, c) maximises the E-divisive statistic.
+std::size_t best_split(const std::vector<double>& x, std::size_t a, std::size_t c, std::size_t lo, std::size_t hi);
+
+enum class Call { same, regressed, improved, unknown };
+const char* to_string(Call t);  // "SAME", "REGRESSED", "IMPROVED", "UNKNOWN"
+
+struct JudgeOptions {
+  DetectOptions detect;
+  double min_effect = 0.05;      // a step surely smaller than this is SAME however significant
+  std::size_t min_baseline = 5;  // runs before the new ones needed to judge at all
+  std::size_t min_after = 2;     // runs after a step before it is called: one run may be an outlier
+};
+
+struct TrendVerdict {
+  Call call = Call::same;
+  std::optional<ChangePoint> change;  // the step judged (in the new runs), when there is a candidate
+  double effect = 0;                  // relative step of the candidate, signed as the metric moved
+  std::size_t more_runs = 0;          // UNKNOWN: runs that would decide (0: more runs would not)
+  std::string why;                    // one line for people
+};
+
+// Judges the runs from index `first_new` on against the history before them. `history` holds the
+// change points of the whole series (e_divisive); the baseline starts at the last one before
+// `first_new`.
+TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const std::vector<ChangePoint>& history,
+                   bool higher_is_better, const JudgeOptions& options);
+
+}  // namespace rocebench::reports

@@ -1,0 +1,104 @@
+#pragma once
+// The results history: every run added to one SQLite file, as series of per-run points keyed by
+// (machine class, step, params, world, metric), for change-point checks across nights.
+//
+// One `add` is one transaction (all its files or none); a second add of a run changes nothing; a
+// busy timeout lets two writers at once take turns. The file carries its schema version
+// (PRAGMA user_version), migrated forward on open, and an application id, so another program's
+// database is refused rather than altered.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/record.hpp"
+#include "rocebench/reports/changepoint.hpp"
+
+struct sqlite3;
+
+namespace rocebench::reports {
+
+inline constexpr int kHistorySchemaVersion = 2;
+
+// What makes runs comparable: per host its CPU model, GPU models and RDMA NIC models (the device
+// name without its index: mlx5_0 -> mlx5), distinct hosts joined with " + ", "4x " for repeats.
+// Throws InputError naming `file` and the first missing field (hosts[0].cpu.model, …).
+std::string machine_class(const json& run_record, const std::string& file);
+
+struct HistoryPoint {
+  std::string run, time, revision;
+  double value = 0;  // the metric's median over the run's records
+  std::size_t n = 0;  // samples behind it
+  std::optional<double> stdev, ci_low, ci_high;
+};
+
+struct HistorySeries {
+  std::string machine, step, params, metric;  // params: canonical JSON
+  int world = 1;
+  std::vector<HistoryPoint> points;  // in run order (time, then run id)
+  std::string label() const;         // "step metric [k=v …] world=N"
+};
+
+struct HistoryRun {
+  std::string run, time, revision, version, machine;
+};
+
+struct AddResult {
+  std::vector<std::string> added, already;  // run ids
+  std::size_t points = 0;
+};
+
+class History {
+ public:
+  enum class Mode { create, existing };
+  // Opens `file`, migrated to `version` (tests make older files with a smaller one). Every read and
+  // write waits up to `busy_timeout` for another writer. InputError: not a history database, or of a
+  // newer schema; InfraError: locked past the busy timeout.
+  explicit History(const std::filesystem::path& file, Mode mode = Mode::create,
+                   std::chrono::milliseconds busy_timeout = std::chrono::seconds(10), int version = kHistorySchemaVersion);
+  ~History();
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Adds the runs of results files in one transaction. `machine` replaces the machine class
+  // the run records give (for records imported from other tools).
+  AddResult add(const std::vector<std::string>& results_files, const std::string& machine = "");
+
+  std::vector<HistorySeries> series(const std::string& machine = "") const;
+  std::vector<HistoryRun> runs() const;  // in run order
+  std::string hosts_of(const std::string& run) const;  // "node1,node2"
+  int schema_version() const;
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  void exec(const std::string& sql) const;
+  [[noreturn]] void fail(int rc, const std::string& doing) const;
+  void migrate(int version);
+  std::filesystem::path file_;
+  sqlite3* db_ = nullptr;
+  std::chrono::milliseconds busy_timeout_;
+  friend class Statement;
+};
+
+struct CheckOptions {
+  JudgeOptions judge;
+  std::string since;        // judge the runs from this one on; empty: the last `window` runs
+  std::size_t window = 3;   // runs judged when `since` is empty: a step stays reported while its evidence grows
+};
+
+struct SeriesCheck {
+  const HistorySeries* series = nullptr;
+  std::vector<ChangePoint> changes;  // of the whole series (trend pages)
+  TrendVerdict verdict;
+};
+
+// A verdict for every series that has a point in the newest run of its machine class, the metric's
+// direction from higher_is_better(). Regressions first, then UNKNOWN, IMPROVED and SAME, each by
+// size of change. InputError when `since` names no run of the history.
+std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
+                                       const CheckOptions& options);
+
+}  // namespace rocebench::reports

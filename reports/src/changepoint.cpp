@@ -1,0 +1,246 @@
+#include "rocebench/reports/changepoint.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace rocebench::reports {
+
+double ChangePoint::step() const {
+  if (mean_before == 0) return mean_after == 0 ? 0.0 : std::copysign(INFINITY, mean_after);
+  return (mean_after - mean_before) / std::abs(mean_before);
+}
+
+namespace {
+
+// Continued fraction of the regularized incomplete beta function (modified Lentz).
+double beta_fraction(double a, double b, double x) {
+  constexpr double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::abs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    for (const double aa : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
+      d = 1 + aa * d;
+      d = 1 / (std::abs(d) < tiny ? tiny : d);
+      c = 1 + aa / c;
+      if (std::abs(c) < tiny) c = tiny;
+      h *= d * c;
+    }
+    if (std::abs(d * c - 1) < 1e-14) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
+  return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+// The two-sided critical value of Student's t at level p (bisection: p falls as t grows).
+double student_t_critical(double p, double df) {
+  double lo = 0, hi = 1e3;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (student_t_two_sided_p(mid, df) > p ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+constexpr double kPowerZ = 0.8416;  // one-sided z of 80% power: "would decide" means 4 times in 5
+
+}  // namespace
+
+double student_t_two_sided_p(double t, double df) {
+  if (!(df > 0)) return 1;
+  if (std::isinf(t)) return 0;
+  return incomplete_beta(df / 2, 0.5, df / (df + t * t));
+}
+
+ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c) {
+  ChangePoint cp;
+  cp.begin = a;
+  cp.index = b;
+  cp.end = c;
+  const double n1 = static_cast<double>(b - a), n2 = static_cast<double>(c - b);
+  if (n1 < 1 || n2 < 1) return cp;
+  double s1 = 0, s2 = 0;
+  for (std::size_t i = a; i < b; ++i) s1 += x[i];
+  for (std::size_t i = b; i < c; ++i) s2 += x[i];
+  cp.mean_before = s1 / n1;
+  cp.mean_after = s2 / n2;
+  double ss = 0;
+  for (std::size_t i = a; i < c; ++i) {
+    const double d = x[i] - (i < b ? cp.mean_before : cp.mean_after);
+    ss += d * d;
+  }
+  const double df = n1 + n2 - 2;
+  if (df < 1) return cp;
+  cp.stdev = std::sqrt(ss / df);
+  const double diff = cp.mean_after - cp.mean_before;
+  // Relative to the values: a sum of squares of equal doubles is not exactly 0.
+  if (cp.stdev <= 1e-12 * std::max(std::abs(cp.mean_before), std::abs(cp.mean_after))) {
+    cp.p = std::abs(diff) <= 1e-12 * std::abs(cp.mean_before) ? 1.0 : 0.0;
+    return cp;
+  }
+  cp.p = student_t_two_sided_p(diff / (cp.stdev * std::sqrt(1 / n1 + 1 / n2)), df);
+  return cp;
+}
+
+std::size_t best_split(const std::vector<double>& x, std::size_t a, std::size_t c, std::size_t lo, std::size_t hi) {
+  // Q(t) = p q / n (2 B / (p q) - W_L / C(p,2) - W_R / C(q,2)) with p = t - a, q = c - t, B the sum
+  // of distances across t and W the sums within each side; all from per-point sums of distances
+  // to the points before (left) and after (right) it, O(n^2) for every t at once.
+  const std::size_t n = c - a;
+  std::vector<double> left(n, 0.0), right(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = i + 1; j < n; ++j) {
+      const double d = std::abs(x[a + i] - x[a + j]);
+      right[i] += d;
+      left[j] += d;
+    }
+  }
+  double total = 0;
+  for (double v : left) total += v;
+  double within_left = 0, within_right = total;  // right[t] summed over t >= split: all pairs at first
+  for (std::size_t t = 0; t < lo - a; ++t) {
+    within_left += left[t];
+    within_right -= right[t];
+  }
+  std::size_t best = lo;
+  double best_q = -std::numeric_limits<double>::infinity();
+  for (std::size_t t = lo; t < hi; ++t) {
+    const double p = static_cast<double>(t - a), q = static_cast<double>(c - t);
+    const double between = total - within_left - within_right;
+    double stat = 2 * between / (p * q);
+    if (p > 1) stat -= within_left / (p * (p - 1) / 2);
+    if (q > 1) stat -= within_right / (q * (q - 1) / 2);
+    stat *= p * q / static_cast<double>(n);
+    if (stat > best_q) {
+      best_q = stat;
+      best = t;
+    }
+    within_left += left[t - a];
+    within_right -= right[t - a];
+  }
+  return best;
+}
+
+std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const DetectOptions& o) {
+  const std::size_t m = std::max<std::size_t>(o.min_segment, 2);
+  // The split tested is the best of every place it could have been: its p-value times their number
+  // (Bonferroni), or noise alone would find steps in every long series.
+  auto tested = [&](std::size_t a, std::size_t t, std::size_t c) {
+    ChangePoint cp = t_test(x, a, t, c);
+    cp.p = std::min(1.0, cp.p * static_cast<double>(c - a - 2 * m + 1));
+    return cp;
+  };
+  std::vector<std::size_t> found;
+  std::vector<std::pair<std::size_t, std::size_t>> todo{{0, x.size()}};
+  while (!todo.empty()) {
+    const auto [a, c] = todo.back();
+    todo.pop_back();
+    if (c - a < 2 * m) continue;
+    const std::size_t t = best_split(x, a, c, a + m, c - m + 1);
+    if (tested(a, t, c).p >= o.max_p) continue;
+    found.push_back(t);
+    todo.emplace_back(a, t);
+    todo.emplace_back(t, c);
+  }
+  std::sort(found.begin(), found.end());
+  // A split judged inside a wide segment may not hold between its final neighbours.
+  while (true) {
+    std::vector<ChangePoint> cps;
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      cps.push_back(tested(i ? found[i - 1] : 0, found[i], i + 1 < found.size() ? found[i + 1] : x.size()));
+    }
+    const auto weakest = std::max_element(cps.begin(), cps.end(), [](const auto& l, const auto& r) { return l.p < r.p; });
+    if (weakest == cps.end() || weakest->p < o.max_p) return cps;
+    found.erase(found.begin() + (weakest - cps.begin()));
+  }
+}
+
+const char* to_string(Call t) {
+  switch (t) {
+    case Call::same: return "SAME";
+    case Call::regressed: return "REGRESSED";
+    case Call::improved: return "IMPROVED";
+    case Call::unknown: return "UNKNOWN";
+  }
+  return "UNKNOWN";
+}
+
+TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const std::vector<ChangePoint>& history,
+                   bool higher_is_better, const JudgeOptions& o) {
+  TrendVerdict v;
+  const std::size_t n = x.size();
+  if (first_new >= n) {
+    v.why = "no new run";
+    return v;
+  }
+  std::size_t base = 0;
+  for (const auto& cp : history) {
+    if (cp.index < first_new) base = cp.index;
+  }
+  if (first_new - base < o.min_baseline) {
+    v.call = Call::unknown;
+    v.more_runs = o.min_baseline - (first_new - base);
+    v.why = base == 0 ? fmt::format("{} runs of history; {} are needed to judge", first_new, o.min_baseline)
+                      : fmt::format("the series stepped {} runs before these; {} runs at its new level are needed to judge",
+                                    first_new - base, o.min_baseline);
+    return v;
+  }
+  const ChangePoint cp = t_test(x, base, best_split(x, base, n, first_new, n), n);
+  v.change = cp;
+  v.effect = cp.step();
+  const double nb = static_cast<double>(cp.index - base), after = static_cast<double>(n - cp.index);
+  const bool significant = cp.p < o.detect.max_p;
+  const double cv = cp.mean_before != 0 ? cp.stdev / std::abs(cp.mean_before) : 0;
+  // Runs after the step that a t-test of this noise needs to see a step of size `effect`: 0 when
+  // no number of runs would (the baseline alone is too noisy).
+  auto runs_to_see = [&](double effect) -> std::size_t {
+    if (cv == 0) return 1;
+    const double tc = student_t_critical(o.detect.max_p, nb + 1);
+    const double inv = std::pow(effect / ((tc + kPowerZ) * cv), 2) - 1 / nb;
+    return inv <= 0 ? 0 : static_cast<std::size_t>(std::ceil(1 / inv));
+  };
+  const double tc = student_t_critical(o.detect.max_p, nb + after - 2);
+  // How large the step may be: its estimate plus the t-test's margin.
+  const double upper = std::abs(v.effect) + tc * cv * std::sqrt(1 / nb + 1 / after);
+  if (significant && upper < o.min_effect) {
+    v.why = fmt::format("a step of {:+.1f}% (p={:.2g}), surely below the {:.0f}% that counts", v.effect * 100, cp.p, o.min_effect * 100);
+  } else if (significant && after < static_cast<double>(o.min_after)) {
+    v.call = Call::unknown;
+    v.more_runs = o.min_after - (n - cp.index);
+    v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}): an outlier or a step? rerun: {} more run(s) decide", n - cp.index,
+                        v.effect * 100, cp.p, v.more_runs);
+  } else if (significant) {
+    v.call = (v.effect > 0) == higher_is_better ? Call::improved : Call::regressed;
+    v.why = fmt::format("stepped {:+.1f}% (p={:.2g}) over the last {} runs", v.effect * 100, cp.p, n - cp.index);
+  } else {
+    // Nothing significant: SAME only when these runs would have shown a step of min_effect (or of
+    // the size seen, when that is larger).
+    const double size = std::max(std::abs(v.effect), o.min_effect);
+    const std::size_t need = runs_to_see(size);
+    const std::size_t have = std::max<std::size_t>(n - first_new, o.min_after);
+    if (need && need <= have && std::abs(v.effect) < o.min_effect) {
+      v.why = fmt::format("{:+.1f}% (p={:.2g}), within noise (CV {:.1f}%)", v.effect * 100, cp.p, cv * 100);
+    } else {
+      v.call = Call::unknown;
+      v.more_runs = need > n - cp.index ? need - (n - cp.index) : (need ? 1 : 0);
+      v.why = fmt::format("{:+.1f}% (p={:.2g}) with run-to-run noise CV {:.1f}%: a {:.0f}% step would not show in {} run(s); {}",
+                          v.effect * 100, cp.p, cv * 100, size * 100, have,
+                          need ? fmt::format("rerun: about {} more run(s) decide", v.more_runs)
+                               : "more runs would not decide: lower the noise (more iterations per run, a quieter machine)");
+    }
+  }
+  return v;
+}
+
+}  // namespace rocebench::reports

@@ -1,0 +1,49 @@
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/compare.hpp"
+#include "rocebench/reports/history.hpp"
+
+namespace rocebench::reports {
+
+std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
+                                       const CheckOptions& o) {
+  // Runs are ordered by (time, run id), as the points of a series are.
+  std::map<std::string, std::pair<std::string, std::string>> newest;  // machine -> (time, run)
+  const HistoryRun* since = nullptr;
+  for (const auto& r : runs) {
+    newest[r.machine] = std::max(newest[r.machine], std::make_pair(r.time, r.run));
+    if (r.run == o.since) since = &r;
+  }
+  if (!o.since.empty() && !since) throw InputError(fmt::format("--since {}: no such run in the history", o.since));
+
+  std::vector<SeriesCheck> out;
+  std::vector<double> x;
+  for (const auto& s : series) {
+    if (s.points.empty() || s.points.back().run != newest[s.machine].second) continue;  // not measured by the newest run
+    x.clear();
+    for (const auto& p : s.points) x.push_back(p.value);
+    std::size_t first_new = x.size() > o.window ? x.size() - o.window : 0;
+    if (since) {
+      first_new = 0;
+      while (first_new < x.size() && std::make_pair(s.points[first_new].time, s.points[first_new].run) <
+                                         std::make_pair(since->time, since->run)) {
+        ++first_new;
+      }
+    }
+    SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};
+    c.verdict = judge(x, first_new, c.changes, higher_is_better(s.metric), o.judge);
+    out.push_back(std::move(c));
+  }
+  auto rank = [](Call t) { return t == Call::regressed ? 0 : t == Call::unknown ? 1 : t == Call::improved ? 2 : 3; };
+  std::stable_sort(out.begin(), out.end(), [&](const SeriesCheck& a, const SeriesCheck& b) {
+    if (rank(a.verdict.call) != rank(b.verdict.call)) return rank(a.verdict.call) < rank(b.verdict.call);
+    return std::abs(a.verdict.effect) > std::abs(b.verdict.effect);
+  });
+  return out;
+}
+
+}  // namespace rocebench::reports

@@ -1,0 +1,198 @@
+// `rocebench history add | check | export`: the nightly results history (history.hpp).
+#include "history_cli.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/compare.hpp"
+#include "rocebench/reports/history.hpp"
+#include "rocebench/reports/report.hpp"
+#include "rocebench/reports/tables.hpp"
+#include "rocebench/reports/text.hpp"
+
+namespace rocebench::reports {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: rocebench history add|check|export [options]   (rocebench history <command> --help for each)\n\n"
+    "  add      add runs (results.jsonl) to the history database\n"
+    "  check    change points across runs: SAME, REGRESSED, IMPROVED or UNKNOWN per series; exit 1 on a regression\n"
+    "  export   the latest run's metrics for the node_exporter textfile collector (Prometheus / OpenMetrics text)\n";
+
+int add_main(const Args& args) {
+  std::string db, machine;
+  double busy_s = 10;
+  std::vector<std::string> files;
+  ArgParser p("rocebench history add", "Add runs to the history database (created when missing), all in one transaction: a\n"
+                                       "bad file adds nothing, and a run already there is left as it is.");
+  p.option("--db", &db, "history database (SQLite)", "FILE")
+      .option("--machine", &machine, "machine class of the runs, for records that do not describe their hosts", "CLASS")
+      .option("--busy-timeout", &busy_s, "seconds to wait for another writer (default 10)", "S")
+      .range(0.001, 3600)
+      .rest("RESULTS", &files, "results.jsonl files, one run each");
+  if (!p.parse(args)) return kExitOk;
+  if (db.empty()) throw UsageError("rocebench history add: --db is missing\n\n" + p.usage());
+  if (files.empty()) throw UsageError("rocebench history add: no results file given\n\n" + p.usage());
+  History h(db, History::Mode::create, std::chrono::milliseconds(static_cast<long>(busy_s * 1000)));
+  const AddResult r = h.add(files, machine);
+  for (const auto& run : r.already) std::cout << fmt::format("{}: already in the history, left as it is\n", run);
+  std::cout << fmt::format("added {} run(s), {} points, to {}\n", r.added.size(), r.points, db);
+  return kExitOk;
+}
+
+std::string change_text(const SeriesCheck& c) {
+  const auto& v = c.verdict;
+  if (!v.change || v.call == Call::same) return v.why;
+  const auto& at = c.series->points[v.change->index];
+  return fmt::format("{}; from run {} (revision {}, {})", v.why, at.run, at.revision, at.time.substr(0, 10));
+}
+
+int check_main(const Args& args) {
+  std::string db, junit, machine;
+  CheckOptions o;
+  int window = static_cast<int>(o.window), min_baseline = static_cast<int>(o.judge.min_baseline);
+  bool all = false;
+  ArgParser p("rocebench history check",
+              "Finds change points in every series of the history (E-divisive means, each tested by a t-test between\n"
+              "the runs on either side: the same history always gives the same answer) and judges the newest runs:\n"
+              "SAME, REGRESSED, IMPROVED, or UNKNOWN when the runs cannot decide (it says how many more would).\n"
+              "Exit 1 on a regression.");
+  p.option("--db", &db, "history database", "FILE")
+      .option("--since", &o.since, "judge the runs from this one on (default: the last --window runs)", "RUN")
+      .option("--window", &window, "runs judged without --since (default 3)")
+      .range(1, 1000)
+      .option("--machine", &machine, "only this machine class", "CLASS")
+      .option("--min-effect", &o.judge.min_effect, "smallest relative step that counts (default 0.05)")
+      .range(0, 100)
+      .option("--max-p", &o.judge.detect.max_p, "significance level of each change point (default 0.01)")
+      .range(1e-12, 0.5)
+      .option("--min-baseline", &min_baseline, "runs before the judged ones needed to judge (default 5)")
+      .range(2, 100000)
+      .option("--junit", &junit, "also write the verdicts as JUnit XML", "FILE")
+      .flag("--all", &all, "list SAME series too");
+  if (!p.parse(args)) return kExitOk;
+  if (db.empty()) throw UsageError("rocebench history check: --db is missing\n\n" + p.usage());
+  o.window = static_cast<std::size_t>(window);
+  o.judge.min_baseline = static_cast<std::size_t>(min_baseline);
+  const History h(db, History::Mode::existing);
+  const auto series = h.series(machine);
+  const auto checks = check_history(series, h.runs(), o);
+  std::map<Call, std::size_t> count;
+  std::vector<Verdict> verdicts;
+  std::string machine_shown;
+  for (const auto& c : checks) {
+    ++count[c.verdict.call];
+    const std::string text = change_text(c);
+    verdicts.push_back({"history", c.series->machine + ": " + c.series->label(),
+                        c.verdict.call == Call::regressed ? Outcome::fail : Outcome::pass,
+                        fmt::format("{}: {}", to_string(c.verdict.call), text)});
+    if (c.verdict.call == Call::same && !all) continue;
+    if (c.series->machine != machine_shown) std::cout << "machine " << (machine_shown = c.series->machine) << "\n";
+    std::cout << fmt::format("  {:<9} {:>7}  {}\n            {}\n", to_string(c.verdict.call),
+                             c.verdict.change ? fmt::format("{:+.1f}%", c.verdict.effect * 100) : "", c.series->label(), text);
+  }
+  std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
+                           o.since.empty() ? fmt::format("the last {} run(s)", o.window) : "since " + o.since,
+                           count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
+  if (count[Call::unknown]) std::cout << "UNKNOWN: the runs cannot decide; rerun (each line says about how many runs decide)\n";
+  if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
+  return count[Call::regressed] ? kExitCheckFailed : kExitOk;
+}
+
+// Prometheus names: [a-zA-Z_:][a-zA-Z0-9_:]*, everything else becomes '_'.
+std::string prom_name(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out.insert(0, "_");
+  return out;
+}
+
+std::string prom_value(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+int export_main(const Args& args) {
+  std::string db, out, format = "prometheus", machine;
+  ArgParser p("rocebench history export",
+              "Writes the newest run's metrics (per machine class) as the node_exporter textfile collector reads them:\n"
+              "one gauge per metric, labelled by machine, host, step, world and the step's params. The file is\n"
+              "replaced atomically, so the collector never reads half of it.");
+  p.option("--db", &db, "history database", "FILE")
+      .option("-o", &out, "output file (default: stdout), e.g. /var/lib/node_exporter/rocebench.prom", "FILE")
+      .option("--format", &format, "prometheus (text format 0.0.4) or openmetrics", "NAME")
+      .option("--machine", &machine, "only this machine class", "CLASS");
+  if (!p.parse(args)) return kExitOk;
+  if (db.empty()) throw UsageError("rocebench history export: --db is missing\n\n" + p.usage());
+  if (format != "prometheus" && format != "openmetrics") {
+    throw UsageError(fmt::format("rocebench history export: --format {}: must be prometheus or openmetrics", printable_excerpt(format)));
+  }
+  const History h(db, History::Mode::existing);
+  std::map<std::string, HistoryRun> newest;  // by machine class; runs() is in run order
+  for (const auto& r : h.runs()) newest[r.machine] = r;
+  std::map<std::string, std::string> hosts;  // run -> "a,b"
+  std::map<std::string, std::vector<std::string>> lines;  // metric -> samples
+  for (const auto& s : h.series(machine)) {
+    const auto& last = s.points.back();
+    if (last.run != newest[s.machine].run) continue;
+    std::string labels = fmt::format("machine=\"{}\",step=\"{}\",world=\"{}\",run=\"{}\",revision=\"{}\"", prom_value(s.machine),
+                                     prom_value(s.step), s.world, prom_value(last.run), prom_value(last.revision));
+    const json params = json::parse(s.params);  // items() of a temporary would outlive it
+    for (const auto& [k, v] : params.items()) {
+      std::string name = prom_name(k);
+      for (const char* taken : {"machine", "step", "world", "run", "revision", "host", "le", "quantile"}) {
+        if (name == taken) name = "param_" + name;
+      }
+      labels += fmt::format(",{}=\"{}\"", name, prom_value(v.is_string() ? v.get<std::string>() : v.dump()));
+    }
+    if (!hosts.count(last.run)) hosts[last.run] = h.hosts_of(last.run);
+    labels += fmt::format(",host=\"{}\"", prom_value(hosts[last.run]));
+    lines["rocebench_" + prom_name(s.metric)].push_back(fmt::format("{{{}}} {:.17g}", labels, last.value));
+  }
+  std::string text;
+  for (const auto& [metric, samples] : lines) {
+    const std::string raw = metric.substr(std::string("rocebench_").size());
+    text += fmt::format("# HELP {} rocebench {} of the newest run ({} is better)\n# TYPE {} gauge\n", metric, raw,
+                        higher_is_better(raw) ? "higher" : "lower", metric);
+    for (const auto& s : samples) text += metric + s + "\n";
+  }
+  if (format == "openmetrics") text += "# EOF\n";
+  if (out.empty()) {
+    std::cout << text;
+    return kExitOk;
+  }
+  const std::string tmp = fmt::format("{}.tmp.{}", out, ::getpid());
+  write_text(tmp, text);
+  std::filesystem::rename(tmp, out);
+  std::cerr << fmt::format("rocebench history export: {} metrics to {}\n", lines.size(), out);
+  return kExitOk;
+}
+
+}  // namespace
+
+int history_main(const Args& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? kExitBadInput : kExitOk;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "add") return add_main(rest);
+  if (args[0] == "check") return check_main(rest);
+  if (args[0] == "export") return export_main(rest);
+  throw UsageError(fmt::format("rocebench history: unknown command '{}'\n\n{}", printable_excerpt(args[0]), kUsage));
+}
+
+}  // namespace rocebench::reports

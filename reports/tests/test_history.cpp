@@ -1,0 +1,303 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fixtures.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/changepoint.hpp"
+#include "rocebench/reports/history.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports;
+using namespace rocebench::reports::testing;
+
+namespace {
+
+// `n` values around `level` with Gaussian noise of coefficient of variation `cv`; from index
+// `at` on, the level is multiplied by 1 + step.
+std::vector<double> series(std::size_t n, double level, double cv, std::size_t at, double step, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, cv);
+  std::vector<double> x;
+  for (std::size_t i = 0; i < n; ++i) x.push_back(level * (i >= at ? 1 + step : 1) * (1 + noise(rng)));
+  return x;
+}
+
+TrendVerdict judge_last(const std::vector<double>& x, std::size_t window, bool higher_is_better) {
+  const JudgeOptions o;
+  return judge(x, x.size() - window, e_divisive(x, o.detect), higher_is_better, o);
+}
+
+// A results file of one run on host `host`: an allreduce of time `time_us` (and its bandwidth).
+std::string run_file(const std::string& run, const std::string& time, double time_us, const std::string& cpu = "x86") {
+  json r = run_record(run, time, {{"node01", 100000}});
+  r["hosts"][0]["cpu"]["model"] = cpu;
+  const auto file = temp_dir() / "results.jsonl";
+  write_records(file, {r, collective(run, "allreduce", 2, 1 << 20, time_us, 1e6 / time_us)});
+  return file.string();
+}
+
+std::string dump_db(const std::filesystem::path& db) {
+  History h(db, History::Mode::existing);
+  std::string out;
+  for (const auto& s : h.series()) {
+    out += s.machine + "|" + s.label() + "\n";
+    for (const auto& p : s.points) out += " " + p.run + "=" + std::to_string(p.value) + "/" + std::to_string(p.n) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ChangePoint, StudentTMatchesTables) {
+  EXPECT_NEAR(student_t_two_sided_p(2.0, 10), 0.073388, 1e-5);  // scipy.stats.t.sf(2, 10) * 2
+  EXPECT_NEAR(student_t_two_sided_p(3.5, 30), 0.00147681, 1e-7);
+  EXPECT_NEAR(student_t_two_sided_p(0.0, 5), 1.0, 1e-12);
+}
+
+TEST(ChangePoint, FindsAStepWhereItIs) {
+  const auto x = series(60, 100, 0.01, 37, 0.05, 1);
+  const auto cps = e_divisive(x, {});
+  ASSERT_EQ(cps.size(), 1u);
+  EXPECT_EQ(cps[0].index, 37u);
+  EXPECT_NEAR(cps[0].step(), 0.05, 0.01);
+  EXPECT_LT(cps[0].p, 1e-6);
+}
+
+TEST(ChangePoint, FindsTwoStepsAndNoneInNoise) {
+  auto x = series(90, 100, 0.01, 30, 0.08, 2);
+  for (std::size_t i = 60; i < x.size(); ++i) x[i] *= 0.9;
+  const auto cps = e_divisive(x, {});
+  ASSERT_EQ(cps.size(), 2u);
+  EXPECT_EQ(cps[0].index, 30u);
+  EXPECT_EQ(cps[1].index, 60u);
+  for (unsigned seed = 1; seed <= 20; ++seed) EXPECT_TRUE(e_divisive(series(100, 50, 0.02, 0, 0, seed), {}).empty()) << seed;
+}
+
+TEST(ChangePoint, SameHistorySameAnswer) {
+  const auto x = series(200, 10, 0.03, 150, -0.1, 3);
+  const auto a = e_divisive(x, {}), b = e_divisive(x, {});
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].p, b[i].p);
+}
+
+TEST(Verdict, SameWhenNothingMoved) {
+  const auto v = judge_last(series(40, 100, 0.01, 0, 0, 4), 3, false);
+  EXPECT_EQ(v.call, Call::same) << v.why;
+}
+
+TEST(Verdict, SlowerTimeIsARegressionFasterAnImprovement) {
+  const auto slower = judge_last(series(40, 100, 0.01, 37, 0.10, 5), 3, false);
+  EXPECT_EQ(slower.call, Call::regressed) << slower.why;
+  ASSERT_TRUE(slower.change);
+  EXPECT_EQ(slower.change->index, 37u);
+  EXPECT_NEAR(slower.effect, 0.10, 0.02);
+  // The same numbers as a bandwidth: higher is better.
+  EXPECT_EQ(judge_last(series(40, 100, 0.01, 37, 0.10, 5), 3, true).call, Call::improved);
+  EXPECT_EQ(judge_last(series(40, 100, 0.01, 37, -0.10, 5), 3, false).call, Call::improved);
+}
+
+TEST(Verdict, OneRunOffAsksForARerun) {
+  auto x = series(40, 100, 0.01, 0, 0, 6);
+  x.back() *= 1.2;
+  const auto v = judge_last(x, 3, false);
+  EXPECT_EQ(v.call, Call::unknown) << v.why;
+  EXPECT_EQ(v.more_runs, 1u);
+  EXPECT_NE(v.why.find("rerun"), std::string::npos) << v.why;
+}
+
+TEST(Verdict, NoisySeriesIsUnknownNotAGuess) {
+  const auto v = judge_last(series(40, 100, 0.08, 37, 0.05, 7), 3, false);
+  EXPECT_EQ(v.call, Call::unknown) << v.why;
+  EXPECT_NE(v.why.find("CV"), std::string::npos) << v.why;
+}
+
+TEST(Verdict, SignificantButTinyIsSame) {
+  const auto v = judge_last(series(60, 100, 0.001, 57, 0.01, 8), 3, false);
+  EXPECT_EQ(v.call, Call::same) << v.why;
+  ASSERT_TRUE(v.change);
+  EXPECT_LT(v.change->p, 0.01);
+}
+
+TEST(Verdict, ShortHistoryIsUnknown) {
+  const auto v = judge_last(series(4, 100, 0.01, 0, 0, 9), 1, false);
+  EXPECT_EQ(v.call, Call::unknown) << v.why;
+}
+
+TEST(History, MachineClassFromHostsAndMissingFieldNamed) {
+  json r = run_record("r1", "2026-01-01T00:00:00Z", {{"a", 0}, {"b", 0}});
+  r["hosts"][0]["gpu"]["devices"] = {{{"name", "NVIDIA H100"}}, {{"name", "NVIDIA H100"}}};
+  r["hosts"][0]["rdma"]["devices"] = {{{"name", "mlx5_0"}}, {{"name", "mlx5_1"}}};
+  EXPECT_EQ(machine_class(r, "f"), "x86 / 2x NVIDIA H100 / 2x mlx5 + x86 / no GPU / no RDMA NIC");
+  r["hosts"][1]["cpu"]["model"] = "";
+  try {
+    machine_class(r, "results.jsonl");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("results.jsonl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hosts[1].cpu.model"), std::string::npos) << e.what();
+  }
+}
+
+TEST(History, RunWithoutMachineClassIsRefusedAndNothingAdded) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  json r = run_record("r1", "2026-01-01T00:00:00Z", {{"node01", 0}});
+  r["hosts"][0]["cpu"]["model"] = "";  // /proc/cpuinfo on arm64 has no "model name"
+  const auto file = write_records(temp_dir() / "results.jsonl", {r, collective("r1", "allreduce", 2, 1024, 10, 1)});
+  const auto good = run_file("r0", "2025-12-31T00:00:00Z", 10);
+  EXPECT_THROW(
+      try { h.add({good, file.string()}); } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("hosts[0].cpu.model"), std::string::npos) << e.what();
+        throw;
+      },
+      InputError);
+  EXPECT_TRUE(h.runs().empty());  // the good file before it was not added either
+  EXPECT_EQ(h.add({file.string()}, "lab-a").added.size(), 1u);  // --machine gives the class
+  EXPECT_EQ(h.runs().at(0).machine, "lab-a");
+  // Records imported from other tools have no run record: --machine and the results' run id do.
+  const auto imported = write_records(temp_dir() / "results.jsonl", {collective("imp", "allreduce", 2, 1024, 10, 1)});
+  EXPECT_THROW(h.add({imported.string()}), InputError);
+  EXPECT_EQ(h.add({imported.string()}, "lab-a").added, std::vector<std::string>{"imp"});
+}
+
+TEST(History, AddingARunTwiceChangesNothing) {
+  const auto db = temp_dir() / "h.sqlite";
+  const auto f1 = run_file("r1", "2026-01-01T00:00:00Z", 100), f2 = run_file("r2", "2026-01-02T00:00:00Z", 101);
+  History(db).add({f1, f2});
+  const std::string before = dump_db(db);
+  EXPECT_NE(before.find("r2="), std::string::npos);
+  const auto again = History(db).add({f2, f1});
+  EXPECT_TRUE(again.added.empty());
+  EXPECT_EQ(again.already.size(), 2u);
+  EXPECT_EQ(dump_db(db), before);
+  EXPECT_EQ(History(db).runs().size(), 2u);
+}
+
+TEST(History, SeriesHoldPointsInRunOrderWithTheirSummary) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  h.add({run_file("late", "2026-01-03T00:00:00Z", 120), run_file("early", "2026-01-01T00:00:00Z", 100)});
+  h.add({run_file("other", "2026-01-02T00:00:00Z", 50, "arm64")});  // another machine class: another series
+  const auto all = h.series();
+  const auto it = std::find_if(all.begin(), all.end(), [](const auto& s) { return s.metric == "time_us" && s.machine.starts_with("x86"); });
+  ASSERT_NE(it, all.end());
+  ASSERT_EQ(it->points.size(), 2u);
+  EXPECT_EQ(it->points[0].run, "early");
+  EXPECT_EQ(it->points[1].value, 120);
+  EXPECT_EQ(it->points[0].revision, "abc1234");
+  EXPECT_GT(it->points[0].n, 1u);  // the record's sample count, not one per record
+  EXPECT_EQ(h.series("arm64 / no GPU / no RDMA NIC").size(), 4u);  // time, algbw, busbw, wrong
+}
+
+TEST(History, TwoWritersAtOnceBothLand) {
+  const auto db = temp_dir() / "h.sqlite";
+  History(db).add({run_file("r0", "2026-01-01T00:00:00Z", 100)});
+  std::vector<std::string> files;
+  for (int i = 1; i <= 16; ++i) files.push_back(run_file(fmt::format("r{:02}", i), fmt::format("2026-02-{:02}T00:00:00Z", i), 100 + i));
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      try {
+        for (int i = w; i < 16; i += 2) History(db).add({files[i]});
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(History(db).runs().size(), 17u);
+}
+
+TEST(History, LockedDatabaseIsAnInfrastructureErrorAndLosesNothing) {
+  const auto db = temp_dir() / "h.sqlite";
+  History(db).add({run_file("r0", "2026-01-01T00:00:00Z", 100)});
+  History h(db, History::Mode::create, std::chrono::milliseconds(200));
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  try {
+    h.add({run_file("r1", "2026-01-02T00:00:00Z", 100)});
+    ADD_FAILURE() << "added under another writer's lock";
+  } catch (const InfraError& e) {
+    EXPECT_NE(std::string(e.what()).find("locked"), std::string::npos) << e.what();
+  }
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_EQ(History(db).runs().size(), 1u);
+}
+
+TEST(History, CorruptFileIsRefusedUntouched) {
+  const auto db = temp_dir() / "h.sqlite";
+  const std::string garbage(5000, 'x');
+  write_file(db, garbage);
+  try {
+    History h(db);
+    ADD_FAILURE() << "opened a corrupt file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(db.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was changed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(db), garbage);
+}
+
+TEST(History, AnotherProgramsDatabaseIsRefused) {
+  const auto db = temp_dir() / "other.sqlite";
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE t(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_THROW(History h(db), InputError);
+}
+
+TEST(History, OlderSchemaIsMigratedNewerRefused) {
+  const auto db = temp_dir() / "h.sqlite";
+  History(db, History::Mode::create, std::chrono::seconds(10), 1).add({run_file("r1", "2026-01-01T00:00:00Z", 100)});
+  EXPECT_EQ(History(db, History::Mode::existing, std::chrono::seconds(10), 1).schema_version(), 1);
+  EXPECT_EQ(History(db).schema_version(), kHistorySchemaVersion);
+  EXPECT_EQ(History(db).runs().size(), 1u);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  try {
+    History h(db);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(History, CheckFlagsTheRegressedSeriesNamingItsRun) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(1, 0.005);
+  for (int night = 1; night <= 30; ++night) {
+    h.add({run_file(fmt::format("n{:02}", night), fmt::format("2026-03-{:02}T00:00:00Z", night), (night >= 28 ? 110 : 100) * noise(rng))});
+  }
+  const auto series = h.series();
+  const auto checks = check_history(series, h.runs(), {});
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks.front().verdict.call, Call::regressed) << checks.front().verdict.why;  // regressions sort first
+  std::map<std::string, Call> by_metric;
+  for (const auto& c : checks) by_metric[c.series->metric] = c.verdict.call;
+  EXPECT_EQ(by_metric["time_us"], Call::regressed);
+  EXPECT_EQ(by_metric["busbw_GBps"], Call::regressed);  // bandwidth fell
+  const auto& c = checks.front();
+  EXPECT_EQ(c.series->points[c.verdict.change->index].run, "n28");
+  CheckOptions since;
+  since.since = "nope";
+  EXPECT_THROW(check_history(series, h.runs(), since), InputError);
+  // From n29 on, the step at n28 is history: the runs since are too few at the new level to judge.
+  since.since = "n30";
+  for (const auto& s : check_history(series, h.runs(), since)) EXPECT_NE(s.verdict.call, Call::regressed);
+}
