@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/stats.hpp"
+#include "rocebench/reports/changepoint.hpp"
 
 namespace rocebench::reports {
 
@@ -24,15 +25,14 @@ bool all_passed(const std::vector<Verdict>& verdicts) {
 
 const char* to_string(Change c) {
   switch (c) {
-    case Change::unchanged: return "unchanged";
-    case Change::improvement: return "improvement";
-    case Change::regression: return "regression";
-    case Change::noise: return "not significant";
-    case Change::unverified: return "unverified";
+    case Change::same: return to_string(Call::same);
+    case Change::improved: return to_string(Call::improved);
+    case Change::regressed: return to_string(Call::regressed);
+    case Change::unknown: return to_string(Call::unknown);
     case Change::missing: return "missing";
     case Change::added: return "new";
   }
-  return "unchanged";
+  return "UNKNOWN";
 }
 
 std::string MetricKey::id() const { return step + "\n" + params.dump() + "\n" + std::to_string(world) + "\n" + metric; }
@@ -132,6 +132,28 @@ namespace {
 
 constexpr std::size_t kMinSamples = 5;  // below this a rank test cannot reach significance
 
+// How far one measurement of this run strays, relative to its median: the interquartile range of the
+// samples (or of the records' values) over 1.349, which is sigma for normal data and not blown up by
+// one outlier; from a record's summary, the median's 95% interval widened back by sqrt(n).
+std::optional<double> relative_noise(const Evidence& e) {
+  const double m = std::abs(e.median());
+  if (m == 0) return std::nullopt;
+  const auto& xs = e.samples.size() >= kMinSamples ? e.samples : e.values;
+  if (xs.size() >= kMinSamples) {
+    std::vector<double> sorted = xs;
+    std::sort(sorted.begin(), sorted.end());
+    auto quantile = [&](double q) {
+      const double at = q * static_cast<double>(sorted.size() - 1);
+      const auto i = static_cast<std::size_t>(at);
+      return i + 1 < sorted.size() ? sorted[i] + (at - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]) : sorted[i];
+    };
+    return (quantile(0.75) - quantile(0.25)) / 1.349 / m;
+  }
+  // The median's standard error is 1.2533 sigma / sqrt(n) for normal data.
+  if (e.ci && e.n > 1) return (e.ci->second - e.ci->first) / (2 * 1.96) * std::sqrt(static_cast<double>(e.n)) / 1.2533 / m;
+  return std::nullopt;
+}
+
 // Whether base and now differ beyond noise, and how that was decided.
 std::pair<std::optional<bool>, std::string> significance(const Evidence& base, const Evidence& now, double alpha) {
   auto rank_test = [&](const std::vector<double>& a, const std::vector<double>& b) {
@@ -174,11 +196,25 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       c.effect = *c.base != 0 ? (*c.now - *c.base) / std::abs(*c.base) : (*c.now == 0 ? 0.0 : INFINITY);
       const auto [significant, how] = significance(eb, en, options.alpha);
       c.significance = how;
+      const auto nb = relative_noise(eb), nn = relative_noise(en);
+      if (nb || nn) c.noise = std::max(nb.value_or(0), nn.value_or(0));
       const bool better = (c.effect > 0) == higher_is_better(c.key.metric);
-      if (std::abs(c.effect) < options.min_effect) c.change = Change::unchanged;
-      else if (!significant) c.change = Change::unverified;
-      else if (!*significant) c.change = Change::noise;
-      else c.change = better ? Change::improvement : Change::regression;
+      const auto history = options.run_noise.find(c.key.id());
+      if (std::abs(c.effect) < options.min_effect) {
+        c.change = Change::same;
+      } else if (history != options.run_noise.end() && std::abs(c.effect) < kRunNoiseSigmas * history->second) {
+        c.change = Change::unknown;
+        c.noise = std::max(c.noise.value_or(0), history->second);
+        c.significance = fmt::format("runs vary ±{:.0f}% here: rerun", history->second * 100);
+      } else if (c.noise && *c.noise >= std::abs(c.effect)) {
+        c.change = Change::unknown;
+        c.significance = fmt::format("noise ±{:.0f}% > effect: rerun", *c.noise * 100);
+      } else if (!significant || !*significant) {
+        c.change = Change::unknown;
+        c.significance += ": rerun";
+      } else {
+        c.change = better ? Change::improved : Change::regressed;
+      }
       ++b;
       ++n;
     }
@@ -193,7 +229,7 @@ std::vector<Verdict> verdicts(const std::vector<Comparison>& comparisons, const 
     Verdict v;
     v.suite = suite;
     v.name = c.key.label();
-    v.outcome = c.change == Change::regression ? Outcome::fail : c.change == Change::missing ? Outcome::missing : Outcome::pass;
+    v.outcome = c.change == Change::regressed ? Outcome::fail : c.change == Change::missing ? Outcome::missing : Outcome::pass;
     if (c.change == Change::missing) {
       v.message = fmt::format("expected {:.6g} (baseline), no record in this run", *c.base);
     } else if (c.change == Change::added) {

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -8,6 +9,25 @@
 #include "rocebench/reports/history.hpp"
 
 namespace rocebench::reports {
+
+std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series) {
+  std::map<std::string, double> out;
+  std::vector<double> x;
+  for (const auto& s : series) {
+    if (s.points.size() < 5) continue;
+    x.clear();
+    for (const auto& p : s.points) x.push_back(p.value);
+    auto median = [](std::vector<double>& v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    const double m = median(x);
+    if (m == 0) continue;
+    for (auto& v : x) v = std::abs(v - m);
+    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = 1.4826 * median(x) / std::abs(m);
+  }
+  return out;
+}
 
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& o) {

@@ -1,6 +1,8 @@
 #include "rocebench/reports/module.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 #include "history_cli.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
+#include "rocebench/reports/history.hpp"
 #include "rocebench/reports/importers.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/reports/tables.hpp"
@@ -56,11 +59,12 @@ int report_main(const Args& args) {
 }
 
 int compare_main(const Args& args) {
-  std::string base, now, junit, baseline_out, machine;
+  std::string base, now, junit, baseline_out, machine, db;
   double min_effect = 0.05, alpha = 0.05;
   bool all = false;
   ArgParser p("rocebench compare", "Compare two runs (or a run and a baseline) metric by metric. A change is a regression\n"
-                                   "when it is larger than --min-effect and significant. Exit 1 on a regression.\n"
+                                   "when it is larger than --min-effect, larger than either run's noise and significant;\n"
+                                   "a change hidden by noise is UNKNOWN (rerun). Rows: largest change first. Exit 1 on a regression.\n"
                                    "With --write-baseline, write BASE's metrics as the baseline of --machine instead.");
   p.option("--junit", &junit, "also write the verdicts as JUnit XML", "FILE")
       .option("--min-effect", &min_effect, "smallest relative change that counts (default 0.05)")
@@ -68,6 +72,8 @@ int compare_main(const Args& args) {
       .option("--alpha", &alpha, "significance level of the Mann-Whitney test (default 0.05)")
       .range(1e-9, 0.5)
       .option("--machine", &machine, "machine type in a baseline file", "TYPE")
+      .option("--db", &db, "history database: a change must also stand out of how much runs vary on NEW's machine class",
+              "FILE")
       .option("--write-baseline", &baseline_out, "write BASE as a baseline to FILE (and compare nothing)", "FILE")
       .flag("--all", &all, "list unchanged metrics too")
       .positional("BASE", &base, "results.jsonl or baseline file")
@@ -82,17 +88,34 @@ int compare_main(const Args& args) {
     return kExitOk;
   }
   if (now.empty()) throw UsageError("rocebench compare: NEW is missing\n\n" + p.usage());
-  const auto comparisons = compare(evidence_of(base, machine), evidence_of(now, machine), {min_effect, alpha});
-  std::size_t regressions = 0, shown = 0;
-  std::cout << fmt::format("{:<16} {:>12} {:>12} {:>8}  {:<20} {}\n", "change", "base", "new", "effect", "significance", "metric");
-  for (const auto& c : comparisons) {
-    regressions += c.change == Change::regression || c.change == Change::missing;
-    if (c.change == Change::unchanged && !all) continue;
-    ++shown;
-    std::cout << fmt::format("{:<16} {:>12} {:>12} {:>7.1f}%  {:<20} {}\n", to_string(c.change), number(c.base), number(c.now),
-                             c.effect * 100, c.significance, c.key.label());
+  CompareOptions options{min_effect, alpha, {}};
+  if (!db.empty()) {
+    const Dataset data = load_results({now});
+    if (data.runs.empty()) throw InputError(now, 0, "kind", "no run record: --db needs NEW's machine class");
+    options.run_noise = run_noise(History(db, History::Mode::existing).series(machine_class(data.runs.front(), now)));
   }
-  std::cout << fmt::format("{} metrics compared, {} changed, {} regressions or missing\n", comparisons.size(), shown, regressions);
+  const auto comparisons = compare(evidence_of(base, machine), evidence_of(now, machine), options);
+  // Largest changes first; metrics in one run only after them.
+  std::vector<const Comparison*> rows;
+  for (const auto& c : comparisons) rows.push_back(&c);
+  auto size = [](const Comparison* c) { return c->base && c->now ? std::abs(c->effect) : -1.0; };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto* a, const auto* b) { return size(a) > size(b); });
+  std::map<Change, std::size_t> count;
+  std::cout << fmt::format("{:<10} {:>12} {:>12} {:>8}  {:<26} {}\n", "verdict", "base", "new", "effect", "significance", "metric");
+  for (const Comparison* c : rows) {
+    ++count[c->change];
+    if (c->change == Change::same && !all) continue;
+    std::cout << fmt::format("{:<10} {:>12} {:>12} {:>7.1f}%  {:<26} {}\n", to_string(c->change), number(c->base), number(c->now),
+                             c->effect * 100, c->significance, c->key.label());
+  }
+  const std::size_t regressions = count[Change::regressed] + count[Change::missing];
+  std::cout << fmt::format("{} metrics compared: {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME, {} missing, {} new\n",
+                           comparisons.size(), count[Change::regressed], count[Change::improved], count[Change::unknown],
+                           count[Change::same], count[Change::missing], count[Change::added]);
+  if (count[Change::unknown]) {
+    std::cout << "UNKNOWN: the noise of these runs hides the change; rerun both (more iterations), or judge many runs with "
+                 "rocebench history check\n";
+  }
   if (!junit.empty()) write_text(junit, render_junit("rocebench compare", verdicts(comparisons, "compare")));
   return regressions ? kExitCheckFailed : kExitOk;
 }
@@ -138,7 +161,7 @@ int import_main(const Args& args) {
 }  // namespace
 
 std::vector<Verdict> verdicts_of_compare(const EvidenceMap& base, const EvidenceMap& now, double min_effect) {
-  return verdicts(compare(base, now, {min_effect, 0.05}), "baseline");
+  return verdicts(compare(base, now, {min_effect, 0.05, {}}), "baseline");
 }
 
 std::vector<Subcommand> subcommands() {

@@ -45,7 +45,7 @@ const Comparison& find(const std::vector<Comparison>& cs, const std::string& met
 
 bool flagged(const std::vector<Comparison>& cs) {
   return std::any_of(cs.begin(), cs.end(), [](const Comparison& c) {
-    return c.change == Change::regression || c.change == Change::improvement || c.change == Change::missing;
+    return c.change == Change::regressed || c.change == Change::improved || c.change == Change::missing;
   });
 }
 
@@ -65,11 +65,11 @@ TEST(Compare, TenPercentSlowerIsARegressionInTimeAndBandwidth) {
     SCOPED_TRACE(raw);
     const auto cs = compare_runs(100, 110, 7, raw);
     const auto& time = find(cs, "time_us");
-    EXPECT_EQ(time.change, Change::regression) << time.significance;
+    EXPECT_EQ(time.change, Change::regressed) << time.significance;
     EXPECT_NEAR(time.effect, 0.10, 0.03);
-    EXPECT_EQ(find(cs, "busbw_GBps").change, Change::regression);  // bandwidth falls as time grows
+    EXPECT_EQ(find(cs, "busbw_GBps").change, Change::regressed);  // bandwidth falls as time grows
     const auto better = compare_runs(110, 100, 7, raw);
-    EXPECT_EQ(find(better, "time_us").change, Change::improvement);
+    EXPECT_EQ(find(better, "time_us").change, Change::improved);
   }
 }
 
@@ -91,10 +91,10 @@ TEST(Compare, SummaryIntervalsDecideWhenNoSamplesWereKept) {
   close.load(write_records(temp_dir() / "c.jsonl", {collective("c", "allreduce", 8, 1024, 101.5, 8)}));
   // Fixture intervals span median * [0.98, 1.02]: 100 -> [98, 102], 110 -> [107.8, 112.2].
   const auto cs = compare(collect_evidence(base), collect_evidence(slow), {});
-  EXPECT_EQ(find(cs, "time_us").change, Change::regression);
+  EXPECT_EQ(find(cs, "time_us").change, Change::regressed);
   EXPECT_EQ(find(cs, "time_us").significance, "CIs disjoint");
-  const auto near = compare(collect_evidence(base), collect_evidence(close), {.min_effect = 0.01, .alpha = 0.05});
-  EXPECT_EQ(find(near, "time_us").change, Change::noise);
+  const auto near = compare(collect_evidence(base), collect_evidence(close), {.min_effect = 0.01, .alpha = 0.05, .run_noise = {}});
+  EXPECT_EQ(find(near, "time_us").change, Change::unknown);
 }
 
 TEST(Compare, MissingMetricFailsAndNewMetricIsListed) {
@@ -136,4 +136,30 @@ TEST(Direction, BandwidthUpTimeDown) {
   EXPECT_TRUE(higher_is_better("bw_avg_Gbps"));
   EXPECT_FALSE(higher_is_better("lat_us_p50"));
   EXPECT_FALSE(higher_is_better("time_us"));
+}
+
+TEST(Compare, ChangeInsideTheRunsNoiseIsUnknownNotARegression) {
+  auto run = [](const std::string& id, double median, double cv, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(median, median * cv);
+    std::vector<double> times;
+    for (int i = 0; i < 40; ++i) times.push_back(noise(rng));
+    json r = collective(id, "allreduce", 8, 1 << 20, median, 1e6 / median);
+    r["samples"] = {{"n", 40}, {"median", median}, {"values", times}};
+    Dataset d;
+    d.load(write_records(temp_dir() / "results.jsonl", {r}));
+    return collect_evidence(d);
+  };
+  // 10% slower, samples spread 30%: the rank test alone would call it (40 samples each).
+  const auto noisy = find(compare(run("a", 100, 0.3, 1), run("b", 110, 0.3, 2), {}), "time_us");
+  EXPECT_EQ(noisy.change, Change::unknown) << noisy.significance;
+  EXPECT_NE(noisy.significance.find("rerun"), std::string::npos);
+  const auto quiet = find(compare(run("a", 100, 0.01, 1), run("b", 110, 0.01, 2), {}), "time_us");
+  EXPECT_EQ(quiet.change, Change::regressed) << quiet.significance;
+  // The same quiet runs on a machine whose runs vary by 5% from night to night (the history says so).
+  CompareOptions o;
+  o.run_noise[quiet.key.id()] = 0.05;
+  const auto judged = find(compare(run("a", 100, 0.01, 1), run("b", 110, 0.01, 2), o), "time_us");
+  EXPECT_EQ(judged.change, Change::unknown) << judged.significance;
+  EXPECT_NE(judged.significance.find("runs vary ±5%"), std::string::npos) << judged.significance;
 }

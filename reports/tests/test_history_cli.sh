@@ -58,6 +58,12 @@ expect_out "--since nosuchrun: no such run"
 expect_rc 2 "$rb" history check --db "$db" --window 0
 expect_out "window"
 
+# compare: rows by size of change, largest first; with --db the nights' noise is known.
+expect_rc 1 "$rb" compare "$work/n01.jsonl" "$work/n12.jsonl"
+awk 'NR > 1 && $4 ~ /%$/ { e = $4; sub("%", "", e); e += 0; e = e < 0 ? -e : e; if (NR > 2 && e > last + 1e-9) bad = 1; last = e }
+     END { exit bad }' "$work/out" || fail "compare rows are not sorted by size of change"
+expect_rc 0 "$rb" compare --db "$db" "$work/n01.jsonl" "$work/n02.jsonl"
+
 expect_rc 0 "$rb" history export --db "$db" -o "$work/rocebench.prom"
 grep -qE '^rocebench_busbw_GBps\{.*step="collectives.allreduce".*run="n12".*bytes="1024".*host="[^"]+"\} [0-9.e+-]+$' \
   "$work/rocebench.prom" || { cat "$work/rocebench.prom"; fail "no busbw gauge of run n12"; }

@@ -1,8 +1,10 @@
 #pragma once
 // Comparing two sets of measurements without calling noise a regression: a change is flagged only
-// when it is larger than a minimum effect AND statistically significant (Mann-Whitney U on the
-// recorded samples, or, when only summaries were recorded, 95% confidence intervals of the medians
-// that do not overlap). Everything is ordered by key, so the same data gives the same verdicts.
+// when it is larger than a minimum effect, larger than the spread of either run's measurements
+// (within one run, samples agree more than runs do: a loaded machine moves whole runs), AND
+// statistically significant (Mann-Whitney U on the recorded samples, or, when only summaries were
+// recorded, 95% confidence intervals of the medians that do not overlap). A change that is not is
+// UNKNOWN: rerun. Everything is ordered by key, so the same data gives the same verdicts.
 #include <map>
 #include <optional>
 #include <string>
@@ -38,21 +40,31 @@ using EvidenceMap = std::map<std::string, std::pair<MetricKey, Evidence>>;
 // Evidence for every metric of every good result record.
 EvidenceMap collect_evidence(const Dataset& data);
 
-enum class Change { unchanged, improvement, regression, noise, unverified, missing, added };
+// The verdicts of `history check` (SAME, IMPROVED, REGRESSED, UNKNOWN), and a metric in only one run.
+enum class Change { same, improved, regressed, unknown, missing, added };
 const char* to_string(Change c);
 
 struct Comparison {
   MetricKey key;
   std::optional<double> base, now;
   double effect = 0;        // (now - base) / base
-  std::string significance; // "p=0.0012", "CIs disjoint", "CIs overlap", "no spread recorded"
-  Change change = Change::unchanged;
+  std::optional<double> noise;  // relative spread of the noisier run's measurements
+  // "p=0.0012", "CIs disjoint", "CIs overlap", "no spread recorded", "noise ±12% > effect: rerun"
+  std::string significance;
+  Change change = Change::same;
 };
 
 struct CompareOptions {
   double min_effect = 0.05;
   double alpha = 0.05;
+  // Relative run-to-run spread of a metric on this machine class (by MetricKey::id), from the
+  // history: what two runs cannot show about themselves. A change must stand out of it.
+  std::map<std::string, double> run_noise;
 };
+
+// Two single runs differ by more than this many run-to-run sigmas (sqrt(2) z of p = 0.005) before
+// the history's noise lets a change through.
+inline constexpr double kRunNoiseSigmas = 2.8 * 1.4142;
 
 // One Comparison per key in either map, in key order.
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,10 @@ class History {
   std::chrono::milliseconds busy_timeout_;
   friend class Statement;
 };
+
+// Per series with at least 5 points (by MetricKey::id): the relative run-to-run spread,
+// 1.4826 MAD / median, which one step or outlier does not blow up. For compare's run_noise.
+std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series);
 
 struct CheckOptions {
   JudgeOptions judge;
