@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -178,7 +179,8 @@ History::History(const std::filesystem::path& file, Mode mode, std::chrono::mill
   try {  // the destructor does not run for a constructor that throws
     if (const int rc = sqlite3_open_v2(file.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) fail(rc, "open");
     sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
-    exec("PRAGMA foreign_keys = ON");
+    // A year of 2,000 series is ~30 MB: read it mapped and cached, not a pread per 4 KiB page.
+    exec("PRAGMA foreign_keys = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -65536");
     migrate(version);
   } catch (...) {
     sqlite3_close(db_);
@@ -331,7 +333,7 @@ std::vector<HistorySeries> History::series(const std::string& machine) const {
   Statement s(*this,
               "SELECT s.id, s.machine, s.step, s.params, s.world, s.metric, r.run, r.time, r.revision, p.value, p.n, p.stdev, "
               "p.ci_low, p.ci_high FROM points p JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = p.run_id "
-              "WHERE ?1 = '' OR s.machine = ?1 ORDER BY s.machine, s.step, s.params, s.world, s.metric, r.time, r.run");
+              "WHERE ?1 = '' OR s.machine = ?1 ORDER BY p.series_id");  // the points' own order: no sort
   s.bind(1, machine);
   std::vector<HistorySeries> out;
   std::int64_t last = -1;
@@ -345,6 +347,13 @@ std::vector<HistorySeries> History::series(const std::string& machine) const {
                                  static_cast<std::size_t>(sqlite3_column_int64(q, 10)), real_at(q, 11), real_at(q, 12),
                                  real_at(q, 13)});
   }
+  for (auto& one : out) {
+    std::sort(one.points.begin(), one.points.end(),
+              [](const HistoryPoint& a, const HistoryPoint& b) { return std::tie(a.time, a.run) < std::tie(b.time, b.run); });
+  }
+  std::sort(out.begin(), out.end(), [](const HistorySeries& a, const HistorySeries& b) {
+    return std::tie(a.machine, a.step, a.params, a.world, a.metric) < std::tie(b.machine, b.step, b.params, b.world, b.metric);
+  });
   return out;
 }
 

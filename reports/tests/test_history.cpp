@@ -107,8 +107,19 @@ TEST(Verdict, OneRunOffAsksForARerun) {
   x.back() *= 1.2;
   const auto v = judge_last(x, 3, false);
   EXPECT_EQ(v.call, Call::unknown) << v.why;
-  EXPECT_EQ(v.more_runs, 1u);
+  EXPECT_EQ(v.more_runs, JudgeOptions{}.min_after - 1);
   EXPECT_NE(v.why.find("rerun"), std::string::npos) << v.why;
+  // Two nights of a loaded machine are still not a step.
+  x[x.size() - 2] *= 1.2;
+  EXPECT_EQ(judge_last(x, 3, false).call, Call::unknown);
+}
+
+TEST(Verdict, AStallInTheBaselineDoesNotHideAStep) {
+  auto x = series(40, 100, 0.01, 37, 0.10, 12);
+  x[10] *= 40;  // one night on a machine busy with something else
+  x[20] *= 30;
+  const auto v = judge_last(x, 3, false);
+  EXPECT_EQ(v.call, Call::regressed) << v.why;
 }
 
 TEST(Verdict, NoisySeriesIsUnknownNotAGuess) {

@@ -51,7 +51,7 @@ struct JudgeOptions {
   DetectOptions detect;
   double min_effect = 0.05;      // a step surely smaller than this is SAME however significant
   std::size_t min_baseline = 5;  // runs before the new ones needed to judge at all
-  std::size_t min_after = 2;     // runs after a step before it is called: one run may be an outlier
+  std::size_t min_after = 3;     // runs after a step before it is called: one or two may be a load burst
 };
 
 struct TrendVerdict {
