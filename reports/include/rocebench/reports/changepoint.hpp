@@ -3,9 +3,11 @@
 //
 // Located by E-divisive means (Matteson & James 2014, the univariate energy statistic with
 // alpha = 1), judged by a deterministic test as Apache Otava (formerly Hunter) does: a two-sample
-// Student t-test between the segments on either side of a candidate, instead of the original
-// permutation test, so the same history always gives the same change points. The runs are the
-// samples: what a change must beat is the noise from run to run, not the spread inside one run.
+// t-test between the segments on either side of a candidate, instead of the original permutation
+// test, so the same history always gives the same change points. Ours compares medians and scales
+// by the median absolute deviation: a night on a busy machine (10x slower) is common in shared CI
+// and must neither move a level nor hide a step. The runs are the samples: what a change must beat
+// is the noise from run to run, not the spread inside one run.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,14 +19,15 @@ namespace rocebench::reports {
 struct ChangePoint {
   std::size_t index = 0;  // first point after the step
   std::size_t begin = 0, end = 0;
-  double mean_before = 0, mean_after = 0;
-  double stdev = 0;  // pooled, of the points around their segment's mean
+  double mean_before = 0, mean_after = 0;  // the segments' levels: their medians
+  double stdev = 0;  // pooled, 1.4826 x the median absolute deviation around each segment's level
   double p = 1;      // two-sided p-value of the t-test
   double step() const;  // (after - before) / |before|
 };
 
-// Two-sided p-value of Student's pooled two-sample t-test of x[a, b) against x[b, c). A single
-// point on one side is allowed (the other side's variance stands for both).
+// The t-test of x[a, b) against x[b, c): the difference of medians over their standard error from
+// the pooled MAD, Student's t with n - 2 degrees of freedom. A single point on one side is allowed
+// (the other side's spread stands for both).
 ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c);
 
 // P(|T| >= |t|) for Student's t with `df` degrees of freedom.
