@@ -75,6 +75,7 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
 
 Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds) {
   if (path == kBuiltinLocalPlan) return parse_plan(builtin_local_plan_text(), path, kinds);
+  if (path == kBuiltinNightlyPlan) return parse_plan(builtin_nightly_plan_text(), path, kinds);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "", "cannot open plan file");
   std::stringstream text;

@@ -37,13 +37,16 @@ struct Plan {
 };
 
 inline constexpr const char* kBuiltinLocalPlan = "builtin:local";
+// Tuned for stable numbers night after night (fixed counts, warm-ups, explicit TCP settings): rocebench history.
+inline constexpr const char* kBuiltinNightlyPlan = "builtin:nightly";
 
 // Throws InputError "file:line: field 'steps[1].params.rounds': …".
 Plan parse_plan(const std::string& text, const std::string& file, const std::vector<StepKind>& kinds);
-// A path, or builtin:local.
+// A path, builtin:local or builtin:nightly.
 Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds);
 
 std::string builtin_local_plan_text();
+std::string builtin_nightly_plan_text();
 
 // The plan schema's declaration of a plan field ("/deadline_s", "/launcher/ranks"): its type and range,
 // which the command-line flag that overrides the field shares.

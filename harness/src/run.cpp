@@ -310,7 +310,7 @@ int launch_run(RunOptions options) {
 
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const std::string plan_arg =
-      plan.file == kBuiltinLocalPlan ? plan.file : fs::absolute(plan.file).string();
+      plan.file.starts_with("builtin:") ? plan.file : fs::absolute(plan.file).string();
   LaunchSpec spec;
   spec.rank_argv = {self, "run", "--launcher", "env", "--plan", plan_arg, "--results-dir", dir.string(), "--run-id", run_id,
                     "--deadline", fmt::format("{:g}", deadline_s)};
@@ -392,7 +392,7 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
               "run every step and append result records to <results>/<run-id>/results.jsonl.\n"
               "With no plan, runs the built-in local plan (harness/plans/local.json).");
   p.positional("PLAN", &plan_positional, "plan file (default: the built-in local plan)", false)
-      .option("--plan", &o.plan_path, "plan file, or builtin:local", "FILE")
+      .option("--plan", &o.plan_path, "plan file, or builtin:local or builtin:nightly", "FILE")
       .option("--launcher", &o.launcher, "local | mpirun | srun (default: the plan's), or env: be one rank", "NAME")
       .option("--ranks", &o.ranks, "ranks to start with the local launcher")
       .range(plan_field_schema("/launcher/ranks"))

@@ -54,3 +54,13 @@ TEST(Plan, SyntaxErrorNamesLine) {
 }
 
 TEST(Plan, MissingFileIsInputError) { EXPECT_THROW(load_plan("/nonexistent/plan.json", all_step_kinds()), InputError); }
+
+TEST(Plan, BuiltinNightlyPlanIsValidAndPinsItsCounts) {
+  const Plan p = load_plan(kBuiltinNightlyPlan, all_step_kinds());
+  EXPECT_EQ(p.name, "nightly");
+  for (const auto& s : p.steps) {
+    if (s.kind->name == "collectives.allreduce") {
+      EXPECT_TRUE(s.params.contains("iters") && s.params.contains("warmup") && s.params.contains("tcp_congestion")) << s.params;
+    }
+  }
+}
