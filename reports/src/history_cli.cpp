@@ -1,4 +1,4 @@
-// `rocebench history add | check | export`: the nightly results history (history.hpp).
+// `rocebench history add | check | export | trends`: the nightly results history (history.hpp).
 #include "history_cli.hpp"
 
 #include <unistd.h>
@@ -19,10 +19,11 @@ namespace rocebench::reports {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: rocebench history add|check|export [options]   (rocebench history <command> --help for each)\n\n"
+    "usage: rocebench history add|check|export|trends [options]   (rocebench history <command> --help for each)\n\n"
     "  add      add runs (results.jsonl) to the history database\n"
     "  check    change points across runs: SAME, REGRESSED, IMPROVED or UNKNOWN per series; exit 1 on a regression\n"
-    "  export   the latest run's metrics for the node_exporter textfile collector (Prometheus / OpenMetrics text)\n";
+    "  export   the latest run's metrics for the node_exporter textfile collector (Prometheus / OpenMetrics text)\n"
+    "  trends   one plot per series over time with its change points, and an index page\n";
 
 int add_main(const Args& args) {
   std::string db, machine;
@@ -192,6 +193,7 @@ int history_main(const Args& args) {
   if (args[0] == "add") return add_main(rest);
   if (args[0] == "check") return check_main(rest);
   if (args[0] == "export") return export_main(rest);
+  if (args[0] == "trends") return trends_main(rest);
   throw UsageError(fmt::format("rocebench history: unknown command '{}'\n\n{}", printable_excerpt(args[0]), kUsage));
 }
 

@@ -171,7 +171,7 @@ std::vector<Subcommand> subcommands() {
   return {{"report", "render a report from result records", guarded("report", report_main)},
           {"compare", "compare two runs and flag regressions", guarded("compare", compare_main)},
           {"import", "turn perftest / nccl-tests / OSU output into records", guarded("import", import_main)},
-          {"history", "results across runs: add, check for regressions, export", guarded("history", history_main)}};
+          {"history", "results across runs: add, check for regressions, export, trends", guarded("history", history_main)}};
 }
 
 std::vector<StepKind> steps() { return {}; }

@@ -69,6 +69,12 @@ grep -qE '^rocebench_busbw_GBps\{.*step="collectives.allreduce".*run="n12".*byte
   "$work/rocebench.prom" || { cat "$work/rocebench.prom"; fail "no busbw gauge of run n12"; }
 grep -q '^# TYPE rocebench_time_us gauge$' "$work/rocebench.prom" || fail "no TYPE line"
 
+# Trend pages: a plot per series that moved, the regressions first in the index.
+expect_rc 0 "$rb" history trends --db "$db" -o "$work/trends"
+ls "$work"/trends/s*.png >/dev/null || fail "no trend plot"
+grep -o "<b>[A-Z]*</b>" "$work/trends/index.html" | head -1 | grep -q REGRESSED || fail "index.html does not start with a regression"
+"$rb" run builtin:nightly --dry-run >/dev/null || fail "the built-in nightly plan does not load"
+
 # A corrupt file: refused with exit 2, left as it was.
 head -c 4096 /dev/urandom >"$work/bad.sqlite"
 cp "$work/bad.sqlite" "$work/bad.copy"
