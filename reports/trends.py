@@ -4,6 +4,7 @@
 import html
 import json
 import sys
+import textwrap
 
 import matplotlib
 
@@ -26,9 +27,10 @@ def draw(s, out_dir):
         ax.axvspan(s["judged_from"] - 0.5, len(xs) - 0.5, color=COLOURS[s["call"]], alpha=0.12)
     ticks = xs[:: max(1, len(xs) // 8)]
     ax.set_xticks(ticks)
-    ax.set_xticklabels([s["points"][i]["time"][:10] for i in ticks], rotation=30, fontsize=7)
+    # Month, day and time: nightly runs differ by day, runs of one day by the hour.
+    ax.set_xticklabels([s["points"][i]["time"][5:16].replace("T", " ") for i in ticks], rotation=30, fontsize=7)
     ax.set_ylabel(s["metric"])
-    ax.set_title(f"{s['call']}: {s['label']}", fontsize=8, color=COLOURS[s["call"]])
+    ax.set_title(textwrap.fill(f"{s['call']}: {s['label']}", 140), fontsize=7, color=COLOURS[s["call"]])
     fig.tight_layout()
     fig.savefig(f"{out_dir}/{s['id']}.png", dpi=90)
     plt.close(fig)
