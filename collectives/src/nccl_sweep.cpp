@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/collectives/sweep.hpp"
+#include "rocebench/common/bus_bandwidth.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 
@@ -19,12 +20,6 @@ namespace rocebench::collectives {
 namespace {
 
 const std::vector<std::string> kNcclCollectives = {"allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall"};
-
-double nccl_bus_factor(const std::string& collective, int n) {
-  if (collective == "allreduce") return 2.0 * (n - 1) / n;
-  if (collective == "broadcast") return 1.0;
-  return static_cast<double>(n - 1) / n;
-}
 
 // Every rank learns whether all can run; if one cannot, all record its reason and skip together
 // (a rank entering NCCL init alone would wait for the others forever).
@@ -180,7 +175,7 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
     r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", bytes}, {"count", count},
                 {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)}, {"inplace", false}, {"ranks", n},
                 {"collective", collective}};
-    r.metrics = timing.metrics(bytes, nccl_bus_factor(collective, n));
+    r.metrics = timing.metrics(bytes, bus_factor(collective, n));
     r.metrics["wrong"] = wrong;
     r.samples = to_json(timing.slowest_per_iteration);
     if (wrong > 0) {

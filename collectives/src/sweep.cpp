@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
+#include "rocebench/common/bus_bandwidth.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
@@ -42,7 +43,6 @@ int owner_of(std::size_t i, std::size_t count, int ranks) {
 const CollectiveSpec& allreduce_spec() {
   static const CollectiveSpec spec{
       "allreduce",
-      [](int n) { return 2.0 * (n - 1) / n; },
       [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         allreduce(t, c.algorithm, data, count, c.dtype, c.op, c.options, d);
       },
@@ -54,7 +54,6 @@ const CollectiveSpec& allreduce_spec() {
 const CollectiveSpec& reduce_scatter_spec() {
   static const CollectiveSpec spec{
       "reduce_scatter",
-      [](int n) { return static_cast<double>(n - 1) / n; },
       [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, d);
         if (c.op == ReduceOp::avg) {
@@ -72,7 +71,6 @@ const CollectiveSpec& reduce_scatter_spec() {
 const CollectiveSpec& allgather_spec() {
   static const CollectiveSpec spec{
       "allgather",
-      [](int n) { return static_cast<double>(n - 1) / n; },
       [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, d);
       },
@@ -183,7 +181,7 @@ std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec
       if (r != 0) continue;
 
       const SweepTiming timing = sweep_timing(times_us);
-      rec.metrics = timing.metrics(bytes, spec.bus_factor(n));
+      rec.metrics = timing.metrics(bytes, bus_factor(spec.name, n));
       rec.metrics["wrong"] = wrong_all;
       rec.samples = to_json(timing.slowest_per_iteration);
       if (wrong_all > 0) {

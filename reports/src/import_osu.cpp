@@ -10,6 +10,7 @@
 #include <cctype>
 #include <map>
 
+#include "rocebench/common/bus_bandwidth.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/importers.hpp"
 #include "rocebench/reports/text.hpp"
@@ -145,7 +146,7 @@ ResultRecord osu_collective(const Section& s, const ImportOptions& o, const Valu
   r.params = {{"algorithm", "mpi"}, {"transport", o.transport.empty() ? "mpi" : o.transport}, {"bytes", bytes},
               {"dtype", s.dtype.empty() ? "MPI_CHAR" : s.dtype}, {"inplace", false}};
   const double algbw = *latency > 0 ? bytes / *latency / 1e3 : 0;  // bytes per µs to GB/s
-  r.metrics = {{"time_us", *latency}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * busbw_factor(s.op, o.world)}};
+  r.metrics = {{"time_us", *latency}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor(s.op, o.world)}};
   if (auto min = column(v, "Min Latency")) r.metrics["lat_us_min"] = *min;
   if (auto max = column(v, "Max Latency")) r.metrics["lat_us_max"] = *max;
   return r;

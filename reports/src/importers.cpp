@@ -11,15 +11,6 @@
 
 namespace rocebench::reports {
 
-double busbw_factor(const std::string& op, int n) {
-  if (n < 1) return 0;
-  const double r = static_cast<double>(n);
-  if (op == "allreduce") return 2 * (r - 1) / r;
-  if (op == "allgather" || op == "reduce_scatter" || op == "alltoall") return (r - 1) / r;
-  if (op == "broadcast" || op == "reduce") return 1;
-  return 0;
-}
-
 std::vector<std::pair<int, std::string>> numbered_lines(const std::string& text) {
   std::vector<std::pair<int, std::string>> out;
   std::istringstream in(text);

@@ -26,9 +26,7 @@ struct SweepConfig {
 };
 
 struct CollectiveSpec {
-  std::string name;  // allreduce, allgather, reduce_scatter
-  // nccl-tests' bus bandwidth factor: busbw = algbw * factor(n).
-  double (*bus_factor)(int ranks);
+  std::string name;  // allreduce, allgather, reduce_scatter: also names its bus bandwidth factor
   // One operation, in place on the whole buffer of `count` elements.
   void (*run)(Transport& t, void* data, std::size_t count, const SweepConfig& config, const Deadline& deadline);
   // What rank r puts at element i before the operation (NaN: leave it zero).

@@ -84,9 +84,6 @@ std::vector<json> import_file(const std::string& tool, const std::filesystem::pa
 // that the caller starts on a new line.
 bool check_results_file_for_append(const std::filesystem::path& file);
 
-// Bus bandwidth factor of nccl-tests' PERFORMANCE.md for `op` on n ranks (0 when unknown).
-double busbw_factor(const std::string& op, int ranks);
-
 // Splits text into lines, keeping their 1-based numbers.
 std::vector<std::pair<int, std::string>> numbered_lines(const std::string& text);
 
