@@ -103,7 +103,10 @@ class Acceptance {
   // Stage 1: every node joins a run and checks its own setup; a run that fails is retried node by
   // node, and a node that cannot join its own run is unreachable.
   std::vector<Node> hosts_stage() {
-    json netcheck = {{"profile", profile_.netcheck_profile}, {"rdma_required", profile_.rdma_required}};
+    // Every node saves what netcheck read into captures/<node>: `netcheck --root-each` judges it again.
+    const fs::path captures = dir_ / "captures";
+    json netcheck = {{"profile", profile_.netcheck_profile}, {"rdma_required", profile_.rdma_required},
+                     {"save_capture", captures.string()}};
     for (const auto& spec : options_.netcheck_trees) {
       const auto eq = spec.find('=');
       const fs::path tree = fs::absolute(spec.substr(eq + 1));
@@ -118,6 +121,7 @@ class Acceptance {
     if (all.exit_code != kExitOk && all.exit_code != kExitCheckFailed) {
       reachable.clear();
       records.clear();
+      fs::remove_all(captures);  // saved again by each node's run alone
       for (const auto& node : nodes_) {
         StageRun alone = launch("hosts-" + node.name, {node}, steps, deadline);
         if (alone.exit_code == kExitOk || alone.exit_code == kExitCheckFailed) {

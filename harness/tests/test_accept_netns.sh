@@ -51,5 +51,8 @@ suites = {s.get("name"): s for s in ET.parse(f"{out}/junit.xml").getroot()}
 check("JUnit: one suite per host", sorted(suites) == sorted(f"rocebench.host.{h}" for h in expected))
 check("JUnit: the failing hosts' suites have failures, the others none",
       all((int(suites[f"rocebench.host.{h}"].get("failures")) > 0) == bool(expected[h]) for h in expected))
+import os
+saved = sorted(os.listdir(f"{out}/captures")) if os.path.isdir(f"{out}/captures") else []
+check(f"every reachable node saved what netcheck read (got {saved})", saved == sorted(h for h in expected if h != f"{prefix}7"))
 sys.exit(1 if failures else 0)
 PY

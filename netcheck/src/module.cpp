@@ -239,6 +239,8 @@ std::vector<StepKind> steps() {
       "tools": {"type": "boolean", "description": "run dcb, mlnx_qos, ethtool, lspci (default true)"},
       "tool_timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
       "rdma_required": {"type": "boolean", "description": "override the profile: false makes a host without RDMA a skip, not a failure"},
+      "save_capture": {"type": "string", "minLength": 1,
+                       "description": "absolute folder (the run's, on a shared file system): each host saves what it read into FOLDER/<host>, for --root-each"},
       "per_host": {"type": "object", "description": "host name -> its own root and capture (a saved host judged in its place)",
                    "additionalProperties": {"type": "object", "additionalProperties": false, "properties": {
                      "root": {"type": "string", "minLength": 1}, "capture": {"type": "string", "minLength": 1}}}}
@@ -254,6 +256,11 @@ std::vector<StepKind> steps() {
     const double deadline_s = std::chrono::duration<double>(ctx.deadline).count();
     const double timeout_s = std::min(ctx.params.value("tool_timeout_s", kToolTimeoutS), deadline_s);
     const auto tools = tool_source(root, capture, ctx.params.value("tools", true), timeout_s);
+    if (ctx.params.contains("save_capture")) {
+      const std::filesystem::path folder = ctx.params["save_capture"].get<std::string>();
+      if (!folder.is_absolute()) throw InputError("field 'save_capture': '" + folder.string() + "' is not an absolute path");
+      save_capture(folder / ctx.host, root, tools, modules_of(profile));
+    }
     for (const auto& c : check_host(root, profile, tools, ctx.host)) ctx.recorder->emit(to_json(c, ctx.run_id));
   };
   return {step};
