@@ -90,9 +90,28 @@ ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, s
     cp.p = std::abs(diff) <= 1e-12 * std::abs(cp.mean_before) ? 1.0 : 0.0;
     return cp;
   }
-  // A median's standard error is sqrt(pi/2) = 1.2533 times a mean's (normal data).
-  auto se = [](double n) { return n < 3 ? 1 / n : 1.5708 / n; };
-  cp.p = student_t_two_sided_p(diff / (cp.stdev * std::sqrt(se(n1) + se(n2))), df);
+  // The test compares Huber M-estimates of each side's level (scale: the pooled MAD): the mean of
+  // the points within 1.5 sigma of it, the far ones pulled in to 1.5 sigma. As powerful as means on
+  // normal noise (95%), yet a night of a loaded machine (10x slower) moves it by 1.5 sigma / n at most.
+  auto huber = [&](std::size_t from, std::size_t to, double start) {
+    const double k = 1.5 * cp.stdev;
+    double mu = start;
+    for (int it = 0; it < 50; ++it) {
+      double sw = 0, swx = 0;
+      for (std::size_t i = from; i < to; ++i) {
+        const double d = std::abs(x[i] - mu), w = d <= k ? 1.0 : k / d;
+        sw += w;
+        swx += w * x[i];
+      }
+      const double next = swx / sw;
+      if (std::abs(next - mu) <= 1e-9 * k) return next;
+      mu = next;
+    }
+    return mu;
+  };
+  const double hdiff = huber(b, c, cp.mean_after) - huber(a, b, cp.mean_before);
+  // Its variance on normal data: 1.037 sigma^2 / n (k = 1.5).
+  cp.p = student_t_two_sided_p(hdiff / (cp.stdev * std::sqrt(1.037 / n1 + 1.037 / n2)), df);
   return cp;
 }
 
