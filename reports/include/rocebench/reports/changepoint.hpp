@@ -20,7 +20,7 @@ struct ChangePoint {
   std::size_t index = 0;  // first point after the step
   std::size_t begin = 0, end = 0;
   double mean_before = 0, mean_after = 0;  // the segments' levels: their medians
-  double stdev = 0;  // pooled, 1.4826 x the median absolute deviation around each segment's level
+  double stdev = 0;  // pooled: residuals around each side's Huber level, clipped at 2.5 x (1.4826 MAD)
   double p = 1;      // two-sided p-value of the t-test
   double step() const;  // (after - before) / |before|
 };
