@@ -294,12 +294,9 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
       cells[host].push_back(fmt::format("{} {}", number(value), figure->unit));
     }
   }
-  for (const auto& [host, texts] : cells) {
-    if (v.nodes().end() == std::find_if(v.nodes().begin(), v.nodes().end(), [&](const NodeVerdict& n) {
-          return n.host == host && n.stages.count("gpu");
-        })) {
-      v.stage(host, "gpu", fmt::format("ok ({})", fmt::join(texts, ", ")));
-    }
+  for (const auto& node : v.nodes()) {
+    const auto it = cells.find(node.host);
+    if (it != cells.end() && !node.stages.count("gpu")) v.stage(node.host, "gpu", fmt::format("ok ({})", fmt::join(it->second, ", ")));
   }
 }
 
