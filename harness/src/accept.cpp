@@ -40,7 +40,11 @@ struct StageRun {
   int exit_code = 0;
   std::vector<json> records;
   fs::path dir;
+  // The run went to its end: its records say what it found (a failed check is still a finding).
+  bool completed() const { return exit_code == kExitOk || exit_code == kExitCheckFailed; }
 };
+
+json one_step(const std::string& step, const json& params) { return json::array({{{"step", step}, {"params", params}}}); }
 
 class Acceptance {
  public:
@@ -100,6 +104,12 @@ class Acceptance {
     return s;
   }
 
+  // A stage that does not complete is run once more before its nodes are judged on it.
+  StageRun launch_retried(const std::string& label, const std::vector<Node>& group, const json& steps) {
+    StageRun s = launch(label, group, steps, options_.deadline_s);
+    return s.completed() ? s : launch(label + "-retry", group, steps, options_.deadline_s);
+  }
+
   // Stage 1: every node joins a run and checks its own setup; a run that fails is retried node by
   // node, and a node that cannot join its own run is unreachable.
   std::vector<Node> hosts_stage() {
@@ -118,13 +128,13 @@ class Acceptance {
     StageRun all = launch("hosts", nodes_, steps, deadline);
     std::vector<json> records = all.records;
     std::vector<Node> reachable = nodes_;
-    if (all.exit_code != kExitOk && all.exit_code != kExitCheckFailed) {
+    if (!all.completed()) {
       reachable.clear();
       records.clear();
       fs::remove_all(captures);  // saved again by each node's run alone
       for (const auto& node : nodes_) {
         StageRun alone = launch("hosts-" + node.name, {node}, steps, deadline);
-        if (alone.exit_code == kExitOk || alone.exit_code == kExitCheckFailed) {
+        if (alone.completed()) {
           reachable.push_back(node);
           records.insert(records.end(), alone.records.begin(), alone.records.end());
           continue;
@@ -153,9 +163,8 @@ class Acceptance {
   double links_stage(const std::vector<Node>& group) {
     const json params = {{"transport", "tcp"}, {"test", profile_.link_test}, {"bytes", profile_.link_bytes},
                          {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction}};
-    StageRun s = launch("links", group, json::array({{{"step", "microbench.allpairs"}, {"params", params}}}), options_.deadline_s);
-    if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) s = launch("links-retry", group, json::array({{{"step", "microbench.allpairs"}, {"params", params}}}), options_.deadline_s);
-    if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) {
+    const StageRun s = launch_retried("links", group, one_step("microbench.allpairs", params));
+    if (!s.completed()) {
       for (const auto& n : group) verdicts_.fail(n.name, {accept::kUnverified, "links", fmt::format("the link matrix did not complete (exit {}, twice)", s.exit_code)});
       return 0;
     }
@@ -167,7 +176,7 @@ class Acceptance {
   double allreduce_gbps(const std::string& label, const std::vector<Node>& group) {
     const json params = {{"algorithm", "ring"}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
                          {"iters", profile_.allreduce_iters}, {"warmup", 2}, {"placement", "in"}, {"spin_us", 0}};
-    const StageRun s = launch(label, group, json::array({{{"step", "collectives.allreduce"}, {"params", params}}}), options_.deadline_s);
+    const StageRun s = launch(label, group, one_step("collectives.allreduce", params), options_.deadline_s);
     for (const auto& r : s.records) {
       if (r.value("step", "") == "collectives.allreduce" && r.value("status", "") == "ok") {
         return r["metrics"].value("busbw_GBps", 0.0) * 8;
@@ -232,9 +241,7 @@ class Acceptance {
     std::vector<json> records;
     if (!with_gpu.empty()) {
       const json params = {{"filter", "^gpu_(gemm|copy/dir:h2d)"}, {"repetitions", 3}, {"min_time_s", 0.05}, {"min_bytes", 64 << 20}, {"max_bytes", 64 << 20}};
-      StageRun s = launch("gpu", with_gpu, json::array({{{"step", "microbench.host"}, {"params", params}}}), options_.deadline_s);
-      if (s.exit_code != kExitOk && s.exit_code != kExitCheckFailed) s = launch("gpu-retry", with_gpu, json::array({{{"step", "microbench.host"}, {"params", params}}}), options_.deadline_s);
-      records = s.records;
+      records = launch_retried("gpu", with_gpu, one_step("microbench.host", params)).records;
     }
     std::map<std::string, std::string> left_out;
     for (const auto& n : reachable) {
