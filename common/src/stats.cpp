@@ -9,6 +9,11 @@
 
 namespace rocebench {
 
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return median_of_sorted(values);
+}
+
 double median_of_sorted(std::span<const double> sorted) {
   const std::size_t n = sorted.size();
   if (n == 0) throw std::invalid_argument("median of no samples");

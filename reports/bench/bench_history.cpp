@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
 
@@ -38,16 +39,12 @@ double cpu_seconds() {
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 // 1.4826 MAD / median: the CV a quiet night-to-night series would show, robust to single outliers.
 double robust_cv(const std::vector<double>& r) {
   std::vector<double> dev;
-  for (double v : r) dev.push_back(std::abs(v - median(r)));
-  return 1.4826 * median(dev);
+  for (double v : r) dev.push_back(std::abs(v - median_of(r)));
+  return 1.4826 * median_of(dev);
 }
 
 // The call on the newest night of x (window 3), as check_history makes it.
@@ -71,7 +68,7 @@ void run_noise(const std::string& db) {
     if (s.points.size() < 20) continue;
     std::vector<double> values;
     for (const auto& p : s.points) values.push_back(p.value);
-    const double m = median(values);
+    const double m = median_of(values);
     if (m == 0) continue;  // "wrong": always 0
     std::vector<double> r;
     for (double v : values) r.push_back(v / m - 1);

@@ -117,10 +117,6 @@ Profile profile_from(const LocatedJson& doc) {
 
 std::string short_json(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return median_of_sorted(values);
-}
 
 }  // namespace
 
@@ -283,7 +279,7 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
     if (figure->by_host.empty()) continue;
     std::vector<double> all;
     for (const auto& [host, value] : figure->by_host) all.push_back(value);
-    const double reference = figure->rated > 0 ? figure->rated : median(all);
+    const double reference = figure->rated > 0 ? figure->rated : median_of(all);
     const std::string against = figure->rated > 0 ? fmt::format("the rated {}", number(figure->rated))
                                                    : fmt::format("the fleet's median {}", number(reference));
     for (const auto& [host, value] : figure->by_host) {
@@ -323,7 +319,7 @@ double median_pair_bandwidth(const std::vector<json>& records) {
   for (const auto& r : records) {
     if (is_pair(r) && r["metrics"].contains("bw_avg_Gbps")) values.push_back(r["metrics"]["bw_avg_Gbps"].get<double>());
   }
-  return values.empty() ? 0.0 : median(values);
+  return values.empty() ? 0.0 : median_of(values);
 }
 
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
@@ -339,7 +335,7 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     }
   }
   if (all.empty()) return;
-  const double fleet = median(all);
+  const double fleet = median_of(all);
   for (const auto& host : hosts) {
     std::vector<double> own, retests;
     for (const auto& r : records) {
@@ -353,10 +349,10 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),
                                             number(*hi), unit, number(fleet));
     if (std::find(bad.begin(), bad.end(), host) != bad.end()) {
-      const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", number(median(retests)));
+      const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", number(median_of(retests)));
       v.fail(host, {kLink, "links", figures + retest});
     } else {
-      v.stage(host, "links", fmt::format("ok ({}{}, median of its pairs)", number(median(own)), unit));
+      v.stage(host, "links", fmt::format("ok ({}{}, median of its pairs)", number(median_of(own)), unit));
     }
   }
 }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/stats.hpp"
+
 namespace rocebench::reports {
 
 double ChangePoint::step() const {
@@ -72,18 +74,14 @@ ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, s
   if (n1 < 1 || n2 < 1) return cp;
   // Medians and the median absolute deviation instead of means and standard deviation: one night
   // of a loaded machine (10x slower) must not move a level or hide a step.
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  cp.mean_before = median({x.begin() + static_cast<long>(a), x.begin() + static_cast<long>(b)});
-  cp.mean_after = median({x.begin() + static_cast<long>(b), x.begin() + static_cast<long>(c)});
+  cp.mean_before = median_of({x.begin() + static_cast<long>(a), x.begin() + static_cast<long>(b)});
+  cp.mean_after = median_of({x.begin() + static_cast<long>(b), x.begin() + static_cast<long>(c)});
   std::vector<double> dev;
   for (std::size_t i = a; i < c; ++i) dev.push_back(std::abs(x[i] - (i < b ? cp.mean_before : cp.mean_after)));
   const double df = n1 + n2 - 2;
   if (df < 1) return cp;
   // MAD of the points, less the ones that are their side's median by construction (a side of one).
-  cp.stdev = 1.4826 * median(dev) * std::sqrt((n1 + n2) / std::max(1.0, n1 + n2 - (n1 < 2) - (n2 < 2)));
+  cp.stdev = 1.4826 * median_of(dev) * std::sqrt((n1 + n2) / std::max(1.0, n1 + n2 - (n1 < 2) - (n2 < 2)));
   const double diff = cp.mean_after - cp.mean_before;
   // Relative to the values: a sum of squares of equal doubles is not exactly 0.
   if (cp.stdev <= 1e-12 * std::max(std::abs(cp.mean_before), std::abs(cp.mean_after))) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
 
@@ -17,14 +18,10 @@ std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series
     if (s.points.size() < 5) continue;
     x.clear();
     for (const auto& p : s.points) x.push_back(p.value);
-    auto median = [](std::vector<double>& v) {
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    };
-    const double m = median(x);
+    const double m = median_of(x);
     if (m == 0) continue;
     for (auto& v : x) v = std::abs(v - m);
-    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = 1.4826 * median(x) / std::abs(m);
+    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = 1.4826 * median_of(x) / std::abs(m);
   }
   return out;
 }

@@ -27,6 +27,8 @@ Summary summarize(std::span<const double> samples, SummaryOptions options = {});
 
 // Median as perftest's get_median: mean of the two middle values when n is even. `sorted` is ascending.
 double median_of_sorted(std::span<const double> sorted);
+// The same of values in any order.
+double median_of(std::vector<double> values);
 
 // Ranks (0-based, inclusive) of the order statistics bounding the median with the given confidence,
 // from the binomial(n, 1/2) distribution; exact for small n.
