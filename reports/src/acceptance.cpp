@@ -62,7 +62,7 @@ const char* const kAutoProfile = R"json({
   "sources": {
     "gpu.fraction": "a GPU below 90% of the fleet's median GEMM or host-to-device copy is slow",
     "link.fraction_of_best": "a pair below 80% of the fleet's best pair, also when retested alone, is a bad link",
-    "allreduce.busbw_fraction_of_median_pair": "a ring allreduce moves every byte over every link: its busbw is bounded by the slowest pair; 70% of the median pair leaves room for the ring's own overhead (NCCL reaches about 90% of the link)"
+    "allreduce.busbw_fraction_of_median_pair": "a ring allreduce moves every byte over every link: its busbw is bounded by the slowest pair; 70% of the median pair is a margin for the ring's own overhead, chosen, not yet measured against NCCL"
   }
 })json";
 
@@ -77,10 +77,10 @@ const char* const kH100Profile = R"json({
   "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
   "sources": {
     "allreduce.rated_link_Gbps": "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port",
-    "allreduce.busbw_fraction_of_rated": "nccl-tests all_reduce_perf on 400G RoCE fabrics reaches about 90% of the link as busbw",
+    "allreduce.busbw_fraction_of_rated": "a margin below the link rate, chosen; not yet measured by rocebench on a 400G fabric",
     "gpu.gemm_tflops": "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 Tensor Core 1,979 TFLOPS with sparsity, 989 dense",
     "gpu.h2d_GBps": "PCIe Gen5 x16: 64 GB/s per direction (32 GT/s x 16 lanes, 128b/130b)",
-    "gpu.fraction": "cuBLAS reaches 60-75% of the dense peak at n = 8192; pinned copies about 85% of PCIe",
+    "gpu.fraction": "a margin below the datasheet peaks, chosen; not yet measured by rocebench on an H100",
     "link.fraction_of_best": "a pair 7% below the best pair, also when retested alone"
   }
 })json";
