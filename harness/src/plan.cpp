@@ -51,6 +51,10 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
     plan.launcher.hostfile = l.value("hostfile", "");
     plan.launcher.ranks_per_host = l.value("ranks_per_host", 0);
     plan.launcher.extra_args = l.value("extra_args", std::vector<std::string>{});
+    if (l.contains("emulated_hosts")) {
+      plan.launcher.emulated_link_rate = l["emulated_hosts"].at("link_rate");
+      if (plan.launcher.type != "local") doc.fail("/launcher/emulated_hosts", "emulated hosts are for the local launcher only");
+    }
     if (plan.launcher.type != "local" && plan.launcher.hostfile.empty()) {
       doc.fail("/launcher/hostfile", "the " + plan.launcher.type + " launcher needs a hostfile");
     }

@@ -16,6 +16,7 @@ struct LauncherConfig {
   std::string hostfile;        // mpirun / srun, relative to the plan's folder
   int ranks_per_host = 0;      // 0: the hostfile's slots
   std::vector<std::string> extra_args;
+  std::string emulated_link_rate;  // local: run each rank in an emulated host with this link (tc's units); empty: none
 };
 
 struct PlanStep {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "emulated_hosts.hpp"
 #include "launch.hpp"
 #include "rocebench/common/net.hpp"
 #include "metadata.hpp"
@@ -320,17 +321,39 @@ int launch_run(RunOptions options) {
   std::vector<Child> children;
   std::vector<std::string> launcher_argv;
   std::unique_ptr<StderrTee> tee;  // mpirun's / srun's stderr
+  std::optional<EmulatedHosts> made_hosts;  // taken down after the ranks end
+  std::string where_ranks_ran;              // recorded when the plan asked for emulated hosts
   catch_stop_signals();
   if (type == "local") {
     const int ranks = options.ranks > 0 ? options.ranks : plan.launcher.ranks;
     std::vector<EmulatedHost> emulated;
-    if (!options.netns_file.empty()) emulated = load_emulated_hosts(options.netns_file);
+    if (!options.netns_file.empty()) {
+      emulated = load_emulated_hosts(options.netns_file);
+    } else if (!plan.launcher.emulated_link_rate.empty() && !options.dry_run) {
+      if (options.loopback) {
+        where_ranks_ran = "every rank ran on this host over loopback (--loopback), not on the emulated hosts the plan asks for";
+      } else {
+        try {
+          made_hosts.emplace(ranks, plan.launcher.emulated_link_rate);
+          emulated = made_hosts->hosts();
+          where_ranks_ran = "rank i ran in emulated host i: " + made_hosts->describe();
+        } catch (const std::runtime_error& e) {
+          where_ranks_ran = fmt::format("every rank ran on this host over loopback: {}", e.what());
+        }
+      }
+      std::cerr << "rocebench run: " << where_ranks_ran << "\n";
+    }
     const std::string master = emulated.empty() ? "127.0.0.1" : emulated.front().address;
     spec.env["MASTER_ADDR"] = master;
     spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? net::pick_free_port(master) : kDefaultRendezvousPort);
     spec.env["WORLD_SIZE"] = std::to_string(ranks);
     if (options.dry_run) {
-      std::cout << fmt::format("local: {} ranks of: {}\n", ranks, fmt::join(spec.rank_argv, " "));
+      const bool would_emulate = emulated.empty() && !plan.launcher.emulated_link_rate.empty() && !options.loopback;
+      std::cout << fmt::format("local: {} ranks{} of: {}\n", ranks,
+                               would_emulate ? fmt::format(", each in an emulated host with a {} link when run as root",
+                                                           plan.launcher.emulated_link_rate)
+                                             : "",
+                               fmt::join(spec.rank_argv, " "));
       return kExitOk;
     }
     std::map<std::string, int> per_host;
@@ -377,6 +400,12 @@ int launch_run(RunOptions options) {
     }
     if (severity(code) > severity(exit_code)) exit_code = severity(code) == 3 ? kExitInfra : code;
   }
+  if (!where_ranks_ran.empty()) {
+    RecordWriter(dir / "results.jsonl")
+        .append(event_record(run_id, made_hosts ? "hosts.emulated" : "hosts.loopback", where_ranks_ran,
+                             {{"link_rate", plan.launcher.emulated_link_rate}}));
+  }
+  made_hosts.reset();
   if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
   else record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
   const int verdict = options.report ? report_run(dir) : kExitOk;
@@ -403,6 +432,7 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
       .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
       .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
       .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
+      .flag("--loopback", &o.loopback, "keep every rank on this host even when the plan asks for emulated hosts")
       .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
       .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")
       .range(plan_field_schema("/deadline_s"))

@@ -17,6 +17,7 @@ struct RunOptions {
   std::string results_dir;  // set by the launcher for its ranks
   std::string run_id;
   std::string netns_file;
+  bool loopback = false;  // ignore the plan's launcher.emulated_hosts
   std::string mpirun = "mpirun";
   double deadline_s = 0;  // 0: the plan's
   double timeout_s = 0;

@@ -43,6 +43,21 @@ void write(const path& file, const std::string& text) { std::ofstream(file) << t
 
 bool mpirun_available() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
+// The event the launcher records about where the ranks of a plan with emulated hosts ran.
+const json* where_ranks_ran(const RecordFile& f) {
+  for (const auto& r : f.records)
+    if (r.value("kind", "") == "event" && r.value("event", "").starts_with("hosts.")) return &r;
+  return nullptr;
+}
+
+std::string network_namespaces() {
+  std::string names;
+  FILE* ip = ::popen("ip netns list 2>/dev/null", "r");
+  for (char line[256]; ip != nullptr && std::fgets(line, sizeof line, ip) != nullptr;) names += line;
+  if (ip != nullptr) ::pclose(ip);
+  return names;
+}
+
 // For tests of how ranks start: the rendezvous alone (the default plan also trains and sweeps for minutes).
 path rendezvous_plan(const path& dir) {
   write(dir / "plan.json", R"({"name": "meet", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 50}}]})");
@@ -59,8 +74,18 @@ TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   const json& run = f.records.front();
   EXPECT_EQ(run["world"], 4);
   EXPECT_EQ(run["plan"]["name"], "local");
-  ASSERT_EQ(run["hosts"].size(), 1u);
-  EXPECT_EQ(run["hosts"][0]["ranks"], json::array({0, 1, 2, 3}));
+  // As root every rank runs in an emulated host of its own (100 Mbit/s links); else all on this one.
+  const json* where = where_ranks_ran(f);
+  ASSERT_NE(where, nullptr) << "the run does not say where its ranks ran";
+  if (::geteuid() == 0) {
+    EXPECT_EQ((*where)["event"], "hosts.emulated") << (*where)["message"];
+    ASSERT_EQ(run["hosts"].size(), 4u);
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(run["hosts"][r]["ranks"], json::array({r}));
+  } else {
+    EXPECT_EQ((*where)["event"], "hosts.loopback");
+    ASSERT_EQ(run["hosts"].size(), 1u);
+    EXPECT_EQ(run["hosts"][0]["ranks"], json::array({0, 1, 2, 3}));
+  }
   EXPECT_TRUE(run["hosts"][0]["rdma"].contains("devices"));
   EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 4);
   // resnet20_cifar on the cpu engine on every rank; the gpu step is ok on a GPU host, else skip.
@@ -75,6 +100,55 @@ TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   }
   EXPECT_NE(rbtest::slurp(dir / "run.out").find("results: "), std::string::npos);
   EXPECT_TRUE(rbtest::fs::exists(dir / "out" / "plan.json"));
+}
+
+TEST(RunCommand, APlansEmulatedHostsCarryItsRanksOverShapedLinksAndAreTakenDownAfter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "emulated hosts need root (network namespaces)";
+  const path dir = rbtest::temp_dir("emulated");
+  write(dir / "plan.json", R"({"name": "emulated", "launcher": {"type": "local", "ranks": 3, "emulated_hosts": {"link_rate": "50mbit"}},
+    "steps": [{"step": "harness.rendezvous", "params": {"rounds": 5}},
+              {"step": "microbench.probe", "params": {"transport": "tcp", "test": "bw", "bytes": 65536, "warmup": 4, "duration_s": 0.5}}]})");
+  ASSERT_EQ(rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--results-dir", (dir / "out").string()}, dir, "run"), 0)
+      << rbtest::slurp(dir / "run.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  const json* where = where_ranks_ran(f);
+  ASSERT_NE(where, nullptr);
+  ASSERT_EQ((*where)["event"], "hosts.emulated") << (*where)["message"];
+  EXPECT_NE((*where)["message"].get<std::string>().find("3 emulated hosts"), std::string::npos) << (*where)["message"];
+  ASSERT_EQ(f.records.front()["hosts"].size(), 3u);
+  // The link is shaped: 50 Mbit/s carries at most 0.05 Gb/s (loopback carries tens).
+  for (const auto& r : f.records) {
+    if (r.value("step", "") == "microbench.probe" && r.value("status", "") == "ok") {
+      EXPECT_GT(r["metrics"]["bw_avg_Gbps"].get<double>(), 0.02);
+      EXPECT_LT(r["metrics"]["bw_avg_Gbps"].get<double>(), 0.051);
+    }
+  }
+  const std::string host0 = f.records.front()["hosts"][0]["hostname"];
+  EXPECT_EQ(network_namespaces().find(host0), std::string::npos) << "left behind: " << network_namespaces();
+
+  // --loopback keeps the ranks here, and the run says so.
+  ASSERT_EQ(rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--loopback", "--results-dir", (dir / "loop").string()},
+                        dir, "loop"),
+            0)
+      << rbtest::slurp(dir / "loop.err");
+  const RecordFile g = checked_results(dir / "loop" / "results.jsonl");
+  ASSERT_NE(where_ranks_ran(g), nullptr);
+  EXPECT_EQ((*where_ranks_ran(g))["event"], "hosts.loopback");
+  EXPECT_EQ(g.records.front()["hosts"].size(), 1u);
+}
+
+TEST(RunCommand, EmulatedHostsAreRefusedOutsideTheLocalLauncherAndWithABadRate) {
+  const path dir = rbtest::temp_dir("emulated-bad");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {R"({"type": "mpirun", "hostfile": "hosts", "emulated_hosts": {"link_rate": "1gbit"}})",
+       "field 'launcher.emulated_hosts': emulated hosts are for the local launcher only"},
+      {R"({"type": "local", "ranks": 2, "emulated_hosts": {"link_rate": "fast"}})", "field 'launcher.emulated_hosts.link_rate': must match"}};
+  for (const auto& [launcher, error] : cases) {
+    write(dir / "plan.json", R"({"name": "bad", "launcher": )" + launcher +
+                                 R"(, "steps": [{"step": "harness.rendezvous", "params": {"rounds": 5}}]})");
+    EXPECT_EQ(rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--dry-run"}, dir, "r"), 2) << launcher;
+    EXPECT_NE(rbtest::slurp(dir / "r.err").find(error), std::string::npos) << rbtest::slurp(dir / "r.err");
+  }
 }
 
 TEST(RunCommand, EightLocalRanks) {
