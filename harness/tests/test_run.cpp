@@ -68,7 +68,7 @@ path rendezvous_plan(const path& dir) {
 
 TEST(RunCommand, DefaultPlanRunsFourRanksAndRecordsEverything) {
   const path dir = rbtest::temp_dir("run");
-  ASSERT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "out").string()}, dir, "run", {}, 280), 0)
+  ASSERT_EQ(rbtest::run({kBinary, "run", "--results-dir", (dir / "out").string()}, dir, "run", {}, 450), 0)
       << rbtest::slurp(dir / "run.err");
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");
   const json& run = f.records.front();
