@@ -9,17 +9,22 @@
 #            against the prediction (one rank's timeline + an alpha + beta*bytes bucket cost fitted in
 #            the same run), with 25 MiB buckets and with one bucket after backward (bucket_mb 0), and
 #            how much of the exposed communication the buckets hide. Target: within 10%; >= 50% hidden.
+#            --replay-model/--replay-batch name the timeline's model and batch.
+#   overhead the trainer at world size 1 (`train --world-sizes 1`: buckets and communication thread set
+#            up, nothing to reduce) against plain `train`, same engine, model, batch and threads,
+#            alternating within each round. Target: images/s ratio >= 0.98. Use with --ranks 1.
 # With --hosts, both run on emulated hosts (ci/testbeds/netns, one rank per host, --rate links; needs
 # root), else on loopback.
-# usage: scaling_vs_ddp.sh ROCEBENCH [--part ddp|predict|both] [--rounds 3] [--ranks "1 2 4"]
+# usage: scaling_vs_ddp.sh ROCEBENCH [--part ddp|predict|both|overhead] [--rounds 3] [--ranks "1 2 4"]
 #                         [--batch 16] [--steps 20] [--warmup 3] [--hosts] [--rate 1gbit]
-#                         [--timeline cpu-resnet50-fp32-b2]
+#                         [--timeline cpu-resnet50-fp32-b2] [--replay-model resnet50] [--replay-batch 2]
 set -euo pipefail
 rocebench=$(realpath "${1:?usage: scaling_vs_ddp.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 netns=$here/../../ci/testbeds/netns/netns.sh
 part=both rounds=3 rank_counts="1 2 4" batch=16 steps=20 warmup=3 hosts=0 rate=1gbit timeline=cpu-resnet50-fp32-b2
+replay_model=resnet50 replay_batch=2
 while (($#)); do
   case $1 in
     --part) part=$2; shift 2 ;;
@@ -31,6 +36,8 @@ while (($#)); do
     --hosts) hosts=1; shift ;;
     --rate) rate=$2; shift 2 ;;
     --timeline) timeline=$2; shift 2 ;;
+    --replay-model) replay_model=$2; shift 2 ;;
+    --replay-batch) replay_batch=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -91,9 +98,17 @@ if [[ $part == ddp || $part == both ]]; then
 fi
 if [[ $part == predict || $part == both ]]; then
   for ((round = 1; round <= rounds; round++)); do
-    ours replay --model resnet50 --engine replay --timeline "$timeline" --batch 2
-    ours replay_one_bucket --model resnet50 --engine replay --timeline "$timeline" --batch 2 --bucket-mb 0
+    ours replay --model "$replay_model" --engine replay --timeline "$timeline" --batch "$replay_batch"
+    ours replay_one_bucket --model "$replay_model" --engine replay --timeline "$timeline" --batch "$replay_batch" --bucket-mb 0
     echo "predict round $round of $rounds done" >&2
+  done
+fi
+if [[ $part == overhead ]]; then
+  for ((round = 1; round <= rounds; round++)); do
+    OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --steps "$steps" \
+      --warmup "$warmup" --out "$out/plain.jsonl" >"$out/plain.log" 2>&1 || { echo "train failed:" >&2; tail -5 "$out/plain.log" >&2; exit 1; }
+    ours ws1 --model resnet20_cifar --engine cpu --batch "$batch"
+    echo "overhead round $round of $rounds done" >&2
   done
 fi
 
@@ -124,7 +139,7 @@ for name, title in (("replay", "25 MiB buckets"), ("replay_one_bucket", "one buc
     records = load(name)
     if not records:
         continue
-    print(f"\nreplay of a measured ResNet-50 timeline, {title}: step ms measured vs predicted, {rounds} rounds")
+    print(f"\nreplay of a measured timeline, {title}: step ms measured vs predicted, {rounds} rounds")
     print(f"{'ranks':>5}  {'measured ms':>24}  {'predicted ms':>24}  {'error %':>24}  {'exposed comm ms':>24}  {'speedup':>24}")
     for n in sorted({r["world"] for r in records}):
         rs = [r["metrics"] for r in records if r["world"] == n and r["status"] == "ok"]
@@ -134,6 +149,14 @@ for name, title in (("replay", "25 MiB buckets"), ("replay_one_bucket", "one buc
         exp = [m.get("exposed_comm_ms", 0.0) for m in rs]
         sp = [m.get("speedup", 1.0) for m in rs]
         print(f"{n:>5}  {spread(meas):>24}  {spread(pred):>24}  {spread(err):>24}  {spread(exp):>24}  {spread(sp):>24}")
+plain, ws1 = load("plain"), [r for r in load("ws1") if r["world"] == 1]
+if plain and ws1:
+    a = [r["metrics"]["images_per_s"] for r in plain]
+    b = [r["metrics"]["images_per_s"] for r in ws1]
+    print(f"\nthe trainer at world size 1 against plain train, resnet20_cifar cpu, batch per rank as given, {rounds} rounds")
+    print(f"  plain train images/s      {spread(a)}")
+    print(f"  train --world-sizes 1     {spread(b)}")
+    print(f"  ratio (per round)         {spread([y / x for x, y in zip(a, b)])}")
 bucketed, one = load("replay"), load("replay_one_bucket")
 if bucketed and one:
     print("\nshare of the one-bucket run's exposed communication that 25 MiB buckets hide (same round)")

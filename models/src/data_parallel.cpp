@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <ranges>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -219,7 +220,7 @@ json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
 // Chrome trace events (Perfetto, chrome://tracing) of a rank's last `count` timed steps: the step's
 // phases on one track, each bucket's wait for the link and its reduction on another. Times are from
 // the first of those steps' start on this rank (clocks of different hosts are not aligned).
-json trace_events(const std::vector<StepTimes>& steps, int rank, const std::string& host, int count) {
+json trace_events(const Graph& graph, const std::vector<StepTimes>& steps, int rank, const std::string& host, int count) {
   json events = json::array();
   const auto meta = [&](const char* what, int tid, const std::string& name) {
     events.push_back({{"ph", "M"}, {"name", what}, {"pid", rank}, {"tid", tid}, {"args", {{"name", name}}}});
@@ -235,10 +236,25 @@ json trace_events(const std::vector<StepTimes>& steps, int rank, const std::stri
     events.push_back({{"ph", "X"}, {"name", name}, {"pid", rank}, {"tid", tid}, {"ts", static_cast<double>(from - origin) / 1e3},
                       {"dur", static_cast<double>(to - from) / 1e3}, {"args", args}});
   };
+  // A layer's span has its measured length; the layers of a phase are laid end to end from the
+  // phase's start (the engine times each node, not when it began), so any gap between them shows last.
+  const auto layer_spans = [&](std::size_t step, const std::vector<LayerTime>& nodes, bool forward, std::int64_t from) {
+    const auto one = [&](const LayerTime& n) {
+      const double ms = forward ? n.forward_ms : n.backward_ms;
+      const auto to = from + static_cast<std::int64_t>(ms * 1e6);
+      span(0, fmt::format("{} {}", to_string(graph.node(n.node).op), n.node), from, to,
+           {{"step", step}, {"node", n.node}, {"pass", forward ? "forward" : "backward"}, {"ms", ms}});
+      from = to;
+    };
+    if (forward) std::ranges::for_each(nodes, one);
+    else std::ranges::for_each(nodes | std::views::reverse, one);
+  };
   for (std::size_t i = first; i < steps.size(); ++i) {
     const StepTimes& t = steps[i];
     span(0, "forward", t.start_ns, t.forward_end_ns, {{"step", i}});
+    layer_spans(i, t.layers.nodes, true, t.start_ns);
     span(0, "backward", t.forward_end_ns, t.backward_end_ns, {{"step", i}});
+    layer_spans(i, t.layers.nodes, false, t.forward_end_ns);
     span(0, "wait for gradients", t.backward_end_ns, t.reduced_ns, {{"step", i}});
     span(0, "update", t.reduced_ns, t.end_ns, {{"step", i}});
     for (std::size_t b = 0; b < t.buckets.size(); ++b) {
@@ -301,9 +317,13 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   const SgdOptions sgd;
   std::vector<StepTimes> steps;
   std::vector<LayerTime> layers_before;
-  for (int i = 0; i < c.train.warmup + c.train.steps; ++i) {
+  const int total_steps = c.train.warmup + c.train.steps;
+  for (int i = 0; i < total_steps; ++i) {
     if (i == c.train.warmup) layers_before = engine->layer_times();
+    const bool traced = i >= std::max(c.train.warmup, total_steps - c.trace_steps);
+    const std::vector<LayerTime> before = traced ? engine->layer_times() : std::vector<LayerTime>{};
     StepTimes s = dp.step(sgd, learning_rate(c, k, i));
+    if (traced) s.layers = timeline_between(graph, before, engine->layer_times(), 1);
     if (i >= c.train.warmup) steps.push_back(std::move(s));
   }
   // The step took as long as its slowest rank.
@@ -312,7 +332,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
   if (k > 1)
     collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
                            collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
-  const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(steps, t.rank(), ctx.host, c.trace_steps)) : "";
+  const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(graph, steps, t.rank(), ctx.host, c.trace_steps)) : "";
   if (t.rank() != 0) return;
 
   const Summary s = summarize(step_ms);

@@ -39,10 +39,12 @@ class ReplayEngine final : public Engine {
 
   void set_batch(std::span<const float>, std::span<const int>) override {}
   void forward() override {
+    ++forwards_;
     Pacer pacer;
     for (const LayerTime& t : timeline_.nodes) pacer.wait_ms(t.forward_ms);
   }
   void backward(const GradientCallback& ready) override {
+    ++backwards_;
     Pacer pacer;
     for (auto t = timeline_.nodes.rbegin(); t != timeline_.nodes.rend(); ++t) {
       // Backward writes each gradient afresh, as an engine does, within the node's time.
@@ -54,7 +56,17 @@ class ReplayEngine final : public Engine {
       }
     }
   }
-  void update(const SgdOptions&, double) override { Pacer().wait_ms(timeline_.update_ms); }
+  void update(const SgdOptions&, double) override {
+    ++updates_;
+    Pacer().wait_ms(timeline_.update_ms);
+  }
+  // What it played: the timeline times the passes so far (the update as node -1, as the cpu engine's).
+  std::vector<LayerTime> layer_times() const override {
+    std::vector<LayerTime> out;
+    for (const LayerTime& t : timeline_.nodes) out.push_back({t.node, t.forward_ms * forwards_, t.backward_ms * backwards_});
+    out.push_back({-1, 0, timeline_.update_ms * updates_});
+    return out;
+  }
   void synchronize() override {}
   double loss() override { return 0; }
 
@@ -72,6 +84,7 @@ class ReplayEngine final : public Engine {
   EngineOptions options_;
   Timeline timeline_;
   std::vector<std::vector<float>> grads_;
+  int forwards_ = 0, backwards_ = 0, updates_ = 0;  // passes played, for layer_times()
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -356,6 +357,29 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   for (int rank : {0, 1})
     for (const char* name : {"forward", "backward", "update", "bucket 0 allredu"})
       EXPECT_TRUE(seen.count({rank, name})) << rank << " " << name << "\n" << trace.dump();
+  // Each traced step's layers, forward and backward, as spans inside their phase, with the timeline's times.
+  for (int rank : {0, 1}) {
+    std::map<std::string, std::pair<double, double>> phase;  // "step/pass" -> [ts, ts + dur]
+    std::map<std::string, int> layers;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != rank) continue;
+      const std::string name = e["name"];
+      if (name == "forward" || name == "backward")
+        phase[fmt::format("{}/{}", e["args"]["step"].get<int>(), name)] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+    }
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != rank || !e["args"].contains("node")) continue;
+      const std::string key = fmt::format("{}/{}", e["args"]["step"].get<int>(), e["args"]["pass"].get<std::string>());
+      ++layers[key];
+      EXPECT_EQ(e["name"], fmt::format("{} {}", to_string(g.node(e["args"]["node"].get<int>()).op), e["args"]["node"].get<int>()));
+      EXPECT_NEAR(e["dur"].get<double>(), key.ends_with("forward") ? 20 : 40, 0.5) << e.dump();  // µs: 0.02 and 0.04 ms
+      ASSERT_TRUE(phase.count(key)) << key;
+      EXPECT_GE(e["ts"].get<double>(), phase[key].first - 0.01) << e.dump();
+      EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), phase[key].second + 0.01) << e.dump();
+    }
+    EXPECT_EQ(layers.size(), phase.size()) << "every forward and backward of rank " << rank << " has its layers";
+    for (const auto& [key, n] : layers) EXPECT_EQ(n, static_cast<int>(g.nodes().size()) - 1) << key;
+  }
   EXPECT_NE(rbtest::slurp(dir / "ok" / "results.jsonl").find("\"trace\":\"trace-step0-2ranks.json\""), std::string::npos);
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "1,2", "--sync", "tree", "--results-dir", (dir / "a").string()}), dir, "a"), 2);
   EXPECT_NE(rbtest::slurp(dir / "a.err").find("rocebench train: --sync \"tree\": must be one of"), std::string::npos) << rbtest::slurp(dir / "a.err");

@@ -27,6 +27,7 @@ std::vector<std::size_t> gradient_sizes(const Graph& graph);
 struct StepTimes {
   std::int64_t start_ns = 0, forward_end_ns = 0, backward_end_ns = 0, reduced_ns = 0, end_ns = 0;
   std::vector<collectives::BucketTime> buckets;
+  Timeline layers;  // this step's time per node, where the engine times its layers and the step is traced
 
   double step_ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }
   double forward_ms() const { return static_cast<double>(forward_end_ns - start_ns) / 1e6; }
