@@ -35,8 +35,9 @@ def mark_missing(ax, xs, ys, color, at=0):
         ax.plot(gaps, [at] * len(gaps), "x", color=color, markersize=9, mew=2, clip_on=False, label="_missing")
 
 
-def save(fig, outdir, name):
-    fig.tight_layout()
+def save(fig, outdir, name, bottom=0.0):
+    """`bottom`: the share of the figure's height kept free below the axes (a legend there)."""
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(f"{outdir}/{name}.png", dpi=110)
     plt.close(fig)
 
@@ -62,10 +63,14 @@ def key_text(key, names):
 
 
 def speedup(data, outdir):
+    # One figure per model and engine: a replayed timeline and real compute are different experiments.
     by_model = {}
     for s in data.get("scaling", []):
-        by_model.setdefault(s["model"] or "model", []).append(s)
-    for model, series in sorted(by_model.items()):
+        by_model.setdefault((s["model"] or "model", s["key"].get("engine", "")), []).append(s)
+    engines_of = {}
+    for model, engine in by_model:
+        engines_of.setdefault(model, []).append(engine)
+    for (model, engine), series in sorted(by_model.items()):
         series = series[:MAX_LINES]
         # What all lines share goes in the title; each legend entry says only how its line differs.
         names = [n for n in series[0]["key_order"] if any(n in s["key"] for s in series)]
@@ -104,9 +109,12 @@ def speedup(data, outdir):
         ax_e.set_ylabel("efficiency S(N) / (N / base)")
         ax_e.set_ylim(0, 1.1)
         ax_e.set_title("efficiency")
-        ax_s.legend(fontsize=7, loc="upper left")
+        # Below the axes, so that no line hides behind it.
+        handles, labels = ax_s.get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=2 if len(labels) > 3 else len(labels), frameon=False)
         fig.suptitle(key_text(series[0]["key"], shared), fontsize=10)
-        save(fig, outdir, f"speedup_{slug(model)}")
+        save(fig, outdir, f"speedup_{slug(model)}" + (f"_{slug(engine)}" if len(engines_of[model]) > 1 else ""),
+             bottom=0.06 * math.ceil(len(labels) / 2))
 
 
 def curves(data, key, outdir, prefix, xlabel):

@@ -212,9 +212,10 @@ class Builder {
     const json& p = d_.params_of(o);
     if (step == "models.train" || step == "models.scaling") {
       t = {Kind::training,
-           // Series of one model share the ranks they expect (a point measured for one and not for
-           // another is missing there), except independent ranks, which make no curve.
-           &training_.group(param_text(p, "model") + (param_text(p, "mode") == "single" ? "\nsingle" : ""),
+           // Series of one model on one engine share the ranks they expect (a point measured for one
+           // and not for another is missing there), except independent ranks, which make no curve.
+           &training_.group(param_text(p, "model") + "\n" + param_text(p, "engine") +
+                                (param_text(p, "mode") == "single" ? "\nsingle" : ""),
                             pick(p, kTrainingKey)),
            static_cast<double>(o.world)};
     } else if (step.starts_with("collectives.")) {

@@ -103,6 +103,31 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
   EXPECT_EQ(plot["scaling"][0]["points"][1]["predicted_speedup"], 1.9);
 }
 
+// The default plan trains resnet20_cifar on the cpu engine at 1 and 2 ranks and replays it at 1, 2
+// and 4: the cpu curve was never asked for 4 ranks, so it has no missing point there.
+TEST(Scaling, SeriesOnAnotherEngineDoNotExpectEachOthersRanks) {
+  std::vector<json> records;
+  const auto scaling = [&](const std::string& engine, int ranks) {
+    ResultRecord r;
+    r.step = "models.scaling";
+    r.host = "node01";
+    r.world = ranks;
+    r.params = {{"model", "resnet20_cifar"}, {"engine", engine}, {"precision", "fp32"}, {"batch", 16}, {"mode", "data_parallel"},
+                {"sync", "ring"}, {"transport", "tcp"}, {"bucket_mb", 25}, {"ranks", ranks}};
+    r.metrics = {{"images_per_s", 100.0 * ranks}};
+    r.samples = {{"n", 1}};
+    records.push_back(to_json(r, "r"));
+  };
+  for (int ranks : {1, 2}) scaling("cpu", ranks);
+  for (int ranks : {1, 2, 4}) scaling("replay", ranks);
+  const Aggregate a = aggregate_of(records);
+  ASSERT_EQ(a.scaling.size(), 2u);
+  for (const auto& s : a.scaling) {
+    EXPECT_EQ(s.points.size(), s.key["engine"] == "cpu" ? 2u : 3u) << s.label();
+    for (const auto& p : s.points) EXPECT_TRUE(p.images_per_s) << s.label() << " at " << p.gpus << ": " << p.missing;
+  }
+}
+
 TEST(Scaling, WithoutAOneGpuPointSpeedupIsRelativeToTheSmallest) {
   std::vector<json> records;
   for (const auto& [gpus, ips] : std::vector<std::pair<int, double>>{{8, 800}, {16, 1520}, {32, 2880}}) {
