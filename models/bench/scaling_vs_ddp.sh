@@ -9,7 +9,8 @@
 #            against the prediction (one rank's timeline + an alpha + beta*bytes bucket cost fitted in
 #            the same run), with 25 MiB buckets and with one bucket after backward (bucket_mb 0), and
 #            how much of the exposed communication the buckets hide. Target: within 10%; >= 50% hidden.
-#            --replay-model/--replay-batch name the timeline's model and batch.
+#            --replay-model/--replay-batch name the timeline's model and batch; --bucket-mb MB sets
+#            every bucket's size, the first included (default: DDP's 1 MiB, then 25 MiB).
 #   overhead the trainer at world size 1 (`train --world-sizes 1`: buckets and communication thread set
 #            up, nothing to reduce) against plain `train`, same engine, model, batch and threads,
 #            alternating within each round. Target: images/s ratio >= 0.98. Use with --ranks 1.
@@ -18,13 +19,14 @@
 # usage: scaling_vs_ddp.sh ROCEBENCH [--part ddp|predict|both|overhead] [--rounds 3] [--ranks "1 2 4"]
 #                         [--batch 16] [--steps 20] [--warmup 3] [--hosts] [--rate 1gbit]
 #                         [--timeline cpu-resnet50-fp32-b2] [--replay-model resnet50] [--replay-batch 2]
+#                         [--bucket-mb MB]
 set -euo pipefail
 rocebench=$(realpath "${1:?usage: scaling_vs_ddp.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 netns=$here/../../ci/testbeds/netns/netns.sh
 part=both rounds=3 rank_counts="1 2 4" batch=16 steps=20 warmup=3 hosts=0 rate=1gbit timeline=cpu-resnet50-fp32-b2
-replay_model=resnet50 replay_batch=2
+replay_model=resnet50 replay_batch=2 buckets=()
 while (($#)); do
   case $1 in
     --part) part=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while (($#)); do
     --timeline) timeline=$2; shift 2 ;;
     --replay-model) replay_model=$2; shift 2 ;;
     --replay-batch) replay_batch=$2; shift 2 ;;
+    --bucket-mb) buckets+=(--bucket-mb "$2" --first-bucket-mb "$2"); shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -98,7 +101,7 @@ if [[ $part == ddp || $part == both ]]; then
 fi
 if [[ $part == predict || $part == both ]]; then
   for ((round = 1; round <= rounds; round++)); do
-    ours replay --model "$replay_model" --engine replay --timeline "$timeline" --batch "$replay_batch"
+    ours replay --model "$replay_model" --engine replay --timeline "$timeline" --batch "$replay_batch" "${buckets[@]}"
     ours replay_one_bucket --model "$replay_model" --engine replay --timeline "$timeline" --batch "$replay_batch" --bucket-mb 0
     echo "predict round $round of $rounds done" >&2
   done
@@ -135,7 +138,7 @@ if ours:
         ratios = [x / y for x, y in zip(a, b)]
         print(f"{n:>5}  {spread(a):>24}  {spread(b):>24}  {spread(ratios):>30}")
 
-for name, title in (("replay", "25 MiB buckets"), ("replay_one_bucket", "one bucket after backward")):
+for name, title in (("replay", "buckets"), ("replay_one_bucket", "one bucket after backward")):
     records = load(name)
     if not records:
         continue
@@ -159,7 +162,7 @@ if plain and ws1:
     print(f"  ratio (per round)         {spread([y / x for x, y in zip(a, b)])}")
 bucketed, one = load("replay"), load("replay_one_bucket")
 if bucketed and one:
-    print("\nshare of the one-bucket run's exposed communication that 25 MiB buckets hide (same round)")
+    print("\nshare of the one-bucket run's exposed communication that buckets hide (same round)")
     for n in sorted({r["world"] for r in one if r["world"] > 1}):
         a = [r["metrics"]["exposed_comm_ms"] for r in bucketed if r["world"] == n and "exposed_comm_ms" in r["metrics"]]
         b = [r["metrics"]["exposed_comm_ms"] for r in one if r["world"] == n and "exposed_comm_ms" in r["metrics"]]

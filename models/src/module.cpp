@@ -42,10 +42,12 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
 // `train --world-sizes …`: the models.scaling step as a one-step plan, on as many ranks as the
 // largest world size unless the launcher flags say otherwise.
 int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std::string& sync,
-                const std::string& transport, double bucket_mb, int servers, int threads, const LauncherFlags& launcher) {
+                const std::string& transport, double bucket_mb, double first_bucket_mb, int servers, int threads,
+                const LauncherFlags& launcher) {
   json params{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"layout", c.layout},
               {"batch", c.batch}, {"steps", c.steps}, {"warmup", c.warmup}, {"sync", sync},
-              {"transport", transport}, {"bucket_mb", bucket_mb}, {"servers", servers}, {"threads", threads}};
+              {"transport", transport}, {"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb},
+              {"servers", servers}, {"threads", threads}};
   if (!c.timeline.empty()) params["timeline"] = c.timeline;
   params["world_sizes"] = json::array();
   int largest = 0;
@@ -64,7 +66,8 @@ int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std:
   const CommandOrigin origin{kProgram, {{"model", "--model"}, {"engine", "--engine"}, {"precision", "--precision"},
                                         {"layout", "--layout"}, {"batch", "--batch"}, {"steps", "--steps"},
                                         {"warmup", "--warmup"}, {"sync", "--sync"}, {"transport", "--transport"},
-                                        {"bucket_mb", "--bucket-mb"}, {"servers", "--servers"}, {"threads", "--threads"},
+                                        {"bucket_mb", "--bucket-mb"}, {"first_bucket_mb", "--first-bucket-mb"},
+                                        {"servers", "--servers"}, {"threads", "--threads"},
                                         {"timeline", "--timeline"}, {"world_sizes", "--world-sizes"}}};
   return run_step_as_plan("models.scaling", params, launch, origin);
 }
@@ -73,7 +76,7 @@ int train_main(const Args& args) {
   TrainConfig c;
   bool list = false;
   std::string out, run_id, host, world_sizes, sync = "ring", transport = "tcp";
-  double bucket_mb = 25;
+  double bucket_mb = 25, first_bucket_mb = 1;
   int servers = 1, threads = 1;
   LauncherFlags launcher;
   ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
@@ -103,11 +106,12 @@ int train_main(const Args& args) {
       .option("--transport", &transport, "data parallel: tcp | verbs (default tcp)", "NAME")
       .option("--bucket-mb", &bucket_mb, "data parallel: bucket size after the 1 MiB first one; 0: one reduction after "
                                          "backward, no overlap (default 25)", "MB")
+      .option("--first-bucket-mb", &first_bucket_mb, "data parallel: the first bucket's size (default 1, as DDP's)", "MB")
       .option("--servers", &servers, "data parallel, ps: parameter-server ranks (default 1)")
       .option("--threads", &threads, "data parallel, cpu engine: oneDNN threads per rank (default 1)");
   launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
-  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, servers, threads, launcher);
+  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, first_bucket_mb, servers, threads, launcher);
   if (list) {
     std::cout << zoo_table();
     return kExitOk;
