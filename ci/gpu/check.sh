@@ -1,7 +1,7 @@
 #!/bin/bash
 # Every check that needs a GPU, in one call sized for a short device session:
 #   1. models/bench/gpu_check.sh: the gpu-engine tests, resnet20_cifar in each precision, and
-#      ResNet-50 at batch 256 in bf16 (images/sec, TFLOP/s);
+#      ResNet-50 at batch 256 in bf16 (images/sec, TFLOP/s); data-parallel gpu training over TCP;
 #   2. the GPU micro-benchmarks of `rocebench probe host` (copies, launch latency, cuBLAS GEMM);
 #   3. NCCL sweeps of the five collectives on one GPU (ci/gpu/one_gpu.json), every element checked;
 #   4. a two-rank NCCL step on one GPU, which must record skip (a rank per GPU);
@@ -61,6 +61,13 @@ if [[ $parts == *" zoo "* ]]; then
     timeout 60 "$bin" train --engine gpu --model resnet20_cifar --precision "$precision" --batch 128 --steps 20 --warmup 5 \
       --profile 2>&1 | awk 'NR <= 14' || { echo "profile resnet20 $precision: exit $?"; status=1; }
   done
+fi
+
+if [[ $parts == *" models "* ]]; then
+echo "== data-parallel training of the gpu engine over TCP (buckets through host memory), 1 and 2 ranks on this GPU"
+timeout 180 "$bin" train --engine gpu --model resnet20_cifar --batch 64 --world-sizes 1,2 --steps 20 --warmup 3 \
+  --results-dir "$out/dp" >"$out/dp.log" 2>&1 || { echo "gpu data parallel: exit $?"; status=1; }
+grep '^# ' "$out/dp.log"
 fi
 
 if [[ $parts == *" probe "* ]]; then

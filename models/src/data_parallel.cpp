@@ -55,9 +55,15 @@ StepTimes DataParallel::step(const SgdOptions& sgd, double lr) {
   t.forward_end_ns = now_ns();
   if (buckets_) {
     engine_.backward([this](const GradientReady& g) {
-      if (g.on_device)
-        throw InputError("data-parallel training over host transports takes host gradients; the gpu engine's are on the device");
-      buckets_->add({g.data, static_cast<std::size_t>(g.count)});
+      float* data = g.data;
+      if (g.on_device) {  // through host memory and back (host transports)
+        std::vector<float>& copy = host_copies_[g.param];
+        copy.resize(static_cast<std::size_t>(g.count));
+        copy_to_host(g, copy.data());
+        device_gradients_.push_back({g.param, g.data});
+        data = copy.data();
+      }
+      buckets_->add({data, static_cast<std::size_t>(g.count)});
     });
   } else {
     engine_.backward({});
@@ -65,6 +71,12 @@ StepTimes DataParallel::step(const SgdOptions& sgd, double lr) {
   t.backward_end_ns = now_ns();
   if (buckets_) {
     buckets_->finish();
+    for (const auto& [param, device] : device_gradients_) {
+      const std::vector<float>& averaged = host_copies_[param];
+      copy_to_device(device, averaged.data(), static_cast<std::int64_t>(averaged.size()));
+    }
+    if (!device_gradients_.empty()) finish_copies_to_device();
+    device_gradients_.clear();
     t.buckets = buckets_->take_times();
   }
   t.reduced_ns = now_ns();

@@ -740,4 +740,16 @@ std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions&
   return std::make_unique<gpu::GpuEngine>(graph, options);
 }
 
+void copy_to_host(const GradientReady& gradient, float* host) {
+  gpu::CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(gradient.event)));
+  gpu::CHECK(cudaMemcpy(host, gradient.data, static_cast<std::size_t>(gradient.count) * 4, cudaMemcpyDeviceToHost));
+}
+
+void copy_to_device(float* device, const float* host, std::int64_t count) {
+  // From pageable memory cudaMemcpy returns once the data is staged, not landed: see finish_copies_to_device.
+  gpu::CHECK(cudaMemcpy(device, host, static_cast<std::size_t>(count) * 4, cudaMemcpyHostToDevice));
+}
+
+void finish_copies_to_device() { gpu::CHECK(cudaDeviceSynchronize()); }
+
 }  // namespace rocebench::models

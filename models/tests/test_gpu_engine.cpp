@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "rocebench/common/errors.hpp"
+#include "local_rendezvous.hpp"
+#include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/engine.hpp"
 #include "rocebench/models/zoo.hpp"
 
@@ -247,6 +250,43 @@ TEST(GpuEngine, ABatchThatDoesNotFitIsAnInputErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("batch 1000000 of resnet50 does not fit on the GPU"), std::string::npos)
         << e.what();
   }
+}
+
+// Data-parallel training of the gpu engine over a host transport: each bucket goes to the host,
+// is averaged over TCP and comes back before the update. Two ranks of batch b end where one rank
+// of batch 2b does (fp32; each rank is a thread on the same GPU).
+TEST(GpuDataParallel, TwoRanksOverTcpTrainAsOneRankOfTwiceTheBatch) {
+  using namespace std::chrono_literals;
+  Graph g("small", {3, 8, 8}, 5);  // no batch norm: a rank's statistics would be its own
+  g.softmax_ce(g.linear(g.global_avg_pool(g.relu(g.conv(g.input(), 6, square(3, 1, 1), 1, true))), 5));
+  const int b = 3, ranks = 2, steps = 3;
+  const SyntheticBatch all = synthetic_batch(g, ranks * b, 17);
+  const std::size_t image = static_cast<std::size_t>(g.input_shape().size());
+  const auto slice = [&](Engine& e, int rank, int batch) {
+    e.set_batch(std::span(all.images).subspan(static_cast<std::size_t>(rank * b) * image, static_cast<std::size_t>(batch) * image),
+                std::span(all.labels).subspan(static_cast<std::size_t>(rank * b), static_cast<std::size_t>(batch)));
+  };
+  GPU_ENGINE_OR_SKIP(alone, g, {.batch = ranks * b, .seed = 3});
+  slice(*alone, 0, ranks * b);
+  DataParallel single(*alone, nullptr, {}, 10s);
+  for (int s = 0; s < steps; ++s) single.step({}, 0.05 * (s + 1));
+
+  std::vector<std::vector<float>> weights(ranks);
+  rbtest::LocalRendezvous shared(ranks);
+  const auto errors = rbtest::on_ranks(ranks, [&](int r) {
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    auto t = collectives::connect_tcp_mesh(rdv, r, ranks, "127.0.0.1", "host" + std::to_string(r), {}, Deadline(10s));
+    auto e = make_gpu_engine(g, {.batch = b, .seed = 3});
+    slice(*e, r, b);
+    DataParallel dp(*e, t.get(), {.first_bucket_bytes = 256, .bucket_bytes = 256}, 10s);
+    for (int s = 0; s < steps; ++s) dp.step({}, 0.05 * (s + 1));
+    weights[static_cast<std::size_t>(r)] = e->parameter(0);
+  });
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+    EXPECT_LE(mismatch(weights[static_cast<std::size_t>(r)], alone->parameter(0), 1e-6, 1e-4), 1.0) << "rank " << r;
+  }
+  EXPECT_NE(alone->parameter(0), make_cpu_engine(g, {.batch = 1, .seed = 3})->parameter(0)) << "the weights moved";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // timeline, the bucket plan and an α + β·bytes cost of one bucket fitted in the same run.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -47,6 +48,10 @@ class DataParallel {
  private:
   Engine& engine_;
   std::optional<collectives::GradientBuckets> buckets_;
+  // The gpu engine's gradients on their way through host memory: a host copy per parameter, and
+  // where each of this step's goes back to.
+  std::map<int, std::vector<float>> host_copies_;
+  std::vector<std::pair<int, float*>> device_gradients_;
 };
 
 // The time of one bucket's reduction: alpha + beta · bytes, fitted by least squares.

@@ -103,6 +103,13 @@ std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions&
 // bf16 instructions (avx512_bf16 or AMX).
 std::vector<Precision> cpu_precisions();
 std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options);
+// A device gradient's trip through host memory, for data-parallel training of the gpu engine over
+// host transports (as PAISoar's grpc baselines did): copy_to_host waits for the gradient's event,
+// then copies it into `host`; copy_to_device copies averaged values back, and
+// finish_copies_to_device waits until every such copy has landed (before the update reads them).
+void copy_to_host(const GradientReady& gradient, float* host);
+void copy_to_device(float* device, const float* host, std::int64_t count);
+void finish_copies_to_device();
 // Replays a measured compute timeline (each node's forward and backward time, the update's) as
 // waits, with real-sized gradients that it announces as backward reaches their node, so that the
 // communication half of data-parallel training runs for real on any machine while the compute
