@@ -111,3 +111,24 @@ sys.exit(0 if [(r["details"]["rank"], r["details"]["host"], r["details"].get("en
   wait "$launcher"
   check "no rocebench process is left within 15 s of SIGKILL to the launcher" none_left_within 15
 }
+
+# The acceptance (#23) under a launcher: every stage's ranks started by it, a verdict for each node.
+# Which verdict is this machine's business (4 ranks on its few shared CPUs can make a node look SLOW),
+# so only UNREACHABLE, which would mean the launcher failed to start a node's rank, counts against it.
+accept_checks() {  # accept_checks LAUNCHER RANK_ENV_SOURCE LOGIN_HOST NODES_FILE
+  local name=$1 source=$2 login=$3 nodes=$4 rc
+  "$here/host_exec.sh" "$login" "$rocebench" accept --launcher "$name" --hostfile "$nodes" \
+    --results-dir "$work/accept" --deadline 30 >"$work/accept.out" 2>"$work/accept.err" &
+  wait $!
+  rc=$?
+  check "rocebench accept --launcher $name gives a verdict (exit 0 or 1), got $rc" test "$rc" -le 1 || tail -n 5 "$work/accept.err"
+  check "every node has a verdict and none is UNREACHABLE; every stage ran under $name" /usr/bin/python3 -c '
+import glob, json, sys
+verdict = json.load(open(sys.argv[1] + "/accept.json"))
+nodes = sorted(n["host"] for n in verdict["nodes"])
+codes = [f["code"] for n in verdict["nodes"] for f in n["findings"]]
+launchers = {json.loads(open(f).readline()).get("launcher") for f in glob.glob(sys.argv[1] + "/stages/*/results.jsonl")}
+print("cluster:", verdict["cluster"], "findings:", codes, "stage launchers:", launchers)
+sys.exit(0 if nodes == sorted(open(sys.argv[2]).read().split()) and "UNREACHABLE" not in codes and launchers == {sys.argv[3]} else 1)' \
+    "$work/accept" "$nodes" "$source"
+}

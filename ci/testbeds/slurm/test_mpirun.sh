@@ -2,7 +2,8 @@
 # CTest: `rocebench run --launcher mpirun` (Open MPI) across 4 emulated hosts, started from a fifth
 # (the login host). mpirun reaches the hosts through a remote-start agent, host_exec.sh --rsh, that
 # maps a host's name or address to its namespace where ssh would log in. The same checks as under
-# Slurm (launcher_checks.sh). Exit 77 (skipped, the reason on the last line) without root, network
+# Slurm (launcher_checks.sh), and `rocebench accept --launcher mpirun`
+# gives every node a verdict. Exit 77 (skipped, the reason on the last line) without root, network
 # namespaces or Open MPI; a failure under CI=true (../unavailable.sh).
 set -uo pipefail
 rocebench=$(realpath "$1")
@@ -24,5 +25,6 @@ export OMPI_MCA_plm_rsh_agent="$here/host_exec.sh --rsh"
 launch() { exec "$here/host_exec.sh" "$login" "$rocebench" run --launcher mpirun --hostfile "$work/nodes" "$@"; }
 
 launcher_checks mpirun
+accept_checks mpirun OMPI_COMM_WORLD_* "$login" "$work/nodes"
 echo "$((failures == 0 ? 1 : 0)) passed, $failures failed"
 exit $((failures > 0))

@@ -47,23 +47,7 @@ import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 ranks = sorted((r["rank"], r["host"]) for r in records if r.get("step") == "harness.rendezvous" and r.get("status") == "ok")
 sys.exit(0 if [h for _, h in ranks] == open(sys.argv[2]).read().split() else 1)' "$work/rev/results.jsonl" "$work/reversed"
-# The acceptance (#23) with srun: every stage's ranks started by Slurm, a verdict for each node. Which
-# verdict is this machine's business (4 ranks on its few shared CPUs can make a node look SLOW), so
-# only UNREACHABLE, which would mean srun failed to start a node's rank, counts against it.
-"$here/host_exec.sh" "$SLURM_LOGIN" "$rocebench" accept --launcher srun --hostfile "$SLURM_NODES" \
-  --results-dir "$work/accept" --deadline 30 >"$work/accept.out" 2>"$work/accept.err" &
-wait $!
-rc=$?
-check "rocebench accept --launcher srun gives a verdict (exit 0 or 1), got $rc" test "$rc" -le 1 || tail -n 5 "$work/accept.err"
-check "every node has a verdict and none is UNREACHABLE; every stage ran under Slurm" /usr/bin/python3 -c '
-import glob, json, sys
-verdict = json.load(open(sys.argv[1] + "/accept.json"))
-nodes = sorted(n["host"] for n in verdict["nodes"])
-codes = [f["code"] for n in verdict["nodes"] for f in n["findings"]]
-launchers = {json.loads(open(f).readline()).get("launcher") for f in glob.glob(sys.argv[1] + "/stages/*/results.jsonl")}
-print("cluster:", verdict["cluster"], "findings:", codes, "stage launchers:", launchers)
-sys.exit(0 if nodes == open(sys.argv[2]).read().split() and "UNREACHABLE" not in codes and launchers == {"SLURM_*"} else 1)' \
-  "$work/accept" "$SLURM_NODES"
+accept_checks srun SLURM_* "$SLURM_LOGIN" "$SLURM_NODES"
 
 echo "$((failures == 0 ? 1 : 0)) passed, $failures failed"
 exit $((failures > 0))
