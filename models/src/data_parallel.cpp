@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <ranges>
 
 #include <fmt/format.h>
@@ -279,15 +280,23 @@ json trace_events(const Graph& graph, const std::vector<StepTimes>& steps, int r
   return events;
 }
 
+// Each of the k ranks' `mine` through the rendezvous, in rank order, at rank 0 (empty elsewhere).
+std::vector<json> gather_at_rank0(StepContext& ctx, const std::string& what, int k, const json& mine) {
+  const std::string key = fmt::format("{}/{}/{}/", ctx.scope, what, k);
+  ctx.rendezvous->set(key + std::to_string(ctx.rank), mine.dump());
+  std::vector<json> all;
+  for (int r = 0; ctx.rank == 0 && r < k; ++r) all.push_back(json::parse(ctx.rendezvous->get(key + std::to_string(r), ctx.deadline)));
+  return all;
+}
+
 // Every rank's trace events through the rendezvous; rank 0 writes them as one file beside the
 // results and returns its name (empty when it has no results folder).
 std::string gather_trace(StepContext& ctx, int k, const json& mine) {
-  const std::string key = fmt::format("{}/trace/{}/", ctx.scope, k);
-  ctx.rendezvous->set(key + std::to_string(ctx.rank), mine.dump());
+  const std::vector<json> ranks = gather_at_rank0(ctx, "trace", k, mine);
   if (ctx.rank != 0 || ctx.results_dir.empty()) return "";
   json all = {{"traceEvents", json::array()}, {"displayTimeUnit", "ms"}};
-  for (int r = 0; r < k; ++r)
-    for (auto& e : json::parse(ctx.rendezvous->get(key + std::to_string(r), ctx.deadline))) all["traceEvents"].push_back(std::move(e));
+  for (const json& events : ranks)
+    for (const auto& e : events) all["traceEvents"].push_back(e);
   const std::string name = fmt::format("trace-{}-{}ranks.json", ctx.scope, k);
   std::ofstream(std::filesystem::path(ctx.results_dir) / name) << all.dump() << "\n";
   return name;
@@ -345,6 +354,21 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
     collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
                            collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
   const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(graph, steps, t.rank(), ctx.host, c.trace_steps)) : "";
+  // What each rank delivered on its own: the group waits for its slowest rank, so only the time a
+  // rank spent not waiting on the others (forward, backward, update) tells a slow node apart.
+  std::vector<double> own_ms, compute_ms;
+  for (const auto& st : steps) {
+    own_ms.push_back(st.step_ms());
+    compute_ms.push_back(st.step_ms() - st.exposed_ms());
+  }
+  const double compute_p50 = summarize(compute_ms).median;
+  const std::vector<json> per_rank = gather_at_rank0(
+      ctx, "per_rank", k,
+      {{"rank", t.rank()}, {"host", ctx.host},
+       {"images_per_s", static_cast<double>(c.train.batch) * static_cast<double>(steps.size()) /
+                            (std::accumulate(own_ms.begin(), own_ms.end(), 0.0) / 1e3)},
+       {"compute_ms_p50", compute_p50},
+       {"compute_images_per_s", static_cast<double>(c.train.batch) * 1e3 / compute_p50}});
   if (t.rank() != 0) return;
 
   const Summary s = summarize(step_ms);
@@ -412,6 +436,7 @@ void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, 
       break;
     }
   }
+  r.samples["per_rank"] = per_rank;
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
   if (!trace.empty()) r.samples["trace"] = trace;
   rc.record(r);

@@ -313,6 +313,15 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
     EXPECT_EQ(rec["params"]["engine"], "replay");
     EXPECT_EQ(rec["samples"]["n"], 3);
     EXPECT_EQ(rec["samples"]["timeline_source"]["host"], "measured-host");
+    // Each rank's own figures, in rank order: what acceptance judges a node by.
+    const json per_rank = rec["samples"].value("per_rank", json::array());
+    ASSERT_EQ(per_rank.size(), i + 1) << rec.dump();
+    for (std::size_t r = 0; r <= i; ++r) {
+      EXPECT_EQ(per_rank[r]["rank"], r);
+      EXPECT_EQ(per_rank[r]["host"], "host" + std::to_string(r));
+      EXPECT_NEAR(per_rank[r]["compute_images_per_s"].get<double>() * per_rank[r]["compute_ms_p50"].get<double>(), 4 * 1e3, 1e-6);
+      EXPECT_GT(per_rank[r]["images_per_s"].get<double>(), 0);
+    }
     const json& m = rec["metrics"];
     EXPECT_NEAR(m["images_per_s_per_rank"].get<double>() * static_cast<double>(i + 1), m["images_per_s"].get<double>(), 1e-9);
     EXPECT_NEAR(m["speedup"].get<double>(), m["images_per_s"].get<double>() / kept.records[0]["metrics"]["images_per_s"].get<double>(), 1e-9);
