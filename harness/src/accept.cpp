@@ -60,7 +60,10 @@ class Acceptance {
     } else {
       std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
     }
-    if (!reachable.empty()) gpu_stage(reachable);
+    if (!reachable.empty()) {
+      gpu_stage(reachable);
+      train_stage(reachable);
+    }
     return finish();
   }
 
@@ -250,6 +253,17 @@ class Acceptance {
     accept::judge_gpu(verdicts_, records, left_out, profile_);
   }
 
+  // Stage 5: a short data-parallel training run over the reachable nodes (one rank each, the full
+  // world only): each node's images/s from its own compute against the fleet's median (TRAIN).
+  void train_stage(const std::vector<Node>& reachable) {
+    json params = {{"model", profile_.train_model}, {"engine", profile_.train_engine}, {"precision", profile_.train_precision},
+                   {"batch", profile_.train_batch}, {"steps", profile_.train_steps}, {"warmup", 2},
+                   {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"predict", false}};
+    if (profile_.train_engine == "replay") params["timeline"] = profile_.train_timeline;
+    const StageRun s = launch_retried("train", reachable, one_step("models.scaling", params));
+    accept::judge_training(verdicts_, s.completed() ? s.records : std::vector<json>{}, names(reachable), profile_);
+  }
+
   int finish() {
     json out = accept::verdict_json(verdicts_);
     out["profile"] = profile_.file;
@@ -295,7 +309,8 @@ int accept_main(const Args& args) {
                 "slow pairs retested alone: LINK; (3) a ring allreduce over the reachable nodes, against the profile's\n"
                 "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW;\n"
                 "(4) each node's GPU GEMM and host-to-device copies against the profile: GPU (a skip without a GPU,\n"
-                "UNVERIFIED when the profile requires one).\n"
+                "UNVERIFIED when the profile requires one); (5) a short data-parallel training run over the reachable\n"
+                "nodes: a node whose own compute delivers images/s below the profile's fraction of the fleet's median: TRAIN.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")

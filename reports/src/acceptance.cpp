@@ -45,6 +45,14 @@ const json& profile_schema() {
         "gemm_tflops": {"type": "number", "exclusiveMinimum": 0},
         "h2d_GBps": {"type": "number", "exclusiveMinimum": 0},
         "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+      "train": {"type": "object", "additionalProperties": false, "properties": {
+        "model": {"type": "string", "minLength": 1},
+        "engine": {"enum": ["replay", "cpu", "gpu"]},
+        "timeline": {"type": "string", "minLength": 1},
+        "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
+        "batch": {"type": "integer", "minimum": 1, "maximum": 65536},
+        "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "fraction_of_median": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
       "sources": {"type": "object", "additionalProperties": {"type": "string"}}
     }
   })schema");
@@ -59,8 +67,11 @@ const char* const kAutoProfile = R"json({
   "link": {"test": "bw", "duration_s": 1, "bytes": 131072, "fraction_of_best": 0.8},
   "allreduce": {"bytes": 1048576, "iters": 5, "busbw_fraction_of_median_pair": 0.7},
   "gpu": {"required": false, "gemm_type": "bf16", "fraction": 0.9},
+  "train": {"model": "resnet20_cifar", "engine": "replay", "timeline": "cpu-resnet20_cifar-fp32-b16", "batch": 16, "steps": 10, "fraction_of_median": 0.8},
   "sources": {
     "gpu.fraction": "a GPU below 90% of the fleet's median GEMM or host-to-device copy is slow",
+    "train.timeline": "measured by rocebench train --profile on the dev VM (AMD EPYC, 2 vCPUs, 1 oneDNN thread); replayed, it needs no GPU, and resnet20's 1 MiB of gradients keep 8 emulated hosts' run short (resnet50's 98 MiB would take seconds per step at 200 Mbit/s)",
+    "train.fraction_of_median": "a node whose own compute delivers below 80% of the fleet's median images/s is slow, chosen, not yet measured against a fleet",
     "link.fraction_of_best": "a pair below 80% of the fleet's best pair, also when retested alone, is a bad link",
     "allreduce.busbw_fraction_of_median_pair": "a ring allreduce moves every byte over every link: its busbw is bounded by the slowest pair; 70% of the median pair is a margin for the ring's own overhead, chosen, not yet measured against NCCL"
   }
@@ -75,7 +86,9 @@ const char* const kH100Profile = R"json({
   "link": {"test": "bw", "duration_s": 2, "bytes": 1048576, "fraction_of_best": 0.93},
   "allreduce": {"bytes": 268435456, "iters": 20, "rated_link_Gbps": 400, "busbw_fraction_of_rated": 0.85},
   "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
+  "train": {"model": "resnet50", "engine": "gpu", "precision": "bf16", "batch": 64, "steps": 20, "fraction_of_median": 0.9},
   "sources": {
+    "train.fraction_of_median": "a node 10% below the fleet's median images/s from its own compute, chosen; not yet measured by rocebench on an H100 fleet",
     "allreduce.rated_link_Gbps": "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port",
     "allreduce.busbw_fraction_of_rated": "a margin below the link rate, chosen; not yet measured by rocebench on a 400G fabric",
     "gpu.gemm_tflops": "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 Tensor Core 1,979 TFLOPS with sparsity, 989 dense",
@@ -111,6 +124,14 @@ Profile profile_from(const LocatedJson& doc) {
   p.gemm_tflops = gpu.value("gemm_tflops", p.gemm_tflops);
   p.h2d_GBps = gpu.value("h2d_GBps", p.h2d_GBps);
   p.gpu_fraction = gpu.value("fraction", p.gpu_fraction);
+  const json train = j.value("train", json::object());
+  p.train_model = train.value("model", p.train_model);
+  p.train_engine = train.value("engine", p.train_engine);
+  p.train_timeline = train.value("timeline", p.train_timeline);
+  p.train_precision = train.value("precision", p.train_precision);
+  p.train_batch = train.value("batch", p.train_batch);
+  p.train_steps = train.value("steps", p.train_steps);
+  p.train_fraction = train.value("fraction_of_median", p.train_fraction);
   p.sources = j.value("sources", json::object());
   return p;
 }
@@ -293,6 +314,50 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
   for (const auto& node : v.nodes()) {
     const auto it = cells.find(node.host);
     if (it != cells.end() && !node.stages.count("gpu")) v.stage(node.host, "gpu", fmt::format("ok ({})", fmt::join(it->second, ", ")));
+  }
+}
+
+void judge_training(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile) {
+  const json* run = nullptr;  // the record at the largest world
+  for (const auto& r : records) {
+    if (r.value("step", "") == "models.scaling" && r.value("kind", "") == "result" &&
+        (!run || r.value("world", 0) >= run->value("world", 0))) {
+      run = &r;
+    }
+  }
+  if (run && run->value("status", "") == "skip") {
+    const std::string why = run->value("reason", "skipped");
+    for (const auto& host : hosts) {
+      if (profile.gpu_required) v.fail(host, {kUnverified, "train", "the profile requires a GPU: " + why});
+      else v.stage(host, "train", "skip (" + why.substr(0, why.find(':')) + ")");
+    }
+    return;
+  }
+  std::map<std::string, double> by_host;  // node -> images/s from its own compute
+  std::map<std::string, std::string> detail;
+  if (run && run->value("status", "") == "ok") {
+    for (const auto& rank : run->value("samples", json::object()).value("per_rank", json::array())) {
+      const std::string host = rank.value("host", "");
+      by_host[host] = rank.value("compute_images_per_s", 0.0);
+      detail[host] = fmt::format("{} images/s from its own compute ({} ms a step), {} with the group's waits", number(by_host[host]),
+                                 number(rank.value("compute_ms_p50", 0.0)), number(rank.value("images_per_s", 0.0)));
+    }
+  }
+  std::vector<double> all;
+  for (const auto& [host, value] : by_host) all.push_back(value);
+  const double median = all.empty() ? 0.0 : median_of(all);
+  const std::string what = fmt::format("{} {} batch {} on {} node(s)", profile.train_model, profile.train_engine, profile.train_batch, all.size());
+  for (const auto& host : hosts) {
+    const auto it = by_host.find(host);
+    if (it == by_host.end()) {
+      v.fail(host, {kUnverified, "train", run ? fmt::format("the training run ({}) has no figure of this node", run->value("status", "?"))
+                                              : "the training run did not complete"});
+    } else if (it->second < profile.train_fraction * median) {
+      v.fail(host, {kTrain, "train", fmt::format("{}: {}, below {} x the fleet's median {}", what, detail[host], profile.train_fraction,
+                                                 number(median))});
+    } else {
+      v.stage(host, "train", fmt::format("ok ({} images/s)", number(it->second)));
+    }
   }
 }
 

@@ -142,6 +142,51 @@ TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequir
   EXPECT_EQ(rated.nodes()[1].findings.at(0).code, kUnverified);
 }
 
+// models.scaling's record at the full world, with each rank's figures as the step gathers them.
+json training(const std::vector<std::pair<std::string, double>>& compute_images_per_s) {
+  json per_rank = json::array();
+  for (const auto& [host, ips] : compute_images_per_s) {
+    per_rank.push_back({{"rank", per_rank.size()}, {"host", host}, {"images_per_s", 60}, {"compute_ms_p50", 16e3 / ips},
+                        {"compute_images_per_s", ips}});
+  }
+  return {{"kind", "result"}, {"step", "models.scaling"}, {"status", "ok"}, {"world", per_rank.size()},
+          {"params", {{"model", "resnet20_cifar"}, {"engine", "replay"}}}, {"metrics", {{"images_per_s", 240}}},
+          {"samples", {{"per_rank", per_rank}}}};
+}
+
+TEST(AcceptVerdicts, TrainingBelowTheFleetsMedianIsTrainAndANodeWithoutAFigureUnverified) {
+  const Profile p = load_profile("auto");
+  Verdicts v({"a", "b", "c", "d", "e"});
+  json smaller = training({{"a", 1}, {"b", 1}});  // a smaller world's record is not the one judged
+  smaller["world"] = 2;
+  judge_training(v, {smaller, training({{"a", 80}, {"b", 76}, {"c", 60}, {"d", 82}})}, {"a", "b", "c", "d", "e"}, p);
+  EXPECT_TRUE(v.nodes()[0].pass());
+  EXPECT_EQ(v.nodes()[1].stages.at("train"), "ok (76 images/s)");
+  ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[2].findings[0].code, kTrain);
+  EXPECT_EQ(v.nodes()[2].findings[0].evidence,
+            "resnet20_cifar replay batch 16 on 4 node(s): 60 images/s from its own compute (266.7 ms a step), 60 with the "
+            "group's waits, below 0.8 x the fleet's median 78");
+  ASSERT_EQ(v.nodes()[4].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[4].findings[0].code, kUnverified);
+
+  Verdicts lost({"a"});
+  judge_training(lost, {}, {"a"}, p);
+  EXPECT_EQ(lost.nodes()[0].findings.at(0).evidence, "the training run did not complete");
+}
+
+TEST(AcceptVerdicts, ASkippedTrainingRunIsASkipUnlessTheProfileRequiresAGpu) {
+  json skipped = {{"kind", "result"}, {"step", "models.scaling"}, {"status", "skip"}, {"world", 2},
+                  {"reason", "no GPU: cudaGetDeviceCount found none"}};
+  Verdicts v({"a", "b"});
+  judge_training(v, {skipped}, {"a", "b"}, load_profile("auto"));
+  EXPECT_TRUE(v.pass());
+  EXPECT_EQ(v.nodes()[1].stages.at("train"), "skip (no GPU)");
+  Verdicts required({"a"});
+  judge_training(required, {skipped}, {"a"}, load_profile("h100-sxm-400g"));
+  EXPECT_EQ(required.nodes()[0].findings.at(0).code, kUnverified);
+}
+
 json pair(const std::string& src, const std::string& dst, double gbps, double retest = -1) {
   json r = {{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", retest < 0 ? "ok" : "fail"},
             {"params", {{"src", src}, {"dst", dst}}}, {"metrics", {{"bw_avg_Gbps", gbps}}}};

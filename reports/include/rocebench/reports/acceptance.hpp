@@ -33,6 +33,15 @@ struct Profile {
   double gemm_tflops = 0;          // rated peak; 0: judged against the fleet's median instead
   double h2d_GBps = 0;             // rated host-to-device copy; 0: the fleet's median
   double gpu_fraction = 0.9;       // of the rated figure, or of the fleet's median
+  // The short data-parallel training run (models.scaling at the full world): each node's images/s
+  // from its own compute (not its wait for the others) against the fleet's median.
+  std::string train_model = "resnet20_cifar";
+  std::string train_engine = "replay";  // replay needs no GPU; gpu when the node type has one
+  std::string train_timeline = "cpu-resnet20_cifar-fp32-b16";  // replay only
+  std::string train_precision = "fp32";
+  int train_batch = 16;
+  int train_steps = 10;
+  double train_fraction = 0.8;     // of the fleet's median images/s
   json sources = json::object();   // rated number -> where it comes from
 };
 
@@ -46,6 +55,7 @@ inline constexpr const char* kConfig = "CONFIG";            // netcheck failed, 
 inline constexpr const char* kLink = "LINK";                // its pairs stay slow, also retested alone
 inline constexpr const char* kSlow = "SLOW";                // isolated by bisection of a slow collective
 inline constexpr const char* kGpu = "GPU";                  // below its GPU's rating
+inline constexpr const char* kTrain = "TRAIN";              // its images/s in data-parallel training are below the fleet's
 inline constexpr const char* kUnverified = "UNVERIFIED";    // a required check could not run
 inline constexpr const char* kUnreachable = "UNREACHABLE";  // never arrived, or was lost
 
@@ -90,6 +100,11 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
 // UNVERIFIED when the profile requires a GPU. `no_gpu` names the nodes the stage left out, and why.
 void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
                const Profile& profile);
+// models.scaling's record at the largest world: each node's images/s from its own compute
+// (samples.per_rank) below the profile's fraction of the fleet's median is TRAIN; a skipped run is a
+// skip, or UNVERIFIED when the profile requires a GPU; `hosts` that the record does not name (or no
+// record at all) are UNVERIFIED.
+void judge_training(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // microbench.allpairs' records: the hosts its summary names are LINK, with their pairs' figures
 // against the median pair.
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
