@@ -235,7 +235,7 @@ class Acceptance {
     }
   }
 
-  // Stage 4: each node's GPU (GEMM, host-to-device copies) against the profile; nodes without one skip.
+  // Stage 4: every GPU of each node (GEMM, host-to-device copies) against the profile; nodes without one skip.
   void gpu_stage(const std::vector<Node>& reachable) {
     std::vector<Node> with_gpu;
     for (const auto& n : reachable) {
@@ -308,9 +308,10 @@ int accept_main(const Args& args) {
                 "a node that cannot join alone is UNREACHABLE, a failed check CONFIG; (2) the all-pairs link matrix,\n"
                 "slow pairs retested alone: LINK; (3) a ring allreduce over the reachable nodes, against the profile's\n"
                 "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW;\n"
-                "(4) each node's GPU GEMM and host-to-device copies against the profile: GPU (a skip without a GPU,\n"
-                "UNVERIFIED when the profile requires one); (5) a short data-parallel training run over the reachable\n"
-                "nodes: a node whose own compute delivers images/s below the profile's fraction of the fleet's median: TRAIN.\n"
+                "(4) GEMM and host-to-device copies on every GPU of each node against the profile: GPU, naming the\n"
+                "GPU (a skip without a GPU, UNVERIFIED when the profile requires one); (5) a short data-parallel\n"
+                "training run over the reachable nodes: a node whose own compute delivers images/s below the\n"
+                "profile's fraction of the fleet's median: TRAIN.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")

@@ -1,5 +1,6 @@
-// GPU micro-benchmarks on GPU 0: copies (bytes copied per second, as CUDA's bandwidthTest counts),
-// kernel launch latency of an empty kernel, and cuBLAS GEMM TFLOP/s. The empty kernel is PTX
+// GPU micro-benchmarks on every visible GPU (the last part of a name, gpu:N, says which): copies
+// (bytes copied per second, as CUDA's bandwidthTest counts), kernel launch latency of an empty
+// kernel, and cuBLAS GEMM TFLOP/s. The empty kernel is PTX
 // loaded through the runtime's library API, so no part of the build needs nvcc.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -67,8 +68,12 @@ struct Stream {
   cudaStream_t s = nullptr;
 };
 
-void copy_benchmark(benchmark::State& state, const std::string& dir, bool pinned, std::size_t bytes) {
+// Every benchmark runs on the GPU its name says: buffers, streams and handles belong to the current device.
+void use_gpu(int gpu) { check(cudaSetDevice(gpu), "cudaSetDevice"); }
+
+void copy_benchmark(benchmark::State& state, int gpu, const std::string& dir, bool pinned, std::size_t bytes) {
   guarded(state, [&] {
+    use_gpu(gpu);
     DeviceBuffer device(bytes), device2(dir == "d2d" ? bytes : 1);
     std::unique_ptr<HostMemory> host;
     if (dir != "d2d") host = std::make_unique<HostMemory>(bytes, pinned);
@@ -95,8 +100,9 @@ constexpr const char* kEmptyKernelPtx = R"(.version 8.0
 
 // wait = sync: launch and wait for completion (the round trip a synchronous step pays);
 // wait = none: the launch call alone, the queue drained after the timed loop.
-void launch_benchmark(benchmark::State& state, bool wait) {
+void launch_benchmark(benchmark::State& state, int gpu, bool wait) {
   guarded(state, [&] {
+    use_gpu(gpu);
     cudaLibrary_t library = nullptr;
     check(cudaLibraryLoadData(&library, kEmptyKernelPtx, nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData");
     std::unique_ptr<CUlib_st, cudaError_t (*)(cudaLibrary_t)> unload(library, cudaLibraryUnload);
@@ -125,8 +131,9 @@ constexpr GemmType kGemmTypes[] = {
 };
 
 // C = A·B, square n×n, timed per call with CUDA events (manual time).
-void gemm_benchmark(benchmark::State& state, const GemmType& type, int n) {
+void gemm_benchmark(benchmark::State& state, int gpu, const GemmType& type, int n) {
   guarded(state, [&] {
+    use_gpu(gpu);
     const std::size_t bytes = static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * type.element_bytes;
     DeviceBuffer a(bytes), b(bytes), c(bytes);
     check(cudaMemset(a.data, 0, bytes), "cudaMemset");
@@ -173,28 +180,31 @@ std::optional<std::string> gpu_unavailable() {
 }
 
 void register_gpu_benchmarks(const HostBenchOptions& o) {
-  for (std::size_t bytes = std::max<std::size_t>(o.min_bytes, 64 << 10); bytes <= o.max_bytes; bytes *= 16) {
-    for (const char* dir : {"h2d", "d2h", "d2d"}) {
-      for (const bool pinned : {true, false}) {
-        const std::string d = dir;
-        if (d == "d2d" && !pinned) continue;
-        const std::string memory = d == "d2d" ? "device" : pinned ? "pinned" : "pageable";
-        configured(benchmark::RegisterBenchmark(fmt::format("gpu_copy/dir:{}/memory:{}/bytes:{}", d, memory, bytes).c_str(),
-                                                [d, pinned, bytes](benchmark::State& s) { copy_benchmark(s, d, pinned, bytes); }),
-                   o);
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  for (int gpu = 0; gpu < count; ++gpu) {
+    // Registered under the benchmark's name with the device last: a filter on the name still matches.
+    auto add = [&](const std::string& name, auto body, bool manual_time = false) {
+      configured(benchmark::RegisterBenchmark(fmt::format("{}/gpu:{}", name, gpu).c_str(), body), o, manual_time);
+    };
+    for (std::size_t bytes = std::max<std::size_t>(o.min_bytes, 64 << 10); bytes <= o.max_bytes; bytes *= 16) {
+      for (const std::string d : {"h2d", "d2h", "d2d"}) {
+        for (const bool pinned : {true, false}) {
+          if (d == "d2d" && !pinned) continue;
+          const std::string memory = d == "d2d" ? "device" : pinned ? "pinned" : "pageable";
+          add(fmt::format("gpu_copy/dir:{}/memory:{}/bytes:{}", d, memory, bytes),
+              [gpu, d, pinned, bytes](benchmark::State& s) { copy_benchmark(s, gpu, d, pinned, bytes); });
+        }
       }
     }
-  }
-  for (const bool wait : {true, false}) {
-    configured(benchmark::RegisterBenchmark(fmt::format("gpu_launch/wait:{}", wait ? "sync" : "none").c_str(),
-                                            [wait](benchmark::State& s) { launch_benchmark(s, wait); }),
-               o);
-  }
-  for (const GemmType& type : kGemmTypes) {
-    for (const int n : {4096, 8192}) {
-      configured(benchmark::RegisterBenchmark(fmt::format("gpu_gemm/type:{}/n:{}", type.name, n).c_str(),
-                                              [&type, n](benchmark::State& s) { gemm_benchmark(s, type, n); }),
-                 o, /*manual_time=*/true);
+    for (const bool wait : {true, false}) {
+      add(fmt::format("gpu_launch/wait:{}", wait ? "sync" : "none"), [gpu, wait](benchmark::State& s) { launch_benchmark(s, gpu, wait); });
+    }
+    for (const GemmType& type : kGemmTypes) {
+      for (const int n : {4096, 8192}) {
+        add(fmt::format("gpu_gemm/type:{}/n:{}", type.name, n),
+            [gpu, &type, n](benchmark::State& s) { gemm_benchmark(s, gpu, type, n); }, /*manual_time=*/true);
+      }
     }
   }
 }

@@ -20,7 +20,8 @@ inline benchmark::internal::Benchmark* configured(benchmark::internal::Benchmark
 // Why no GPU benchmark can run here (no CUDA in this build, no GPU), or nothing when one can.
 std::optional<std::string> gpu_unavailable();
 
-// Registers H2D / D2H / D2D copies (pinned and pageable), launch latency and GEMM on GPU 0.
+// Registers H2D / D2H / D2D copies (pinned and pageable), launch latency and GEMM on every visible
+// GPU, each name ending in gpu:N (a record's params.gpu).
 // Call only when gpu_unavailable() said nothing.
 void register_gpu_benchmarks(const HostBenchOptions& options);
 

@@ -34,8 +34,8 @@ const char* kGbenchJson = R"({
     {"name": "sum/dtype:float16/bytes:4096/real_time_mean", "run_name": "sum/dtype:float16/bytes:4096/real_time",
      "run_type": "aggregate", "aggregate_name": "mean", "repetitions": 2, "threads": 1, "iterations": 2,
      "real_time": 600.0, "cpu_time": 600.0, "time_unit": "ns", "bytes_moved": 12288},
-    {"name": "gpu_gemm/type:bf16/n:4096/min_time:0.100/repeats:1/manual_time",
-     "run_name": "gpu_gemm/type:bf16/n:4096/min_time:0.100/repeats:1/manual_time",
+    {"name": "gpu_gemm/type:bf16/n:4096/gpu:1/min_time:0.100/repeats:1/manual_time",
+     "run_name": "gpu_gemm/type:bf16/n:4096/gpu:1/min_time:0.100/repeats:1/manual_time",
      "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1, "iterations": 10,
      "real_time": 0.25, "cpu_time": 0.26, "time_unit": "ms", "flop": 137438953472},
     {"name": "gpu_launch/wait:sync/real_time", "run_name": "gpu_launch/wait:sync/real_time", "run_type": "iteration",
@@ -90,7 +90,7 @@ TEST(HostBench, GbenchJsonBecomesOneValidRecordPerBenchmark) {
   EXPECT_DOUBLE_EQ(sum.metrics["vs_memcpy"].get<double>(), 20.48 / 30.72);
 
   const ResultRecord& gemm = records[2];
-  EXPECT_EQ(gemm.params, json({{"benchmark", "gpu_gemm"}, {"type", "bf16"}, {"n", 4096}}));
+  EXPECT_EQ(gemm.params, json({{"benchmark", "gpu_gemm"}, {"type", "bf16"}, {"n", 4096}, {"gpu", 1}}));  // the device it ran on
   EXPECT_NEAR(gemm.metrics["TFLOP_per_s_median"].get<double>(), 549.756, 1e-3);  // 2*4096^3 flop in 0.25 ms
   EXPECT_EQ(gemm.samples["metric"], "TFLOP_per_s");
 

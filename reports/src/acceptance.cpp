@@ -249,12 +249,14 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
 
 namespace {
 
-// A GPU figure of one node: GEMM TFLOP/s of the profile's type, or pinned host-to-device GB/s, at
+using GpuId = std::pair<std::string, long long>;  // node, GPU index (params.gpu; 0 in records from before it)
+
+// A GPU figure of each GPU: GEMM TFLOP/s of the profile's type, or pinned host-to-device GB/s, at
 // the largest size measured.
 struct GpuFigure {
   std::string what, unit;
   double rated;
-  std::map<std::string, double> by_host;
+  std::map<GpuId, std::pair<long long, double>> by_gpu;  // GPU -> (size, figure)
 };
 
 }  // namespace
@@ -269,46 +271,60 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
   }
   GpuFigure gemm{fmt::format("GEMM {}", profile.gemm_type), "TFLOP/s", profile.gemm_tflops, {}};
   GpuFigure h2d{"pinned host-to-device copy", "GB/s", profile.h2d_GBps, {}};
-  std::map<std::string, std::pair<long long, double>> largest_gemm, largest_h2d;  // host -> (size, figure)
-  std::map<std::string, std::string> skipped;
+  std::map<GpuId, std::string> failed;  // a GPU whose benchmarks ended in error or skip, and why
+  std::set<std::string> measured;       // nodes with at least one figure
   for (const auto& r : records) {
     const json params = r.value("params", json::object());
     const std::string bench = params.value("benchmark", ""), host = r.value("host", "");
     if (r.value("step", "") != "microbench.host" || bench.rfind("gpu_", 0) != 0) continue;
+    const GpuId gpu{host, params.value("gpu", 0LL)};
     if (r.value("status", "") != "ok") {
-      skipped[host] = r.value("reason", r.value("status", ""));
+      failed[gpu] = r.value("reason", r.value("status", ""));
       continue;
     }
-    auto keep = [&](auto& largest, long long size, const char* metric) {
-      auto& [at, figure] = largest[host];
-      if (size >= at) at = size, figure = r["metrics"].value(metric, 0.0);
+    auto keep = [&](GpuFigure& figure, long long size, const char* metric) {
+      auto& [at, value] = figure.by_gpu[gpu];
+      if (size >= at) at = size, value = r["metrics"].value(metric, 0.0);
+      measured.insert(host);
     };
-    if (bench == "gpu_gemm" && params.value("type", "") == profile.gemm_type) keep(largest_gemm, params.value("n", 0LL), "TFLOP_per_s_median");
+    if (bench == "gpu_gemm" && params.value("type", "") == profile.gemm_type) keep(gemm, params.value("n", 0LL), "TFLOP_per_s_median");
     if (bench == "gpu_copy" && params.value("dir", "") == "h2d" && params.value("memory", "") == "pinned") {
-      keep(largest_h2d, params.value("bytes", 0LL), "bw_GBps_median");
+      keep(h2d, params.value("bytes", 0LL), "bw_GBps_median");
     }
   }
-  for (const auto& [host, why] : skipped) {
-    if (largest_gemm.count(host) || largest_h2d.count(host)) continue;
-    if (profile.gpu_required) v.fail(host, {kUnverified, "gpu", "the GPU benchmarks did not run: " + why});
-    else v.stage(host, "gpu", gist(why));
+  for (const auto& [gpu, why] : failed) {
+    const auto& [host, index] = gpu;
+    if (gemm.by_gpu.count(gpu) || h2d.by_gpu.count(gpu)) continue;
+    if (measured.count(host)) {  // the node's other GPUs ran: this one is faulty
+      v.fail(host, {kGpu, "gpu", fmt::format("GPU {}: its benchmarks did not run: {}", index, why)});
+    } else if (profile.gpu_required) {
+      v.fail(host, {kUnverified, "gpu", "the GPU benchmarks did not run: " + why});
+    } else {
+      v.stage(host, "gpu", gist(why));
+    }
   }
-  for (const auto& [host, f] : largest_gemm) gemm.by_host[host] = f.second;
-  for (const auto& [host, f] : largest_h2d) h2d.by_host[host] = f.second;
   std::map<std::string, std::vector<std::string>> cells;
   for (const GpuFigure* figure : {&gemm, &h2d}) {
-    if (figure->by_host.empty()) continue;
+    if (figure->by_gpu.empty()) continue;
     std::vector<double> all;
-    for (const auto& [host, value] : figure->by_host) all.push_back(value);
+    std::map<std::string, std::vector<double>> of_node;
+    for (const auto& [gpu, f] : figure->by_gpu) {
+      all.push_back(f.second);
+      of_node[gpu.first].push_back(f.second);
+    }
     const double reference = figure->rated > 0 ? figure->rated : median_of(all);
     const std::string against = figure->rated > 0 ? fmt::format("the rated {}", number(figure->rated))
                                                    : fmt::format("the fleet's median {}", number(reference));
-    for (const auto& [host, value] : figure->by_host) {
-      if (value < profile.gpu_fraction * reference) {
-        v.fail(host, {kGpu, "gpu", fmt::format("{}: {} {}, below {} x {}", figure->what, number(value), figure->unit,
-                                               profile.gpu_fraction, against)});
+    for (const auto& [gpu, f] : figure->by_gpu) {
+      if (f.second < profile.gpu_fraction * reference) {
+        v.fail(gpu.first, {kGpu, "gpu", fmt::format("GPU {}: {}: {} {}, below {} x {}", gpu.second, figure->what, number(f.second),
+                                                    figure->unit, profile.gpu_fraction, against)});
       }
-      cells[host].push_back(fmt::format("{} {}", number(value), figure->unit));
+    }
+    for (const auto& [host, values] : of_node) {
+      const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+      cells[host].push_back(values.size() == 1 ? fmt::format("{} {}", number(*lo), figure->unit)
+                                               : fmt::format("{}–{} {} on {} GPUs", number(*lo), number(*hi), figure->unit, values.size()));
     }
   }
   for (const auto& node : v.nodes()) {

@@ -118,9 +118,9 @@ TEST(AcceptVerdicts, ASettingThatDiffersFromTheFleetIsConfig) {
   EXPECT_TRUE(split.pass()) << "without a majority there is no fleet value to differ from";
 }
 
-json gemm(const std::string& host, double tflops) {
+json gemm(const std::string& host, double tflops, int gpu = 0) {
   return {{"kind", "result"}, {"step", "microbench.host"}, {"host", host}, {"status", "ok"},
-          {"params", {{"benchmark", "gpu_gemm"}, {"type", "bf16"}, {"n", 8192}}}, {"metrics", {{"TFLOP_per_s_median", tflops}}}};
+          {"params", {{"benchmark", "gpu_gemm"}, {"type", "bf16"}, {"n", 8192}, {"gpu", gpu}}}, {"metrics", {{"TFLOP_per_s_median", tflops}}}};
 }
 
 TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequired) {
@@ -130,7 +130,7 @@ TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequir
   EXPECT_TRUE(v.nodes()[0].pass());
   EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "ok (700 TFLOP/s)");
   ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
-  EXPECT_EQ(v.nodes()[2].findings[0].evidence, "GEMM bf16: 520 TFLOP/s, below 0.9 x the fleet's median 700");
+  EXPECT_EQ(v.nodes()[2].findings[0].evidence, "GPU 0: GEMM bf16: 520 TFLOP/s, below 0.9 x the fleet's median 700");
   EXPECT_EQ(v.nodes()[3].stages.at("gpu"), "skip (no GPU)");
 
   p.gpu_required = true;
@@ -138,8 +138,25 @@ TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequir
   Verdicts rated({"a", "d"});
   judge_gpu(rated, {gemm("a", 700)}, {{"d", "no GPU"}}, p);
   ASSERT_EQ(rated.nodes()[0].findings.size(), 1u);
-  EXPECT_EQ(rated.nodes()[0].findings[0].evidence, "GEMM bf16: 700 TFLOP/s, below 0.9 x the rated 989");
+  EXPECT_EQ(rated.nodes()[0].findings[0].evidence, "GPU 0: GEMM bf16: 700 TFLOP/s, below 0.9 x the rated 989");
   EXPECT_EQ(rated.nodes()[1].findings.at(0).code, kUnverified);
+}
+
+TEST(AcceptVerdicts, EveryGpuOfANodeIsJudgedAndTheVerdictNamesTheSlowOrFailedOne) {
+  json failed = gemm("c", 0, 1);
+  failed["status"] = "error";
+  failed["reason"] = "cudaMalloc: out of memory";
+  Verdicts v({"a", "b", "c"});
+  judge_gpu(v, {gemm("a", 700, 0), gemm("a", 705, 1), gemm("b", 702, 0), gemm("b", 400, 1), gemm("c", 698, 0), failed}, {},
+            load_profile("auto"));
+  EXPECT_TRUE(v.nodes()[0].pass());
+  EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "ok (700–705 TFLOP/s on 2 GPUs)");
+  ASSERT_EQ(v.nodes()[1].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[1].findings[0].code, kGpu);
+  EXPECT_EQ(v.nodes()[1].findings[0].evidence, "GPU 1: GEMM bf16: 400 TFLOP/s, below 0.9 x the fleet's median 700");
+  ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[2].findings[0].code, kGpu);
+  EXPECT_EQ(v.nodes()[2].findings[0].evidence, "GPU 1: its benchmarks did not run: cudaMalloc: out of memory");
 }
 
 // models.scaling's record at the full world, with each rank's figures as the step gathers them.

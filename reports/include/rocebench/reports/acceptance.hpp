@@ -95,9 +95,11 @@ class Verdicts {
 // netcheck.host's check records: a failed check is CONFIG, an unverified one UNVERIFIED, and so is a
 // kernel, driver or firmware that differs from what most of the fleet runs (CONFIG).
 void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
-// microbench.host's GPU records (gpu_gemm, gpu_copy h2d): below the profile's fraction of the rated
-// figure (or of the fleet's median) is GPU; a node whose GPU benchmarks could not run is a skip, or
-// UNVERIFIED when the profile requires a GPU. `no_gpu` names the nodes the stage left out, and why.
+// microbench.host's GPU records (gpu_gemm, gpu_copy h2d), one per GPU (params.gpu): a GPU below the
+// profile's fraction of the rated figure (or of the fleet's median over every GPU) is GPU, naming the
+// GPU; so is a GPU whose benchmarks failed while the node's others ran. A node whose GPU benchmarks
+// could not run at all is a skip, or UNVERIFIED when the profile requires a GPU. `no_gpu` names the
+// nodes the stage left out, and why.
 void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
                const Profile& profile);
 // models.scaling's record at the largest world: each node's images/s from its own compute
