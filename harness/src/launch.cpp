@@ -201,7 +201,10 @@ std::vector<std::string> srun_argv(const LaunchSpec& spec) {
   for (const auto& [name, value] : spec.env) exports += "," + name;
   std::vector<std::string> argv{"srun", fmt::format("--nodes={}", distinct.size()),
                                 fmt::format("--ntasks={}", total_ranks(spec)), "--distribution=arbitrary",
-                                fmt::format("--nodelist={}", fmt::join(per_task, ",")), "--export=" + exports};
+                                fmt::format("--nodelist={}", fmt::join(per_task, ",")), "--export=" + exports,
+                                // srun takes one SIGINT as a request for status and stops only on a second
+                                // within 1 s; the launcher hands on one, which must stop every rank.
+                                "--quit-on-interrupt"};
   argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
   argv.insert(argv.end(), spec.rank_argv.begin(), spec.rank_argv.end());
   return argv;

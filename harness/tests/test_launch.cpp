@@ -110,7 +110,7 @@ TEST(Launchers, MpirunAndSrunArgv) {
   // One --nodelist entry per task, in the hostfile's order: rank 0 on the first host (MASTER_ADDR).
   EXPECT_EQ(srun_argv(spec),
             (std::vector<std::string>{"srun", "--nodes=2", "--ntasks=4", "--distribution=arbitrary", "--nodelist=a,a,b,b",
-                                      "--export=ALL,MASTER_ADDR,ROCEBENCH_TOKEN", "/opt/rocebench", "run",
+                                      "--export=ALL,MASTER_ADDR,ROCEBENCH_TOKEN", "--quit-on-interrupt", "/opt/rocebench", "run",
                                       "--launcher", "env"}));
   for (const auto& arg : mpirun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;
   for (const auto& arg : srun_argv(spec)) EXPECT_EQ(arg.find("tok"), std::string::npos) << "the token is in argv: " << arg;

@@ -1,7 +1,9 @@
 # Sourced by test_slurm.sh and test_mpirun.sh: what `rocebench run` must do under a real launcher
 # across 4 emulated hosts. The caller sets $rocebench (its real path), $prefix (hosts ${prefix}0..3),
-# $work, and a function `launch ARG...` that execs `rocebench run ARG...` with the launcher under test
-# (exec: `launch … &` then leaves $! the launcher's own pid, for the signals below).
+# $work, and a function `launch_command COMMAND ARG...` that execs `rocebench COMMAND ARG...` with the
+# launcher under test (exec: `launch_command … &` then leaves $! the launcher's own pid, for the signals
+# below); `launch ARG...` is `launch_command run ARG...`. It may define `launcher_jobs`, printing the
+# jobs its scheduler still holds.
 failures=0
 check() {  # check DESCRIPTION COMMAND...
   if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi
@@ -21,11 +23,19 @@ none_left_within() {  # none_left_within SECONDS
   echo "left: $(rocebench_pids | xargs -r ps -o pid=,args= -p)"
   return 1
 }
+# Jobs the launcher under test left in its scheduler (`launcher_jobs`, squeue under Slurm).
+no_jobs_left_within() {  # no_jobs_left_within SECONDS
+  for _ in $(seq $(($1 * 10))); do [ -z "$(launcher_jobs)" ] && return 0; sleep 0.1; done
+  echo "left: $(launcher_jobs)"
+  return 1
+}
 # Waits (up to 30 s) until the run record is written: every rank has joined.
 wait_run_record() {
   for _ in $(seq 300); do grep -q '"kind":"run"' "$1" 2>/dev/null && return 0; sleep 0.1; done
   return 1
 }
+
+launch() { launch_command run "$@"; }
 
 launcher_checks() {
   local name=$1 rc start
@@ -90,17 +100,55 @@ sys.exit(0 if [(r["details"]["rank"], r["details"]["host"], r["details"].get("en
     "$work/kill0/results.jsonl" "${prefix}0"
   check "no rocebench process is left after the rank 0 kill run" none_left_within 15
 
-  # SIGTERM to the launcher stops every rank, and the results say the run was interrupted.
-  launch "$work/long.json" --results-dir "$work/term" --deadline 15 --timeout 90 >"$work/term.out" 2>"$work/term.err" &
-  launcher=$!
-  check "every rank joined (SIGTERM run)" wait_run_record "$work/term/results.jsonl"
-  start=$SECONDS
-  kill -TERM "$launcher"
-  wait "$launcher"
-  rc=$?
-  check "the launcher exits 143 on SIGTERM, got $rc, after $((SECONDS - start)) s" test "$rc" = 143
-  check "no rocebench process is left within 15 s of SIGTERM" none_left_within 15
-  check "results hold run.interrupted" grep -q '"event":"run.interrupted"' "$work/term/results.jsonl"
+  # SIGTERM (a CI timeout) and SIGINT (Ctrl-C) to the launcher: every rank and every job is gone within
+  # the deadline, the results keep what finished and say the run was interrupted, the exit is 128+signal.
+  # SIGTERM stops a plan run during its second step; SIGINT stops a module command, whose temporary plan
+  # (the one its ranks read) must be removed.
+  cat >"$work/two.json" <<'JSON'
+{"name": "launcher-two-steps", "steps": [
+  {"step": "collectives.allreduce", "params": {"algorithm": "ring", "min_bytes": 1024, "max_bytes": 1024, "iters": 3}},
+  {"step": "harness.rendezvous", "params": {"rounds": 3000, "interval_ms": 10}}]}
+JSON
+  local sig plan_file
+  for sig in TERM INT; do
+    if [ "$sig" = TERM ]; then
+      launch "$work/two.json" --results-dir "$work/$sig" --deadline 15 --timeout 90 >"$work/$sig.out" 2>"$work/$sig.err" &
+    else
+      launch_command allreduce -b 1M -e 1M -n 1000000 --results-dir "$work/$sig" --deadline 15 >"$work/$sig.out" 2>"$work/$sig.err" &
+    fi
+    launcher=$!
+    check "every rank joined (SIG$sig run)" wait_run_record "$work/$sig/results.jsonl"
+    # The plan the ranks read, from rank 0's argv (--plan FILE).
+    plan_file=$(tr '\0' '\n' <"/proc/$(rocebench_pids "${prefix}0" | head -n 1)/cmdline" | sed -n '/^--plan$/{n;p;q}')
+    if [ "$sig" = TERM ]; then  # stopped in the second step, once the first has recorded
+      for _ in $(seq 300); do grep -q '"step":"collectives.allreduce"' "$work/$sig/results.jsonl" && break; sleep 0.1; done
+      sleep 1
+    else
+      check "the module command's ranks read a temporary plan ($plan_file)" test -f "$plan_file"
+    fi
+    start=$SECONDS
+    kill "-$sig" "$launcher"
+    wait "$launcher"
+    rc=$?
+    check "the launcher exits $((128 + $(kill -l "$sig"))) on SIG$sig, got $rc, after $((SECONDS - start)) s" \
+      test "$rc" = $((128 + $(kill -l "$sig")))
+    check "no rocebench process is left within 15 s of SIG$sig" none_left_within 15
+    if declare -F launcher_jobs >/dev/null; then check "no $name job is left within 15 s of SIG$sig" no_jobs_left_within 15; fi
+    check "results say SIG$sig interrupted the run, name the steps that had recorded, and no rank needed SIGKILL" /usr/bin/python3 -c '
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+stops = [r for r in records if r.get("event") == "run.interrupted"]
+print([(r["message"], r["details"]["ranks"]) for r in stops])
+want = ["collectives.allreduce"] if sys.argv[2] == "SIGTERM" else []
+kept = sum(r.get("step") == "collectives.allreduce" for r in records)
+# The signal itself stopped them: the launcher did not need its SIGKILL 5 s later.
+sys.exit(0 if len(stops) == 1 and stops[0]["details"]["signal"] == sys.argv[2] and
+         all(r["ended"] != "killed by SIGKILL" for r in stops[0]["details"]["ranks"]) and
+         stops[0]["details"]["steps_with_results"] == want and kept >= len(want) else 1)' "$work/$sig/results.jsonl" "SIG$sig"
+    if [ "$sig" = INT ]; then
+      check "the temporary plan is removed" test -n "$plan_file" -a ! -e "$plan_file"
+    fi
+  done
 
   # The launcher killed outright: mpirun/srun get SIGTERM from the kernel (PR_SET_DEATHSIG) and must
   # still stop every rank.

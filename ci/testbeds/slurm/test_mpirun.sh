@@ -22,7 +22,7 @@ head -n 4 "$hosts" | awk '{print $1}' >"$work/nodes"
 login=$(awk 'END {print $1}' "$hosts")
 # mpirun starts its daemon (orted) on each host through the agent, as it would through ssh.
 export OMPI_MCA_plm_rsh_agent="$here/host_exec.sh --rsh"
-launch() { exec "$here/host_exec.sh" "$login" "$rocebench" run --launcher mpirun --hostfile "$work/nodes" "$@"; }
+launch_command() { local command=$1; shift; exec "$here/host_exec.sh" "$login" "$rocebench" "$command" --launcher mpirun --hostfile "$work/nodes" "$@"; }
 
 launcher_checks mpirun
 accept_checks mpirun OMPI_COMM_WORLD_* "$login" "$work/nodes"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest: `rocebench run --launcher srun` on a real Slurm cluster (slurm.sh: slurmctld and munged on a
 # login host, one slurmd in each of 4 emulated hosts). A run succeeds across 4 distinct hosts; a task
-# killed is reported by rank and host and the run exits 3; SIGTERM to the launcher stops every rank;
+# killed is reported by rank and host and the run exits 3; SIGTERM or SIGINT to the launcher stops every
+# rank and job (squeue) and removes a module command's temporary plan;
 # `rocebench accept --launcher srun` gives every node a verdict.
 # Exit 77 (skipped, the reason on the last line) without root, network namespaces or Slurm; a
 # failure under CI=true (../unavailable.sh).
@@ -28,7 +29,8 @@ source "$env_file"
 echo "Slurm is up: $(tr '\n' ' ' <"$SLURM_NODES")(login host $SLURM_LOGIN)"
 # The launcher runs on the login host, as an operator's would; srun finds the cluster by SLURM_CONF.
 # A later --hostfile (the reversed one below) overrides this one.
-launch() { exec "$here/host_exec.sh" "$SLURM_LOGIN" "$rocebench" run --launcher srun --hostfile "$SLURM_NODES" "$@"; }
+launch_command() { local command=$1; shift; exec "$here/host_exec.sh" "$SLURM_LOGIN" "$rocebench" "$command" --launcher srun --hostfile "$SLURM_NODES" "$@"; }
+launcher_jobs() { "$here/host_exec.sh" "$SLURM_LOGIN" squeue --noheader --format '%i %j %T' 2>&1; }  # an error is output too: never a vacuous pass
 
 launcher_checks srun
 
