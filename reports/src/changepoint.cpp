@@ -55,7 +55,11 @@ double student_t_critical(double p, double df) {
   return hi;
 }
 
-constexpr double kPowerZ = 0.8416;  // one-sided z of 80% power: "would decide" means 4 times in 5
+// One-sided z of 95% power: SAME means these runs would have flagged a regression of min_effect 19
+// times in 20 (the target for a 5% step), not 4 in 5; a noisier series is UNKNOWN instead.
+constexpr double kPowerZ = 1.645;
+// The variance of a Huber level (k = 1.5) on normal data, in units of sigma^2 / n.
+constexpr double kHuberVariance = 1.037;
 
 }  // namespace
 
@@ -116,8 +120,8 @@ ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, s
     for (std::size_t i = a; i < c; ++i) ss += std::min(std::pow(x[i] - (i < b ? h1 : h2), 2), clip * clip);
     cp.stdev = std::sqrt(ss / (df * 0.9776));
   }
-  // Its variance on normal data: 1.037 sigma^2 / n (k = 1.5).
-  cp.p = student_t_two_sided_p(hdiff / (cp.stdev * std::sqrt(1.037 / n1 + 1.037 / n2)), df);
+  // Its variance on normal data: kHuberVariance sigma^2 / n.
+  cp.p = student_t_two_sided_p(hdiff / (cp.stdev * std::sqrt(kHuberVariance / n1 + kHuberVariance / n2)), df);
   return cp;
 }
 
@@ -224,21 +228,34 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
                                     first_new - base, o.min_baseline);
     return v;
   }
-  const ChangePoint cp = t_test(x, base, best_split(x, base, n, first_new, n), n);
+  // One-sided in the metric's bad direction (a regression is what the check is for), two-sided for
+  // an improvement: a regression at half the p-value of an improvement.
+  auto is_worse = [&](const ChangePoint& c) { return (c.mean_after > c.mean_before) != higher_is_better && c.mean_after != c.mean_before; };
+  auto is_significant = [&](const ChangePoint& c) { return (is_worse(c) ? c.p / 2 : c.p) < o.detect.max_p; };
+  ChangePoint cp = t_test(x, base, best_split(x, base, n, first_new, n), n);
+  // The best split may leave fewer than min_after runs after it only because noise put the first
+  // night of a step near the old level: then the best split with min_after runs after it decides,
+  // when it is significant and each of those runs is nearer the new level than the old (two slow
+  // nights after a normal one are not a step: they stay UNKNOWN).
+  if (n - cp.index < o.min_after && n >= first_new + o.min_after) {
+    const ChangePoint settled = t_test(x, base, best_split(x, base, n, first_new, n - o.min_after + 1), n);
+    const bool every_run_moved = std::all_of(x.begin() + static_cast<long>(settled.index), x.end(), [&](double y) {
+      return std::abs(y - settled.mean_after) < std::abs(y - settled.mean_before);
+    });
+    if (is_significant(settled) && every_run_moved) cp = settled;
+  }
   v.change = cp;
   v.effect = cp.step();
   const double nb = static_cast<double>(cp.index - base), after = static_cast<double>(n - cp.index);
-  // One-sided in the metric's bad direction (a regression is what the check is for), two-sided for
-  // an improvement: a regression at half the p-value of an improvement.
-  const bool worse = (cp.mean_after > cp.mean_before) != higher_is_better && cp.mean_after != cp.mean_before;
-  const bool significant = (worse ? cp.p / 2 : cp.p) < o.detect.max_p;
+  const bool significant = is_significant(cp);
   const double cv = cp.mean_before != 0 ? cp.stdev / std::abs(cp.mean_before) : 0;
   // Runs after the step that a t-test of this noise needs to see a step of size `effect`: 0 when
   // no number of runs would (the baseline alone is too noisy).
   auto runs_to_see = [&](double effect) -> std::size_t {
     if (cv == 0) return 1;
-    const double tc = student_t_critical(o.detect.max_p, nb + 1);
-    const double inv = std::pow(effect / ((tc + kPowerZ) * cv), 2) - 1 / nb;
+    // A regression is tested one-sided: its two-sided critical value is at twice max_p.
+    const double tc = student_t_critical(2 * o.detect.max_p, nb + 1);
+    const double inv = std::pow(effect / ((tc + kPowerZ) * cv), 2) / kHuberVariance - 1 / nb;
     return inv <= 0 ? 0 : static_cast<std::size_t>(std::ceil(1 / inv));
   };
   const double tc = student_t_critical(o.detect.max_p, nb + after - 2);
