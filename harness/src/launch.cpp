@@ -119,6 +119,30 @@ bool valid_host_name(const std::string& name) {
 
 }  // namespace
 
+CpuPin pin_to_cpu(int local_rank) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (::sched_getaffinity(0, sizeof mask, &mask) != 0) throw InfraError(std::string("sched_getaffinity: ") + std::strerror(errno));
+  std::vector<int> allowed;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) allowed.push_back(c);
+  }
+  if (allowed.empty()) throw InfraError("sched_getaffinity: no CPU allowed");
+  CpuPin pin{allowed[static_cast<std::size_t>(local_rank) % allowed.size()], static_cast<int>(allowed.size())};
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(pin.cpu, &one);
+  // Every thread: the rendezvous' threads are already running when the plan says to pin.
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const pid_t tid = std::stoi(task.path().filename().string());
+    if (::sched_setaffinity(tid, sizeof one, &one) != 0 && errno != ESRCH) {
+      throw InfraError(fmt::format("sched_setaffinity(CPU {}): {}", pin.cpu, std::strerror(errno)));
+    }
+  }
+  pin.cpu = ::sched_getcpu();  // where this thread now runs, as the record says: the pin, if it took
+  return pin;
+}
+
 std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string& file) {
   std::vector<HostSlot> hosts;
   std::istringstream in(text);

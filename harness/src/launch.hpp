@@ -35,6 +35,16 @@ inline constexpr int kDefaultRendezvousPort = 29517;
 RankEnv rank_env_from(const std::map<std::string, std::string>& env);
 std::map<std::string, std::string> current_environment();
 
+// Where a rank pinned itself (plan launcher.pin_cpus): one CPU of the `allowed` ones this process
+// may run on (its affinity mask: a cgroup or taskset may allow fewer than the host has).
+struct CpuPin {
+  int cpu = -1;  // the CPU the rank runs on once pinned (sched_getcpu)
+  int allowed = 0;
+};
+// Pins every thread of this process to the (local_rank mod allowed)-th allowed CPU, so that local
+// ranks take distinct CPUs while there are enough. InfraError when the kernel refuses.
+CpuPin pin_to_cpu(int local_rank);
+
 // One line of an Open MPI style hostfile: "host [slots=N]"; '#' starts a comment.
 struct HostSlot {
   std::string host;

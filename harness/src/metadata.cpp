@@ -144,16 +144,34 @@ json collect_host_info(const std::string& hostname, const std::string& root) {
 json merge_hosts(const std::vector<json>& per_rank) {
   std::map<std::string, json> by_host;
   std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> shared;  // per host: pinned ranks that found their CPU taken
+  std::map<std::string, int> allowed;              // and how many CPUs they could choose from
   for (std::size_t rank = 0; rank < per_rank.size(); ++rank) {
-    const std::string name = per_rank[rank].at("hostname");
+    json info = per_rank[rank];
+    const json pinned = info.contains("pinned") ? info["pinned"] : json();
+    info.erase("pinned");
+    const std::string name = info.at("hostname");
     if (!by_host.count(name)) {
-      by_host[name] = per_rank[rank];
+      by_host[name] = info;
       order.push_back(name);
     }
     by_host[name]["ranks"].push_back(rank);
+    if (pinned.is_object()) {
+      by_host[name]["pinned_cpus"].push_back({{"rank", rank}, {"cpu", pinned.at("cpu")}});
+      if (pinned.at("shared").get<bool>()) shared[name].push_back(static_cast<int>(rank));
+      allowed[name] = pinned.at("allowed");
+    }
   }
   json out = json::array();
-  for (const auto& name : order) out.push_back(by_host[name]);
+  for (const auto& name : order) {
+    json& host = by_host[name];
+    // Fewer CPUs than ranks is recorded, not refused: the numbers of such a run are noisier.
+    if (shared.count(name)) {
+      host["pinning"] = fmt::format("more ranks than the {} CPU(s) this run may use: rank(s) {} share a CPU with another rank",
+                                    allowed[name], fmt::join(shared[name], ", "));
+    }
+    out.push_back(host);
+  }
   return out;
 }
 

@@ -44,6 +44,7 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
   plan.name = doc.value.at("name");
   plan.deadline_s = doc.value.value("deadline_s", plan.deadline_s);
   plan.run_timeout_s = doc.value.value("run_timeout_s", plan.run_timeout_s);
+  plan.history = doc.value.value("history", "");
   if (doc.value.contains("launcher")) {
     const json& l = doc.value["launcher"];
     plan.launcher.type = l.at("type");
@@ -55,6 +56,7 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
       plan.launcher.emulated_link_rate = l["emulated_hosts"].at("link_rate");
       if (plan.launcher.type != "local") doc.fail("/launcher/emulated_hosts", "emulated hosts are for the local launcher only");
     }
+    plan.launcher.pin_cpus = l.value("pin_cpus", false);
     if (plan.launcher.type != "local" && plan.launcher.hostfile.empty()) {
       doc.fail("/launcher/hostfile", "the " + plan.launcher.type + " launcher needs a hostfile");
     }

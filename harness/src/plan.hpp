@@ -17,6 +17,7 @@ struct LauncherConfig {
   int ranks_per_host = 0;      // 0: the hostfile's slots
   std::vector<std::string> extra_args;
   std::string emulated_link_rate;  // local: run each rank in an emulated host with this link (tc's units); empty: none
+  bool pin_cpus = false;  // each rank on one CPU (pin_to_cpu), for steadier numbers
 };
 
 struct PlanStep {
@@ -33,6 +34,7 @@ struct Plan {
   LauncherConfig launcher;
   double deadline_s = 60;
   double run_timeout_s = 3600;
+  std::string history;  // history database to add the run to and check; relative to the results root
   std::vector<PlanStep> steps;
   json document;
 };

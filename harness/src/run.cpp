@@ -20,6 +20,7 @@
 #include "plan.hpp"
 #include "rendezvous.hpp"
 #include "run.hpp"
+#include "rocebench/reports/history.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
@@ -137,6 +138,14 @@ int rank_main(const RunOptions& options) {
                           kinds);
       }
       json info = collect_host_info(host);
+      if (plan->launcher.pin_cpus) {
+        // Emulated hosts share this machine's CPUs: the local launcher numbers its ranks across them.
+        const auto vars = current_environment();
+        const auto machine_rank = vars.find("ROCEBENCH_MACHINE_RANK");
+        const int slot = machine_rank != vars.end() ? std::stoi(machine_rank->second) : env.local_rank;
+        const CpuPin pin = pin_to_cpu(slot);
+        info["pinned"] = {{"cpu", pin.cpu}, {"shared", slot >= pin.allowed}, {"allowed", pin.allowed}};
+      }
       client.set(fmt::format("run/host/{}", env.rank), info.dump());
       if (env.rank == 0) {
         std::vector<json> per_rank;
@@ -251,6 +260,25 @@ int report_run(const fs::path& dir) {
   }
 }
 
+// The plan's history (or --history): the run adds itself and the history's check judges it with
+// the nights before. Only a run whose ranks all finished (exit 0 or 1): a partial run would read as
+// a step. Returns the check's exit code (1 on a regression), or 2 / 3 when the database is bad / locked.
+int check_in_history(const std::string& db, const fs::path& dir, int run_exit_code) {
+  if (severity(run_exit_code) > 1) {
+    std::cout << fmt::format("history: {} not updated: the run did not finish (exit {})\n", db, run_exit_code);
+    return kExitOk;
+  }
+  try {
+    return reports::add_and_check(db, dir / "results.jsonl", dir / "history-junit.xml");
+  } catch (const InputError& e) {
+    std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
+    return kExitInfra;
+  }
+}
+
 // A run stopped by SIGINT/SIGTERM/SIGHUP says so in its results, with the steps that had recorded.
 void record_interruption(const fs::path& results, const std::string& run_id, const std::vector<ChildExit>& exits) {
   const std::string signal = std::string("SIG") + sigabbrev_np(stop_signal());
@@ -361,6 +389,7 @@ int launch_run(RunOptions options) {
       const EmulatedHost* host = emulated.empty() ? nullptr : &emulated[r % emulated.size()];
       auto env = spec.env;
       env["RANK"] = std::to_string(r);
+      env["ROCEBENCH_MACHINE_RANK"] = std::to_string(r);  // which CPU it pins itself to (pin_cpus)
       env["LOCAL_RANK"] = std::to_string(per_host[host ? host->netns : ""]++);
       children.push_back(spawn(spec.rank_argv, env, host, r));
       std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
@@ -408,9 +437,16 @@ int launch_run(RunOptions options) {
   made_hosts.reset();
   if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
   else record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
-  const int verdict = options.report ? report_run(dir) : kExitOk;
+  int verdict = options.report ? report_run(dir) : kExitOk;
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
   if (stop_signal() != 0) return 128 + stop_signal();
+  const std::string db = !options.history_db.empty() ? options.history_db
+                         : plan.history.empty()      ? ""
+                                                     : (dir.parent_path() / plan.history).string();
+  if (!db.empty()) {
+    const int history = check_in_history(db, dir, exit_code);
+    if (severity(history) > severity(verdict)) verdict = history;
+  }
   return severity(verdict) > severity(exit_code) ? verdict : exit_code;
 }
 
@@ -438,6 +474,8 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
       .range(plan_field_schema("/deadline_s"))
       .option("--timeout", &o.timeout_s, "seconds the whole run may take (default: the plan's)", "S")
       .range(plan_field_schema("/run_timeout_s"))
+      .option("--history", &o.history_db,
+              "add the run to this history database and check it with the runs before (default: the plan's history)", "DB")
       .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
   return p;
 }

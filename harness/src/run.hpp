@@ -23,6 +23,7 @@ struct RunOptions {
   double timeout_s = 0;
   bool dry_run = false;
   bool report = true;  // end with the report and its summary on the console
+  std::string history_db;  // add the run to this history and check it (default: the plan's history)
 };
 
 // A new run's id: its UTC time and a random suffix (20261202-004512-3fa9c1).

@@ -53,6 +53,33 @@ std::string change_text(const SeriesCheck& c) {
   return fmt::format("{}; from run {} (revision {}, {})", v.why, at.run, at.revision, at.time.substr(0, 10));
 }
 
+// Prints every verdict but SAME (all: those too) and the counts; writes JUnit when `junit` is set.
+// Returns 1 when a series regressed, else 0.
+int print_check(const History& h, const CheckOptions& o, const std::string& machine, bool all, const std::string& junit) {
+  const auto series = h.series(machine);
+  const auto checks = check_history(series, h.runs(), o);
+  std::map<Call, std::size_t> count;
+  std::vector<Verdict> verdicts;
+  std::string machine_shown;
+  for (const auto& c : checks) {
+    ++count[c.verdict.call];
+    const std::string text = change_text(c);
+    verdicts.push_back({"history", c.series->machine + ": " + c.series->label(),
+                        c.verdict.call == Call::regressed ? Outcome::fail : Outcome::pass,
+                        fmt::format("{}: {}", to_string(c.verdict.call), text)});
+    if (c.verdict.call == Call::same && !all) continue;
+    if (c.series->machine != machine_shown) std::cout << "machine " << (machine_shown = c.series->machine) << "\n";
+    std::cout << fmt::format("  {:<9} {:>7}  {}\n            {}\n", to_string(c.verdict.call),
+                             c.verdict.change ? fmt::format("{:+.1f}%", c.verdict.effect * 100) : "", c.series->label(), text);
+  }
+  std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
+                           o.since.empty() ? fmt::format("the last {} run(s)", o.window) : "since " + o.since,
+                           count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
+  if (count[Call::unknown]) std::cout << "UNKNOWN: the runs cannot decide; rerun (each line says about how many runs decide)\n";
+  if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
+  return count[Call::regressed] ? kExitCheckFailed : kExitOk;
+}
+
 int check_main(const Args& args) {
   std::string db, junit, machine;
   CheckOptions o;
@@ -81,28 +108,7 @@ int check_main(const Args& args) {
   o.window = static_cast<std::size_t>(window);
   o.judge.min_baseline = static_cast<std::size_t>(min_baseline);
   const History h(db, History::Mode::existing);
-  const auto series = h.series(machine);
-  const auto checks = check_history(series, h.runs(), o);
-  std::map<Call, std::size_t> count;
-  std::vector<Verdict> verdicts;
-  std::string machine_shown;
-  for (const auto& c : checks) {
-    ++count[c.verdict.call];
-    const std::string text = change_text(c);
-    verdicts.push_back({"history", c.series->machine + ": " + c.series->label(),
-                        c.verdict.call == Call::regressed ? Outcome::fail : Outcome::pass,
-                        fmt::format("{}: {}", to_string(c.verdict.call), text)});
-    if (c.verdict.call == Call::same && !all) continue;
-    if (c.series->machine != machine_shown) std::cout << "machine " << (machine_shown = c.series->machine) << "\n";
-    std::cout << fmt::format("  {:<9} {:>7}  {}\n            {}\n", to_string(c.verdict.call),
-                             c.verdict.change ? fmt::format("{:+.1f}%", c.verdict.effect * 100) : "", c.series->label(), text);
-  }
-  std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
-                           o.since.empty() ? fmt::format("the last {} run(s)", o.window) : "since " + o.since,
-                           count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
-  if (count[Call::unknown]) std::cout << "UNKNOWN: the runs cannot decide; rerun (each line says about how many runs decide)\n";
-  if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
-  return count[Call::regressed] ? kExitCheckFailed : kExitOk;
+  return print_check(h, o, machine, all, junit);
 }
 
 // Prometheus names: [a-zA-Z_:][a-zA-Z0-9_:]*, everything else becomes '_'.
@@ -183,6 +189,17 @@ int export_main(const Args& args) {
 }
 
 }  // namespace
+
+int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit) {
+  std::string machine;
+  for (const auto& r : read_records(results).records) {
+    if (r.value("kind", "") == "run") machine = machine_class(r, results.string());
+  }
+  History h(db, History::Mode::create);
+  const AddResult added = h.add({results.string()});
+  std::cout << fmt::format("history: {} {}\n", added.added.empty() ? "already held this run:" : "added this run to", db.string());
+  return print_check(h, CheckOptions{}, machine, false, junit.string());
+}
 
 int history_main(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {

@@ -106,4 +106,10 @@ struct SeriesCheck {
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& options);
 
+// What a run whose plan names a history does at its end: adds the run (its results.jsonl) to `db`,
+// then checks the newest runs of its machine class as `history check` does (the last 3 runs),
+// printing the verdicts and writing them as JUnit to `junit`. Returns 1 when a series regressed,
+// else 0; throws what History and its add throw (InputError: bad file; InfraError: locked).
+int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit);
+
 }  // namespace rocebench::reports

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# A plan that names a history (as builtin:nightly does) runs the check itself, on real SQLite files:
+#  1. the first run adds itself and cannot be judged yet (UNKNOWN, exit 0); its run record says which
+#     CPU each rank was pinned to, and the ranks' threads really are on that CPU alone;
+#  2. a history of earlier nights like it: a run is not flagged (exit 0);
+#  3. a history whose nights were 4x faster until two nights ago: the run is the third night of the
+#     step and is flagged REGRESSED (exit 1), in the summary and in history-junit.xml;
+#  4. fewer CPUs than ranks (taskset -c 0): recorded as shared, not refused;
+#  5. a corrupt database: exit 2, the file left as it was.
+# The earlier nights are imported copies of the first run's records (other run ids and dates), so the
+# machine class is this machine's.
+#   usage: test_nightly_history.sh ROCEBENCH
+set -euo pipefail
+rb=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {  # RC COMMAND...: runs it, output in $work/out
+  local want=$1 rc=0; shift
+  "$@" >"$work/out" 2>&1 || rc=$?
+  cat "$work/out"
+  [[ $rc == "$want" ]] || fail "exit $rc, not $want: $*"
+}
+expect_out() { grep -qE -- "$1" "$work/out" || fail "no line matching: $1"; }
+
+cat >"$work/plan.json" <<'EOF'
+{"name": "nightly-test", "launcher": {"type": "local", "ranks": 2, "pin_cpus": true}, "history": "history.sqlite",
+ "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100, "interval_ms": 10}}]}
+EOF
+
+# 1. The first run: its plan's history (beside the runs' folders) is created, and holds one run.
+"$rb" run "$work/plan.json" --results "$work/res" --run-id first >"$work/out" 2>"$work/err" &
+run_pid=$!
+# While it runs (100 rounds 10 ms apart): every thread of each rank allowed one CPU, the same one.
+for _ in $(seq 100); do
+  mapfile -t pids < <(sed -n 's/.*rank [0-9]* started, pid \([0-9]*\).*/\1/p' "$work/err")
+  [[ ${#pids[@]} == 2 ]] && grep -q "plan 'nightly-test'" "$work/err" && break
+  sleep 0.1
+done
+sleep 1  # past the rendezvous, inside the rounds
+declare -A allowed
+for rank in 0 1; do
+  allowed[$rank]=$(cat /proc/"${pids[rank]}"/task/*/status | sed -n 's/^Cpus_allowed_list:\t//p' | sort -u | tr '\n' ' ')
+done
+rc=0
+wait $run_pid || rc=$?
+cat "$work/out" "$work/err"
+[[ $rc == 0 ]] || fail "the first run: exit $rc, not 0"
+expect_out "history: added this run to $work/res/history.sqlite"
+expect_out "UNKNOWN .*harness.rendezvous"
+expect_out "runs of history; 5 are needed to judge"
+/usr/bin/python3 - "$work/res/first/results.jsonl" "${allowed[0]}" "${allowed[1]}" <<'EOF'
+import json, os, sys
+run = json.loads(open(sys.argv[1]).readline())
+host = run["hosts"][0]
+pins = {p["rank"]: p["cpu"] for p in host.get("pinned_cpus", [])}
+assert sorted(pins) == [0, 1], f"pinned_cpus: {host.get('pinned_cpus')}"
+for rank in (0, 1):
+    assert sys.argv[2 + rank].strip() == str(pins[rank]), f"rank {rank}: threads allowed '{sys.argv[2 + rank]}', recorded CPU {pins[rank]}"
+if len(os.sched_getaffinity(0)) >= 2:
+    assert pins[0] != pins[1], f"two ranks on one CPU with {len(os.sched_getaffinity(0))} to choose from: {pins}"
+    assert "pinning" not in host, host["pinning"]
+EOF
+
+# Earlier nights, imported: copies of the first run's records with 0.5% noise, metrics times SCALE.
+nights() {  # PREFIX FIRST LAST SCALE
+  /usr/bin/python3 - "$work/res/first/results.jsonl" "$work" "$@" <<'EOF'
+import json, random, sys
+src, work, prefix, first, last, scale = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+lines = [json.loads(l) for l in open(src)]
+random.seed(first)
+for night in range(first, last + 1):
+    run = f"{prefix}{night:02}"
+    with open(f"{work}/{run}.jsonl", "w") as out:
+        for r in lines:
+            r = json.loads(json.dumps(r))
+            r["run"], r["time"] = run, f"2026-01-{night:02}T02:00:00Z"
+            if r["kind"] == "result":
+                f = scale * random.gauss(1, 0.005)
+                r["metrics"] = {k: v * f for k, v in r["metrics"].items()}
+            out.write(json.dumps(r) + "\n")
+EOF
+}
+
+# 2. Nights like the first run: a run of this machine is not a regression.
+nights same 1 8 1.0
+expect_rc 0 "$rb" history add --db "$work/same.sqlite" "$work"/same0[1-8].jsonl "$work/res/first/results.jsonl"
+expect_rc 0 "$rb" run "$work/plan.json" --results "$work/res" --run-id again --history "$work/same.sqlite"
+expect_out "history: added this run to $work/same.sqlite"
+expect_out "0 REGRESSED"
+
+# 3. Nights 1-8 four times faster, 9 and 10 like this machine: the run is the step's third night.
+nights step 1 8 0.25
+nights step 9 10 1.0
+expect_rc 0 "$rb" history add --db "$work/step.sqlite" "$work"/step*.jsonl
+expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow --history "$work/step.sqlite"
+expect_out "REGRESSED .*harness.rendezvous barrier_us_p50"
+expect_out "from run step09 \(revision [^,]*, 2026-01-09\)"
+expect_out "[1-9][0-9]* REGRESSED"
+grep -q "<failure" "$work/res/slow/history-junit.xml" || fail "no failure in the run's history-junit.xml"
+
+# 4. Fewer CPUs than ranks: both ranks on CPU 0, said in the record; the run still runs.
+expect_rc 0 taskset -c 0 "$rb" run "$work/plan.json" --results "$work/res" --run-id onecpu --history "$work/one.sqlite"
+/usr/bin/python3 - "$work/res/onecpu/results.jsonl" <<'EOF'
+import json, sys
+host = json.loads(open(sys.argv[1]).readline())["hosts"][0]
+assert [p["cpu"] for p in host["pinned_cpus"]] == [0, 0], host["pinned_cpus"]
+assert host.get("pinning") == "more ranks than the 1 CPU(s) this run may use: rank(s) 1 share a CPU with another rank", host.get("pinning")
+EOF
+
+# 5. A corrupt history: exit 2 naming the file, which is left as it was.
+head -c 4096 /dev/urandom >"$work/bad.sqlite"
+cp "$work/bad.sqlite" "$work/bad.copy"
+expect_rc 2 "$rb" run "$work/plan.json" --results "$work/res" --run-id bad --history "$work/bad.sqlite"
+expect_out "history: $work/bad.sqlite not updated: .*bad.sqlite"
+cmp "$work/bad.sqlite" "$work/bad.copy" || fail "the corrupt history was changed"
+echo "PASS"
