@@ -8,5 +8,6 @@ const char* plot_py_source();         // reports/plot.py
 const char* trends_py_source();       // reports/trends.py
 const JsonSchema& thresholds_schema();  // reports/schema/thresholds.schema.json
 const JsonSchema& baseline_schema();    // reports/schema/baseline.schema.json
+const char* shape_declarations();       // {"<module>/shape.json": its declarations, …} (shapes.hpp reads it)
 
 }  // namespace rocebench::reports
