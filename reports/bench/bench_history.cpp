@@ -27,6 +27,7 @@
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
+#include "rocebench/reports/shapes.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -73,7 +74,7 @@ void run_noise(const std::string& db) {
     std::vector<double> r;
     for (double v : values) r.push_back(v / m - 1);
     const double cv = robust_cv(r);
-    const bool hib = higher_is_better(s.metric);
+    const bool hib = declared_shapes().better(s.step, s.metric) == Better::higher;
     struct Kind {
       std::string name;
       double scale;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/stats.hpp"
+#include "rocebench/reports/shapes.hpp"
 #include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
@@ -54,10 +55,25 @@ std::string key_label(const json& key, const std::vector<std::string>& order) {
   return out;
 }
 
+// The params that identify a series of a view, as the step kinds shown there declare them (each
+// view is one declaration today: the first one's).
+const std::vector<std::string>& series_of_view(std::string_view view) {
+  static const std::vector<std::string> none;
+  const auto shapes = declared_shapes().with_view(view);
+  return shapes.empty() ? none : shapes.front()->series;
+}
+
 // What identifies a training series: the model and how it was trained (the data-parallel ones add
 // how gradients were averaged).
-const std::vector<std::string> kTrainingKey{"model", "mode", "engine", "precision", "batch", "sync",
-                                            "transport", "bucket_mb", "servers", "timeline"};
+const std::vector<std::string>& training_key() { return series_of_view("training"); }
+
+// A collective's series in labels: its declared params, then the ranks (and the size, for a curve
+// over ranks).
+std::vector<std::string> sweep_label_order() {
+  std::vector<std::string> order = series_of_view("sweep");
+  order.insert(order.end(), {"world", "bytes"});
+  return order;
+}
 
 // A key made of the params that identify a series (absent params are left out).
 json pick(const json& params, const std::vector<std::string>& names) {
@@ -103,8 +119,7 @@ class Grid {
 };
 
 struct Names {
-  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName, bw_avg = kNoName,
-                lat_p50 = kNoName;
+  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName;
 };
 
 class Builder {
@@ -119,8 +134,6 @@ class Builder {
     n_.algbw = d.name_id("algbw_GBps");
     n_.busbw = d.name_id("busbw_GBps");
     n_.wrong = d.name_id("wrong");
-    n_.bw_avg = d.name_id("bw_avg_Gbps");
-    n_.lat_p50 = d.name_id("lat_us_p50");
   }
 
   Aggregate build() {
@@ -140,6 +153,7 @@ class Builder {
     a.pairs = pair_matrices();
     a.netcheck = netcheck();
     if (a.runs.size() > 1) a.trends = trends(a.runs.size());
+    a.undeclared.assign(undeclared_.begin(), undeclared_.end());
     return a;
   }
 
@@ -199,7 +213,8 @@ class Builder {
     Kind kind = Kind::none;
     Group* group = nullptr;
     double x = 0;
-    bool latency = false;
+    const Variant* variant = nullptr;  // probe: the kind of measurement its params declare
+    std::uint32_t headline = kNoName, sampled = kNoName;  // probe: the variant's metrics, by name id
     bool placed = true;  // the record names its x (bytes); a skip before the sweep does not
     std::vector<const Observation*>* by_world = nullptr;
   };
@@ -210,41 +225,52 @@ class Builder {
     Target& t = it->second;
     const std::string& step = d_.names.str(o.step);
     const json& p = d_.params_of(o);
-    if (step == "models.train" || step == "models.scaling") {
+    const StepShape* shape = declared_shapes().of(step);
+    if (!shape) {
+      undeclared_.insert(fmt::format("step {}: no shape.json declares it, so no table shows its records", step));
+      return t;
+    }
+    if (shape->view == "training") {
       t = {Kind::training,
            // Series of one model on one engine share the ranks they expect (a point measured for one
            // and not for another is missing there), except independent ranks, which make no curve.
            &training_.group(param_text(p, "model") + "\n" + param_text(p, "engine") +
                                 (param_text(p, "mode") == "single" ? "\nsingle" : ""),
-                            pick(p, kTrainingKey)),
+                            pick(p, shape->series)),
            static_cast<double>(o.world)};
-    } else if (step.starts_with("collectives.")) {
-      const std::string op = step.substr(std::string("collectives.").size());
-      json key = pick(p, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark"});
+    } else if (shape->view == "sweep") {
+      const std::string op = step.substr(step.find('.') + 1);  // the step kind's name within its module
+      json key = pick(p, shape->series);
       // Imported records whose output did not say how many ranks ran: never labelled or plotted as 1.
       const bool ranks_unknown = param_text(p, "ranks") == "unknown";
       key["world"] = ranks_unknown ? json("unknown") : json(o.world);
-      t = {Kind::collective, &sizes_.group(op + "\n" + param_text(key, "world"), key), p.value("bytes", 0.0)};
-      t.placed = p.contains("bytes");
+      t = {Kind::collective, &sizes_.group(op + "\n" + param_text(key, "world"), key), p.value(shape->x, 0.0)};
+      t.placed = p.contains(shape->x);
       if (ranks_unknown) return t;
       key.erase("world");
       key["op"] = op;
       t.by_world = &by_world_[key.dump()];
-    } else if (step == "microbench.probe") {
+    } else if (shape->view == "probe") {
+      const Variant* variant = shape->variant_of(p);
+      if (!variant) {
+        undeclared_.insert(fmt::format("step {}: {} '{}' is none of the declared ones, so no table shows its records", step,
+                                       shape->variant_param, param_text(p, shape->variant_param)));
+        return t;
+      }
       // Verbs tests name their operation (write_lat), TCP's do not (lat): the operation goes with the
       // source, so that RoCE and TCP at the same size sit in one row.
       const std::string test = param_text(p, "test");
-      const bool latency = test.find("lat") != std::string::npos;
       std::string op = test.substr(0, test.rfind('_') == std::string::npos ? 0 : test.rfind('_'));
       const std::string tool = param_text(p, "tool"), benchmark = param_text(p, "benchmark");  // osu_bw and osu_bibw stay apart
       const std::string source = param_text(p, "transport") + (op.empty() ? "" : " " + op) + (benchmark.empty() ? "" : " " + benchmark) +
                                  (tool.empty() ? "" : " (" + tool + ")");
-      const std::string kind = latency ? "latency" : "bandwidth";
-      const json key = {{"test", kind}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")}, {"source", source}};
-      t = {Kind::probe, &probes_.group(kind, key), p.value("bytes", 0.0)};
-      t.latency = latency;
-      t.placed = p.contains("bytes");
-    } else if (step == "microbench.allpairs") {
+      const json key = {{"test", variant->name}, {"host", d_.names.str(o.host)}, {"peer", param_text(p, "peer")}, {"source", source}};
+      t = {Kind::probe, &probes_.group(variant->name, key), p.value(shape->x, 0.0)};
+      t.variant = variant;
+      t.headline = d_.name_id(variant->headline);
+      t.sampled = variant->sampled.empty() ? kNoName : d_.name_id(variant->sampled);
+      t.placed = p.contains(shape->x);
+    } else if (shape->view == "pairs") {
       t.kind = Kind::pairs;
     }
     return t;
@@ -274,9 +300,9 @@ class Builder {
       case Kind::probe: {
         auto& cells = t.group->at[t.x];
         for (const auto& [id, value] : o.metrics) note(cells[d_.names.str(id)], o, id);
-        if (o.metrics.empty()) cells[t.latency ? "lat_us_p50" : "bw_avg_Gbps"].add(std::nullopt, reason(o));
-        note(t.group->headline_by_run[t.x][run], o, t.latency ? n_.lat_p50 : n_.bw_avg);
-        if (t.latency && o.samples.of == n_.lat_p50 && ok_metric(o, n_.lat_p50)) {
+        if (o.metrics.empty()) cells[t.variant->headline].add(std::nullopt, reason(o));
+        note(t.group->headline_by_run[t.x][run], o, t.headline);
+        if (t.sampled != kNoName && o.samples.of == t.sampled && ok_metric(o, t.sampled)) {
           auto& raw = t.group->samples[t.x];
           raw.insert(raw.end(), o.samples.values.begin(), o.samples.values.end());
         }
@@ -440,7 +466,8 @@ class Builder {
       PairMatrix& m = by_test[param_text(p, "test")];
       m.test = param_text(p, "test");
       PairCell& cell = m.cells[param_text(p, "src")][param_text(p, "dst")];
-      for (const char* metric : {"bw_avg_Gbps", "lat_us_p50"}) {
+      for (const auto& [metric, shape] : declared_shapes().of(d_.names.str(o->step))->metrics) {
+        if (!shape.headline) continue;
         if (auto v = o->metric(d_.name_id(metric))) {
           cell.value = *v;
           m.metric = metric;
@@ -516,20 +543,23 @@ class Builder {
       }
     };
     collect(training_, "images_per_s", [](const Group& g, double x) {
-      return "train " + key_label(g.key, kTrainingKey) + " @ " + number(x) + " GPUs";
+      return "train " + key_label(g.key, training_key()) + " @ " + number(x) + " GPUs";
     }, true);
     collect(sizes_, "busbw_GBps", [](const Group& g, double x) {
       return g.family.substr(0, g.family.find('\n')) + " " +
-             key_label(g.key, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark", "world"}) + " @ " + bytes_text(x);
+             key_label(g.key, sweep_label_order()) + " @ " + bytes_text(x);
     }, true);
-    for (bool latency : {true, false}) {
-      Grid subset;
-      for (const auto& [id, g] : probes_.groups()) {
-        if ((g.key["test"].get<std::string>().find("lat") != std::string::npos) == latency) subset.group(g.family, g.key) = g;
+    for (const StepShape* shape : declared_shapes().with_view("probe")) {
+      for (const Variant& v : shape->variants) {
+        Grid subset;
+        for (const auto& [id, g] : probes_.groups()) {
+          if (g.family == v.name) subset.group(g.family, g.key) = g;
+        }
+        // A latency is judged at the smallest message, a bandwidth at the largest.
+        collect(subset, v.headline, [](const Group& g, double x) {
+          return "probe " + key_label(g.key, {"test", "source", "host", "peer"}) + " @ " + bytes_text(x);
+        }, shape->metric(v.headline)->better == Better::higher);
       }
-      collect(subset, latency ? "lat_us_p50" : "bw_avg_Gbps", [](const Group& g, double x) {
-        return "probe " + key_label(g.key, {"test", "source", "host", "peer"}) + " @ " + bytes_text(x);
-      }, !latency);
     }
     return out;
   }
@@ -541,6 +571,7 @@ class Builder {
   Grid training_, sizes_, probes_;
   std::map<std::string, std::vector<const Observation*>> by_world_;
   std::vector<const Observation*> pairs_;
+  std::set<std::string> undeclared_;  // what no declaration covers, one line each
 };
 
 json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
@@ -559,7 +590,7 @@ json cdf_points(std::vector<double> values) {
 }  // namespace
 
 std::string ScalingSeries::label() const {
-  return key_label(key, kTrainingKey);
+  return key_label(key, training_key());
 }
 
 std::string ScalingPoint::waited_text() const {
@@ -588,7 +619,7 @@ bool Curve::measured() const {
 }
 
 std::string Curve::label() const {
-  return op + " " + key_label(key, {"algorithm", "transport", "dtype", "inplace", "tool", "benchmark", "world", "bytes"});
+  return op + " " + key_label(key, sweep_label_order());
 }
 
 Aggregate aggregate(const Dataset& data) { return Builder(data).build(); }
@@ -617,7 +648,7 @@ json plot_input(const Aggregate& a) {
                         {"predicted_speedup", optional_json(p.predicted_speedup)}, {"ideal", p.ideal}});
     }
     if (s.independent()) continue;  // no speedup to draw
-    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", kTrainingKey}, {"base_gpus", s.base_gpus},
+    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", training_key()}, {"base_gpus", s.base_gpus},
                               {"points", points}});
   }
   for (const auto* curves : {&a.size_curves, &a.world_curves}) {
@@ -630,7 +661,7 @@ json plot_input(const Aggregate& a) {
     }
   }
   for (const auto& row : a.probes.rows) {
-    if (row.test.find("lat") == std::string::npos) continue;
+    if (row.test != "latency") continue;  // the probe variant its step declares
     for (const auto& [source, m] : row.by_source) {
       json q = json::object();
       for (const char* k : {"lat_us_min", "lat_us_p50", "lat_us_p99", "lat_us_p99_9", "lat_us_max"}) {

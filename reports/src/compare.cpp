@@ -7,6 +7,7 @@
 
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/changepoint.hpp"
+#include "rocebench/reports/shapes.hpp"
 
 namespace rocebench::reports {
 
@@ -49,21 +50,13 @@ double Evidence::median() const {
   return median_of_sorted(sorted);
 }
 
-bool higher_is_better(const std::string& m) {
-  for (const char* up : {"bw", "per_s", "rate", "Mpps", "speedup", "efficiency", "images"}) {
-    if (m.find(up) != std::string::npos) return true;
-  }
-  return false;
-}
-
 namespace {
 
-// Metrics that are a constant divided by the sampled one (bandwidth = bytes / time), whose
+// Metrics declared as a constant divided by the sampled one (bandwidth = bytes / time), whose
 // intervals and samples therefore follow from the sampled metric's.
-bool inverse_of(const std::string& metric, const std::string& sampled) {
-  if (sampled == "time_us") return metric == "algbw_GBps" || metric == "busbw_GBps";
-  if (sampled == "step_time_ms_p50") return metric == "images_per_s";
-  return false;
+bool inverse_of(const StepShape* shape, const std::string& metric, const std::string& sampled) {
+  const MetricShape* m = shape ? shape->metric(metric) : nullptr;
+  return m && m->inverse_of_sampled && !sampled.empty() && sampled == shape->sampled;
 }
 
 }  // namespace
@@ -73,13 +66,14 @@ EvidenceMap collect_evidence(const Dataset& data) {
   for (const auto& o : data.results) {
     if (o.status != Status::ok && o.status != Status::warn) continue;
     const std::string sampled = o.samples.of == kNoName ? "" : data.names.str(o.samples.of);
+    const StepShape* shape = declared_shapes().of(data.names.str(o.step));
     for (const auto& [id, value] : o.metrics) {
       MetricKey key{data.names.str(o.step), data.params_of(o), o.world, data.names.str(id)};
       auto& [k, e] = out[key.id()];
       if (e.values.empty()) k = std::move(key);
       e.values.push_back(value);
       const bool same = k.metric == sampled;
-      if (!same && !inverse_of(k.metric, sampled)) {
+      if (!same && !inverse_of(shape, k.metric, sampled)) {
         ++e.n;
         continue;
       }
@@ -198,7 +192,7 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       c.significance = how;
       const auto nb = relative_noise(eb), nn = relative_noise(en);
       if (nb || nn) c.noise = std::max(nb.value_or(0), nn.value_or(0));
-      const bool better = (c.effect > 0) == higher_is_better(c.key.metric);
+      const Better direction = declared_shapes().better(c.key.step, c.key.metric);
       const auto history = options.run_noise.find(c.key.id());
       if (std::abs(c.effect) < options.min_effect) {
         c.change = Change::same;
@@ -212,8 +206,14 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       } else if (!significant || !*significant) {
         c.change = Change::unknown;
         c.significance += ": rerun";
+      } else if (direction == Better::undeclared) {
+        c.change = Change::unknown;
+        c.significance += fmt::format(": undeclared (step {} declares no metric {}, so no direction)", c.key.step, c.key.metric);
+      } else if (direction == Better::none) {
+        c.change = Change::unknown;
+        c.significance += ": changed, and neither direction is better";
       } else {
-        c.change = better ? Change::improved : Change::regressed;
+        c.change = (c.effect > 0) == (direction == Better::higher) ? Change::improved : Change::regressed;
       }
       ++b;
       ++n;

@@ -17,6 +17,7 @@
 #include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/fast_check.hpp"
+#include "rocebench/reports/shapes.hpp"
 #include "record_scan.hpp"
 
 namespace rocebench::reports {
@@ -50,10 +51,8 @@ std::string param_text(const json& params, const std::string& key) {
 }
 
 std::string sampled_metric(std::string_view step, const json& params) {
-  if (step.starts_with("collectives.")) return "time_us";
-  if (step == "models.train") return "step_time_ms_p50";
-  if (step == "microbench.probe" && param_text(params, "test").find("lat") != std::string::npos) return "lat_us_p50";
-  return "";
+  const StepShape* shape = declared_shapes().of(step);
+  return shape ? shape->sampled_of(params) : "";
 }
 
 namespace {

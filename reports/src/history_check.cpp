@@ -8,6 +8,7 @@
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
+#include "rocebench/reports/shapes.hpp"
 
 namespace rocebench::reports {
 
@@ -52,7 +53,15 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
       }
     }
     SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};
-    c.verdict = judge(x, first_new, c.changes, higher_is_better(s.metric), o.judge);
+    const Better direction = declared_shapes().better(s.step, s.metric);
+    c.verdict = judge(x, first_new, c.changes, direction == Better::higher, o.judge);
+    // A step in a metric without a better direction is a change, never a regression or an improvement.
+    if ((direction == Better::none || direction == Better::undeclared) &&
+        (c.verdict.call == Call::improved || c.verdict.call == Call::regressed)) {
+      c.verdict.call = Call::unknown;
+      c.verdict.why += direction == Better::none ? "; neither direction is better"
+                                                 : fmt::format("; undeclared (step {} declares no metric {}, so no direction)", s.step, s.metric);
+    }
     out.push_back(std::move(c));
   }
   auto rank = [](Call t) { return t == Call::regressed ? 0 : t == Call::unknown ? 1 : t == Call::improved ? 2 : 3; };

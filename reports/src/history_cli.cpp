@@ -10,6 +10,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
+#include "rocebench/reports/shapes.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
@@ -151,7 +152,11 @@ int export_main(const Args& args) {
   std::map<std::string, HistoryRun> newest;  // by machine class; runs() is in run order
   for (const auto& r : h.runs()) newest[r.machine] = r;
   std::map<std::string, std::string> hosts;  // run -> "a,b"
-  std::map<std::string, std::vector<std::string>> lines;  // metric -> samples
+  struct Gauge {
+    std::string metric, better;  // as recorded, and its declared direction
+    std::vector<std::string> samples;
+  };
+  std::map<std::string, Gauge> lines;  // by gauge name
   for (const auto& s : h.series(machine)) {
     const auto& last = s.points.back();
     if (last.run != newest[s.machine].run) continue;
@@ -167,14 +172,18 @@ int export_main(const Args& args) {
     }
     if (!hosts.count(last.run)) hosts[last.run] = h.hosts_of(last.run);
     labels += fmt::format(",host=\"{}\"", prom_value(hosts[last.run]));
-    lines["rocebench_" + prom_name(s.metric)].push_back(fmt::format("{{{}}} {:.17g}", labels, last.value));
+    Gauge& g = lines["rocebench_" + prom_name(s.metric)];
+    if (g.samples.empty()) {
+      const Better b = declared_shapes().better(s.step, s.metric);
+      g = {s.metric, b == Better::higher ? "higher is better" : b == Better::lower ? "lower is better"
+                     : b == Better::none ? "neither direction is better" : "direction undeclared", {}};
+    }
+    g.samples.push_back(fmt::format("{{{}}} {:.17g}", labels, last.value));
   }
   std::string text;
-  for (const auto& [metric, samples] : lines) {
-    const std::string raw = metric.substr(std::string("rocebench_").size());
-    text += fmt::format("# HELP {} rocebench {} of the newest run ({} is better)\n# TYPE {} gauge\n", metric, raw,
-                        higher_is_better(raw) ? "higher" : "lower", metric);
-    for (const auto& s : samples) text += metric + s + "\n";
+  for (const auto& [name, g] : lines) {
+    text += fmt::format("# HELP {} rocebench {} of the newest run ({})\n# TYPE {} gauge\n", name, g.metric, g.better, name);
+    for (const auto& s : g.samples) text += name + s + "\n";
   }
   if (format == "openmetrics") text += "# EOF\n";
   if (out.empty()) {

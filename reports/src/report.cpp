@@ -177,6 +177,7 @@ std::string console_summary(const Dataset& data, const Aggregate& agg, const std
   lines.clear();
   skip_lines(data, lines);
   if (!lines.empty()) out += "skipped, by reason:\n" + fmt::format("{}\n", fmt::join(lines, "\n"));
+  if (!agg.undeclared.empty()) out += fmt::format("in no table (no declaration covers them):\n  {}\n", fmt::join(agg.undeclared, "\n  "));
   std::size_t failed = 0;
   for (const auto& v : verdicts) {
     if (v.outcome == Outcome::pass) continue;

@@ -51,6 +51,12 @@ Section input_section(const ReportInput& in) {
     for (const auto& i : *in.issues) t.rows.push_back({{i.file + ":" + std::to_string(i.line)}, {i.message, Mark::bad}});
     s.tables.push_back(std::move(t));
   }
+  if (!in.agg->undeclared.empty()) {
+    Table t{"Records no declaration covers", "A step kind declares the shape of its records in a shape.json beside its code.",
+            {"what"}, {}};
+    for (const auto& u : in.agg->undeclared) t.rows.push_back({{u, Mark::bad}});
+    s.tables.push_back(std::move(t));
+  }
   return s;
 }
 
@@ -128,7 +134,7 @@ Section probe_section(const ReportInput& in) {
       for (const auto& [m, label] : metrics) t.columns.push_back(src + " " + label);
     }
     for (const auto& row : probes.rows) {
-      if ((row.test.find("lat") != std::string::npos) != latency) continue;
+      if ((row.test == "latency") != latency) continue;  // the probe variant its step declares
       std::vector<TableCell> cells{{row.test}, {bytes_text(row.bytes)}, {row.host + " → " + row.peer}};
       for (const auto& src : probes.sources) {
         const auto it = row.by_source.find(src);

@@ -7,6 +7,7 @@
 
 #include "rocebench/common/located_json.hpp"
 #include "rocebench/reports/embedded.hpp"
+#include "rocebench/reports/shapes.hpp"
 
 namespace rocebench::reports {
 
@@ -29,16 +30,28 @@ std::vector<Threshold> load_thresholds(const std::filesystem::path& file) {
     if (t.contains("gpus")) th.gpus = t["gpus"].get<int>();
     th.of_link = t.contains("relative_to");
     if (t.contains("link_Gbps")) th.link_Gbps = t["link_Gbps"].get<double>();
-    if (th.of_link) {
-      const std::string at = "/thresholds/" + std::to_string(out.size()) + "/metric";
-      if (th.metric == "speedup" || th.metric == "efficiency") doc.fail(at, "a scaling metric cannot be relative to the link");
-      th.per_Gbps = th.metric.ends_with("_Gbps")  ? 1.0
-                    : th.metric.ends_with("_GBps") ? 1.0 / 8
-                    : th.metric.ends_with("_MBps") ? 1e3 / 8
-                                                   : 0;
-      if (th.per_Gbps == 0) {
-        doc.fail(at, "\"relative_to\": \"link\" needs a bandwidth metric in Gbps, GBps or MBps, not '" + th.metric + "'");
+    // The step's declaration (shapes.hpp) says what the metric is: a typo is an error, not a threshold
+    // that never matches.
+    const std::string at = "/thresholds/" + std::to_string(out.size());
+    const StepShape* shape = declared_shapes().of(th.step);
+    if (!shape) doc.fail(at + "/step", "'" + th.step + "' is not a step kind that declares its records (a shape.json)");
+    const MetricShape* metric = shape->metric(th.metric);
+    if (!metric) {
+      std::string headlines;
+      for (const auto& [name, m] : shape->metrics) {
+        if (m.headline) headlines += (headlines.empty() ? "" : ", ") + name;
       }
+      doc.fail(at + "/metric", fmt::format("'{}' is not a metric step {} declares (its headlines: {})", th.metric, th.step, headlines));
+    }
+    if (th.of_link) {
+      // Gb/s per unit of the declared bandwidth units.
+      static const std::map<std::string, double> per_Gbps{{"Gbps", 1.0}, {"GBps", 1.0 / 8}, {"MBps", 1e3 / 8}};
+      const auto it = per_Gbps.find(metric->unit);
+      if (it == per_Gbps.end()) {
+        doc.fail(at + "/metric", fmt::format("\"relative_to\": \"link\" needs a bandwidth metric in Gbps, GBps or MBps, not '{}' ({})",
+                                             th.metric, metric->unit));
+      }
+      th.per_Gbps = it->second;
     }
     out.push_back(std::move(th));
   }
@@ -200,7 +213,8 @@ std::vector<Point> record_points(const Threshold& t, const Dataset& data) {
 std::vector<Verdict> judge(const std::vector<Threshold>& thresholds, const Dataset& data, const Aggregate& agg) {
   std::vector<Verdict> out;
   for (const auto& t : thresholds) {
-    const bool scaling = t.step == "models.train" && (t.metric == "speedup" || t.metric == "efficiency" ||
+    const StepShape* shape = declared_shapes().of(t.step);
+    const bool scaling = shape && shape->view == "training" && (t.metric == "speedup" || t.metric == "efficiency" ||
                                                       (t.metric == "images_per_s" && t.gpus));
     const auto points = scaling ? scaling_points(t, agg) : record_points(t, data);
     Verdict v{"thresholds", t.name, Outcome::pass, ""};

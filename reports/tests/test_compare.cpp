@@ -127,17 +127,6 @@ TEST(MannWhitney, TiesShrinkTheVarianceByHand) {
   EXPECT_DOUBLE_EQ(mann_whitney_p({5, 5, 5}, {5, 5, 5, 5}), 1.0);
 }
 
-TEST(Direction, BandwidthUpTimeDown) {
-  EXPECT_TRUE(higher_is_better("busbw_GBps"));
-  EXPECT_TRUE(higher_is_better("images_per_s"));
-  EXPECT_TRUE(higher_is_better("msg_rate_Mpps"));
-  EXPECT_TRUE(higher_is_better("speedup"));
-  EXPECT_TRUE(higher_is_better("efficiency"));
-  EXPECT_TRUE(higher_is_better("bw_avg_Gbps"));
-  EXPECT_FALSE(higher_is_better("lat_us_p50"));
-  EXPECT_FALSE(higher_is_better("time_us"));
-}
-
 TEST(Compare, ChangeInsideTheRunsNoiseIsUnknownNotARegression) {
   auto run = [](const std::string& id, double median, double cv, unsigned seed) {
     std::mt19937 rng(seed);

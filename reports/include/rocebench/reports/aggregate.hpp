@@ -132,6 +132,9 @@ struct Aggregate {
   std::vector<PairMatrix> pairs;
   NetcheckTable netcheck;
   std::vector<Trend> trends;
+  // Records no declaration covers (shapes.hpp), one line per step kind or undeclared variant: shown,
+  // never silently left out.
+  std::vector<std::string> undeclared;
 };
 
 Aggregate aggregate(const Dataset& data);

@@ -69,9 +69,6 @@ inline constexpr double kRunNoiseSigmas = 2.8 * 1.4142;
 // One Comparison per key in either map, in key order.
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options);
 
-// Bandwidths, rates and throughputs grow when things get better; times and latencies shrink.
-bool higher_is_better(const std::string& metric);
-
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity
 // correction).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);

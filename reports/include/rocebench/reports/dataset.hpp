@@ -99,8 +99,8 @@ class Dataset {
   std::unordered_map<std::uint64_t, std::uint32_t> default_sampled_;  // (step, params) -> metric name
 };
 
-// The metric a record's samples describe when the record does not say (samples.metric):
-// collectives time each call, training times each step, latency probes time each message.
+// The metric a record's samples describe when the record does not say (samples.metric), as its
+// step kind declares it (shapes.hpp); "" when the step kind declares none.
 std::string sampled_metric(std::string_view step, const json& params);
 
 // A param value as text for keys and tables: strings bare, numbers and booleans as JSON.

@@ -101,8 +101,8 @@ struct SeriesCheck {
 };
 
 // A verdict for every series that has a point in the newest run of its machine class, the metric's
-// direction from higher_is_better(). Regressions first, then UNKNOWN, IMPROVED and SAME, each by
-// size of change. InputError when `since` names no run of the history.
+// direction from its step's declaration (shapes.hpp: a metric without a direction is never a
+// regression). Regressions first, then UNKNOWN, IMPROVED and SAME, each by size of change. InputError when `since` names no run of the history.
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& options);
 
