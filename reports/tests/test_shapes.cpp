@@ -59,6 +59,8 @@ TEST(Shapes, EachModuleDeclaresItsStepKindsWithUnitAndDirection) {
   EXPECT_EQ(s.better("collectives.allreduce", "time_us"), Better::lower);
   EXPECT_EQ(s.better("microbench.probe", "lat_us_p99"), Better::lower);
   EXPECT_EQ(s.better("models.train", "images_per_s"), Better::higher);
+  EXPECT_EQ(s.better("models.scaling", "speedup"), Better::higher);
+  EXPECT_EQ(s.better("models.scaling", "efficiency"), Better::higher);
   // Names mislead: a wait per step holds "per_s" and a spread holds "bw"; both are better lower.
   EXPECT_EQ(s.better("models.train", "input_wait_ms_per_step"), Better::lower);
   EXPECT_EQ(s.better("microbench.host", "bw_GBps_stddev"), Better::lower);
