@@ -56,6 +56,9 @@ EmulatedHosts::EmulatedHosts(int count, const std::string& link_rate) : prefix_(
     throw std::runtime_error("the emulated hosts could not be brought up: " + why);
   }
   hosts_ = load_emulated_hosts(dir_ / prefix_ / "hosts");
+  // Named by place, not by namespace (whose name holds this launcher's pid), so that two runs of
+  // one plan name the same series alike.
+  for (std::size_t i = 0; i < hosts_.size(); ++i) hosts_[i].hostname = "host" + std::to_string(i);
 }
 
 EmulatedHosts::~EmulatedHosts() { take_down(); }
@@ -70,8 +73,8 @@ void EmulatedHosts::take_down() {
 }
 
 std::string EmulatedHosts::describe() const {
-  return fmt::format("{} emulated hosts (network namespaces {}..{} on this machine), links at {}", hosts_.size(),
-                     hosts_.front().netns, hosts_.back().netns, link_rate_);
+  return fmt::format("{} emulated hosts {}..{} (network namespaces {}..{} on this machine), links at {}", hosts_.size(),
+                     hosts_.front().name(), hosts_.back().name(), hosts_.front().netns, hosts_.back().netns, link_rate_);
 }
 
 }  // namespace rocebench

@@ -23,7 +23,7 @@ class EmulatedHosts {
   EmulatedHosts& operator=(const EmulatedHosts&) = delete;
 
   const std::vector<EmulatedHost>& hosts() const { return hosts_; }
-  // "4 emulated hosts (network namespaces rbr1a0..rbr1a3 on this machine), links at 100mbit"
+  // "4 emulated hosts host0..host3 (network namespaces rbr1a0..rbr1a3 on this machine), links at 100mbit"
   std::string describe() const;
 
  private:

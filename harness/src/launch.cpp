@@ -273,7 +273,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     if (netns_fd < 0) gone = fmt::format("rocebench: cannot open network namespace {}: {}\n", path, std::strerror(errno));
   }
   char hostname[256] = {};
-  if (emulated) std::snprintf(hostname, sizeof hostname, "%s", emulated->netns.c_str());
+  if (emulated) std::snprintf(hostname, sizeof hostname, "%s", emulated->name().c_str());
 
   const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
@@ -305,7 +305,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     ::_exit(127);
   }
   if (netns_fd >= 0) ::close(netns_fd);
-  return {pid, rank, emulated ? emulated->netns : std::string()};
+  return {pid, rank, emulated ? emulated->name() : std::string()};
 }
 
 StderrTee::StderrTee() {

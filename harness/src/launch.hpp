@@ -75,6 +75,9 @@ std::vector<std::string> srun_argv(const LaunchSpec& spec);
 struct EmulatedHost {
   std::string netns;
   std::string address;
+  std::string hostname;  // what its ranks are called; empty: the namespace's name
+
+  const std::string& name() const { return hostname.empty() ? netns : hostname; }
 };
 // Reads the "NAME ADDRESS" lines the test bed writes.
 std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file);

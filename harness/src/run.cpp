@@ -393,7 +393,7 @@ int launch_run(RunOptions options) {
       env["LOCAL_RANK"] = std::to_string(per_host[host ? host->netns : ""]++);
       children.push_back(spawn(spec.rank_argv, env, host, r));
       std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
-                               host ? " in emulated host " + host->netns : "");
+                               host ? " in emulated host " + host->name() : "");
     }
   } else {
     const std::string hostfile = options.hostfile.empty()
