@@ -8,6 +8,7 @@
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/changepoint.hpp"
 #include "rocebench/reports/shapes.hpp"
+#include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
 
@@ -38,11 +39,7 @@ const char* to_string(Change c) {
 
 std::string MetricKey::id() const { return step + "\n" + params.dump() + "\n" + std::to_string(world) + "\n" + metric; }
 
-std::string MetricKey::label() const {
-  std::string p;
-  for (const auto& [k, v] : params.items()) p += (p.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-  return fmt::format("{} {} [{}] world={}", step, metric, p, world);
-}
+std::string MetricKey::label() const { return fmt::format("{} {} {}", step, metric, series_label(params, world)); }
 
 double Evidence::median() const {
   std::vector<double> sorted = values;

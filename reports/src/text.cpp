@@ -92,6 +92,13 @@ std::vector<std::string> split_ws(std::string_view line) {
   return out;
 }
 
+std::string series_label(const nlohmann::json& params, int world) {
+  std::string p;
+  for (const auto& [k, v] : params.items()) p += (p.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  const bool unknown = params.is_object() && params.value("ranks", nlohmann::json()) == "unknown";
+  return fmt::format("[{}] world={}", p, unknown ? "unknown" : std::to_string(world));
+}
+
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";

@@ -8,6 +8,7 @@
 #include "rocebench/common/located_json.hpp"
 #include "rocebench/reports/embedded.hpp"
 #include "rocebench/reports/shapes.hpp"
+#include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
 
@@ -194,9 +195,7 @@ std::vector<Point> record_points(const Threshold& t, const Dataset& data) {
   }
   std::vector<Point> out;
   for (const auto& [key, g] : groups) {
-    std::string label;
-    for (const auto& [k, v] : data.params[key.first].items()) label += (label.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-    Point p{fmt::format("[{}] world={}", label, key.second), g.cell.median(), g.cell.missing_text(), t.value};
+    Point p{series_label(data.params[key.first], key.second), g.cell.median(), g.cell.missing_text(), t.value};
     if (t.of_link) {
       const auto link = t.link_Gbps ? t.link_Gbps : g.link_unknown.empty() ? g.link_Gbps : std::nullopt;
       p.limit = link ? std::optional<double>(t.value * *link * t.per_Gbps) : std::nullopt;

@@ -107,6 +107,14 @@ TEST(Compare, MissingMetricFailsAndNewMetricIsListed) {
   EXPECT_FALSE(all_passed(vs));
 }
 
+// A tool's output that did not say how many ranks ran is labelled so, never world=1 (#19).
+TEST(Compare, ASeriesOfUnknownRanksIsLabelledSo) {
+  const MetricKey unknown{"collectives.allreduce", {{"bytes", 1024}, {"ranks", "unknown"}}, 1, "busbw_GBps"};
+  EXPECT_EQ(unknown.label(), "collectives.allreduce busbw_GBps [bytes=1024 ranks=unknown] world=unknown");
+  const MetricKey known{"collectives.allreduce", {{"bytes", 1024}}, 8, "busbw_GBps"};
+  EXPECT_EQ(known.label(), "collectives.allreduce busbw_GBps [bytes=1024] world=8");
+}
+
 TEST(MannWhitney, KnownValues) {
   const std::vector<double> low{1, 2, 3, 4, 5}, high{6, 7, 8, 9, 10};
   // U = 0; normal approximation with continuity correction: z = (12.5 - 0.5) / sqrt(22.917) = 2.5067

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rocebench::reports {
 
 std::string number(double v);                       // 4 significant digits, no exponent for usual values
@@ -21,6 +23,9 @@ std::optional<double> to_number(std::string_view token);
 // A count read as a number (iterations): whole, not negative, within long long. Throws InputError
 // otherwise; casting 1e29 to an integer type is undefined (found by fuzz_importers).
 long long as_count(double value);
+// A series as compare and thresholds name it: "[k=v k=v] world=N", and "world=unknown" for records
+// whose tool did not say how many ranks ran (params.ranks "unknown"), never a made-up 1.
+std::string series_label(const nlohmann::json& params, int world);
 // Seconds since the epoch of an RFC 3339 time (the records' "time"); nullopt when it is not one.
 std::optional<double> rfc3339_seconds(std::string_view time);
 
