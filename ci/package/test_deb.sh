@@ -47,6 +47,6 @@ check "the packaged binary is stripped" test "$(stat -c %s "$bin")" -lt 60000000
 (cd / && "$bin" --help) >"$work/help.out" 2>&1
 check "rocebench --help runs" grep -q "run" "$work/help.out"
 (cd "$work" && "$bin" run "$work/root/usr/share/rocebench/plans/local.json" --dry-run) >"$work/dry.out" 2>&1
-check "rocebench run PLAN --dry-run runs the packaged plan" grep -q "ranks of:" "$work/dry.out" || cat "$work/dry.out"
+check "rocebench run PLAN --dry-run runs the packaged plan" grep -q "^local: 4 ranks" "$work/dry.out" || cat "$work/dry.out"
 echo "$((failures == 0 ? 1 : 0)) passed, $failures failed"
 exit $((failures > 0))
