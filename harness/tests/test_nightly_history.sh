@@ -12,16 +12,7 @@
 #   usage: test_nightly_history.sh ROCEBENCH
 set -euo pipefail
 rb=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {  # RC COMMAND...: runs it, output in $work/out
-  local want=$1 rc=0; shift
-  "$@" >"$work/out" 2>&1 || rc=$?
-  cat "$work/out"
-  [[ $rc == "$want" ]] || fail "exit $rc, not $want: $*"
-}
-expect_out() { grep -qE -- "$1" "$work/out" || fail "no line matching: $1"; }
+source "$(dirname "$0")/../../ci/cli_test_lib.sh"
 
 cat >"$work/plan.json" <<'EOF'
 {"name": "nightly-test", "launcher": {"type": "local", "ranks": 2, "pin_cpus": true}, "history": "history.sqlite",

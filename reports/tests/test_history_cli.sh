@@ -5,16 +5,7 @@
 #   usage: test_history_cli.sh ROCEBENCH
 set -euo pipefail
 rb=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() {  # RC COMMAND...: runs it, output in $work/out
-  local want=$1 rc=0; shift
-  "$@" >"$work/out" 2>&1 || rc=$?
-  cat "$work/out"
-  [[ $rc == "$want" ]] || fail "exit $rc, not $want: $*"
-}
-expect_out() { grep -qE -- "$1" "$work/out" || fail "no line matching: $1"; }
+source "$(dirname "$0")/../../ci/cli_test_lib.sh"
 
 "$rb" allreduce --ranks 2 -b 1K -e 4K -n 5 --results-dir "$work/real" >/dev/null
 python3 - "$work/real/results.jsonl" "$work" <<'EOF'
