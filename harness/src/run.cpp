@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -140,9 +141,8 @@ int rank_main(const RunOptions& options) {
       json info = collect_host_info(host);
       if (plan->launcher.pin_cpus) {
         // Emulated hosts share this machine's CPUs: the local launcher numbers its ranks across them.
-        const auto vars = current_environment();
-        const auto machine_rank = vars.find("ROCEBENCH_MACHINE_RANK");
-        const int slot = machine_rank != vars.end() ? std::stoi(machine_rank->second) : env.local_rank;
+        const char* machine_rank = std::getenv("ROCEBENCH_MACHINE_RANK");
+        const int slot = machine_rank ? std::stoi(machine_rank) : env.local_rank;
         const CpuPin pin = pin_to_cpu(slot);
         info["pinned"] = {{"cpu", pin.cpu}, {"shared", slot >= pin.allowed}, {"allowed", pin.allowed}};
       }
@@ -355,9 +355,10 @@ int launch_run(RunOptions options) {
   if (type == "local") {
     const int ranks = options.ranks > 0 ? options.ranks : plan.launcher.ranks;
     std::vector<EmulatedHost> emulated;
+    const bool plan_emulates = options.netns_file.empty() && !plan.launcher.emulated_link_rate.empty();
     if (!options.netns_file.empty()) {
       emulated = load_emulated_hosts(options.netns_file);
-    } else if (!plan.launcher.emulated_link_rate.empty() && !options.dry_run) {
+    } else if (plan_emulates && !options.dry_run) {
       if (options.loopback) {
         where_ranks_ran = "every rank ran on this host over loopback (--loopback), not on the emulated hosts the plan asks for";
       } else {
@@ -376,9 +377,8 @@ int launch_run(RunOptions options) {
     spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? net::pick_free_port(master) : kDefaultRendezvousPort);
     spec.env["WORLD_SIZE"] = std::to_string(ranks);
     if (options.dry_run) {
-      const bool would_emulate = emulated.empty() && !plan.launcher.emulated_link_rate.empty() && !options.loopback;
       std::cout << fmt::format("local: {} ranks{} of: {}\n", ranks,
-                               would_emulate ? fmt::format(", each in an emulated host with a {} link when run as root",
+                               plan_emulates && !options.loopback ? fmt::format(", each in an emulated host with a {} link when run as root",
                                                            plan.launcher.emulated_link_rate)
                                              : "",
                                fmt::join(spec.rank_argv, " "));
