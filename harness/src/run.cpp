@@ -435,11 +435,17 @@ int launch_run(RunOptions options) {
                              {{"link_rate", plan.launcher.emulated_link_rate}}));
   }
   made_hosts.reset();
-  if (stop_signal() != 0) record_interruption(dir / "results.jsonl", run_id, exits);
-  else record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
+  if (stop_signal() != 0) {
+    // Whoever stopped the run wants the prompt back (a CI timeout sends SIGKILL next): the report,
+    // seconds of plotting, is left to the command this prints.
+    record_interruption(dir / "results.jsonl", run_id, exits);
+    std::cerr << fmt::format("rocebench run: what was recorded is in {}; `rocebench report {}` renders it\n",
+                             (dir / "results.jsonl").string(), dir.string());
+    return 128 + stop_signal();
+  }
+  record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
   int verdict = options.report ? report_run(dir) : kExitOk;
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
-  if (stop_signal() != 0) return 128 + stop_signal();
   const std::string db = !options.history_db.empty() ? options.history_db
                          : plan.history.empty()      ? ""
                                                      : (dir.parent_path() / plan.history).string();

@@ -352,6 +352,11 @@ TEST(RunCommand, SigintOrSigtermStopsEveryRankAndTheRunSaysSo) {
     EXPECT_EQ((*interrupted)["details"]["signal"], signal == SIGTERM ? "SIGTERM" : "SIGINT");
     EXPECT_EQ((*interrupted)["details"]["steps_with_results"], json::array({"harness.rendezvous"}));
     EXPECT_EQ((*interrupted)["details"]["ranks"].size(), 3u);
+    // Seconds of plotting would delay the prompt (and a CI timeout's SIGKILL follows): no report,
+    // the command that renders one instead.
+    EXPECT_FALSE(std::filesystem::exists(out / "report")) << "an interrupted run rendered its report";
+    EXPECT_NE(launcher.stderr_text().find("`rocebench report " + out.string() + "` renders it"), std::string::npos)
+        << launcher.stderr_text();
   }
 }
 
