@@ -6,25 +6,34 @@
 # means building all of it (models and oneDNN included) a second time, and their tests run ranks over
 # sockets and namespaces for minutes; microbench and models are mostly timing and compute. The parsers
 # of every input (plans, hostfiles, wire, importers, netcheck) also run sanitized under ci/fuzz.sh.
-# Not run by CI: its build alone does not fit CI's +10 min. Here (2 vCPUs shared with other builds) the
-# two smaller binaries took 45 min to build and reports_tests' 39 objects were still to come; the tests
-# themselves are quick (common 6 s, netcheck 25 s). Run it by hand: ci/sanitize.sh [GTEST_FILTER]
+# CI runs the common and netcheck binaries sanitized through ci/fuzz.sh --ci, built in build-fuzz/ beside
+# the fuzz targets (clang, the same sanitizers, the libraries compiled once for both):
+#   ci/sanitize.sh --tests-in build-fuzz common netcheck
+# This script's own build (all three, reports_tests' 39 objects among them) does not fit CI's time.
+# Run it by hand: ci/sanitize.sh [GTEST_FILTER]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 start=$SECONDS
-mkdir -p build-sanitize
-cmake --preset sanitize >build-sanitize/build.log 2>&1 && cmake --build --preset sanitize >>build-sanitize/build.log 2>&1 ||
-  { tail -30 build-sanitize/build.log; echo "FAIL: the sanitized unit tests do not build (build-sanitize/build.log)"; exit 1; }
-echo "built in $((SECONDS - start)) s"
+build=build-sanitize modules=(common reports netcheck) filter='*'
+if [[ ${1:-} == --tests-in ]]; then  # built already (by ci/fuzz.sh): run those modules' tests
+  build=${2:?--tests-in DIR MODULE...} modules=("${@:3}")
+else
+  filter=${1:-*}
+  mkdir -p build-sanitize
+  cmake --preset sanitize >build-sanitize/build.log 2>&1 && cmake --build --preset sanitize >>build-sanitize/build.log 2>&1 ||
+    { tail -30 build-sanitize/build.log; echo "FAIL: the sanitized unit tests do not build (build-sanitize/build.log)"; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+fi
 # Leaks count as findings; the first report of any kind fails the binary.
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failures=0
-for test in common/tests/common_tests reports/tests/reports_tests netcheck/tests/netcheck_tests; do
+for module in "${modules[@]}"; do
+  test=$module/tests/${module}_tests
   t0=$SECONDS
-  log=build-sanitize/$(basename "$test").log
-  if build-sanitize/$test --gtest_filter="${1:-*}" >"$log" 2>&1; then
+  log=$build/$(basename "$test").log
+  if "$build/$test" --gtest_filter="$filter" >"$log" 2>&1; then
     echo "ok    $(basename "$test"): $(grep -m1 -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log") in $((SECONDS - t0)) s"
   else
     failures=$((failures + 1))
