@@ -4,7 +4,7 @@
 #include <set>
 
 #include "rocebench/common/errors.hpp"
-#include "rocebench/netcheck/host_fs.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/netcheck/host_state.hpp"
 
 namespace rocebench::netcheck {

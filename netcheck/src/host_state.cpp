@@ -1,7 +1,9 @@
 #include "rocebench/netcheck/host_state.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 namespace rocebench::netcheck {
@@ -263,6 +265,16 @@ std::vector<std::string> path_between(const std::vector<std::string>& a, const s
   }
   return out;
 }
+
+std::vector<std::string> pci_chain(const std::string& device_path) {
+  static const std::regex bdf(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
+  std::vector<std::string> chain;
+  for (const auto& part : std::filesystem::path(device_path)) {
+    if (std::regex_match(part.string(), bdf)) chain.push_back(part.string());
+  }
+  return chain;
+}
+
 
 int roce_active_mtu(long long netdev_mtu) {
   // GRH 40 + UDP 8 + BTH 12 + XRC ext 4 + AtomicETH 28 + ICRC 4 (include/rdma/ib_addr.h).

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rocebench/netcheck/host_fs.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/netcheck/parsers.hpp"
 #include "rocebench/netcheck/tools.hpp"
 
@@ -95,6 +95,10 @@ std::string tree_hostname(const HostFs& fs);
 // Reads a host. `modules` are the kernel modules to look for in /sys/module.
 HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string& hostname,
                     const std::vector<std::string>& modules);
+
+// "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0" -> {"0000:15:01.0", "0000:16:00.0"}: the
+// PCI functions on the way from the root complex down to (and including) the last one.
+std::vector<std::string> pci_chain(const std::string& device_path);
 
 // The PCI functions a peer-to-peer transfer between two devices crosses, given each one's chain
 // from the root complex, both ends excluded: up from each device to the lowest common bridge

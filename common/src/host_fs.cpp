@@ -1,4 +1,4 @@
-#include "rocebench/netcheck/host_fs.hpp"
+#include "rocebench/common/host_fs.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,11 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <charconv>
-#include <regex>
 
 #include "rocebench/common/errors.hpp"
 
-namespace rocebench::netcheck {
+namespace rocebench {
 
 namespace fs = std::filesystem;
 
@@ -117,13 +116,4 @@ std::optional<std::string> HostFs::resolve(const std::string& host_path) const {
   return "/" + (rel == "." ? std::string() : rel.generic_string());
 }
 
-std::vector<std::string> pci_chain(const std::string& device_path) {
-  static const std::regex bdf(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
-  std::vector<std::string> chain;
-  for (const auto& part : fs::path(device_path)) {
-    if (std::regex_match(part.string(), bdf)) chain.push_back(part.string());
-  }
-  return chain;
-}
-
-}  // namespace rocebench::netcheck
+}  // namespace rocebench

@@ -1,13 +1,14 @@
 #pragma once
 // Reads /sys, /proc and configfs under a root prefix (node_exporter's procfs style), so tests run
 // on fixture trees that look exactly like a real host. Paths given to it are absolute host paths.
+// Every read of /sys and /proc (netcheck, the run metadata, verbs devices, TCP settings) goes here.
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace rocebench::netcheck {
+namespace rocebench {
 
 class HostFs {
  public:
@@ -51,8 +52,4 @@ class HostFs {
   Log* log_ = nullptr;
 };
 
-// "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0" -> {"0000:15:01.0", "0000:16:00.0"}: the
-// PCI functions on the way from the root complex down to (and including) the last one.
-std::vector<std::string> pci_chain(const std::string& device_path);
-
-}  // namespace rocebench::netcheck
+}  // namespace rocebench
