@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/common/net.hpp"
 
 namespace rocebench::collectives {
@@ -235,8 +235,7 @@ void set_congestion(const std::vector<Socket>& sockets, const std::string& name)
   for (const auto& s : sockets) {
     if (::setsockopt(s.fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) == 0) continue;
     const std::string why = std::strerror(errno);
-    std::string available;
-    std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_available_congestion_control"), available);
+    const std::string available = HostFs().read("/proc/sys/net/ipv4/tcp_available_congestion_control").value_or("");
     for (const auto& open : sockets) ::close(open.fd);
     throw InputError(fmt::format("tcp_congestion '{}' cannot be set: {} (this host has: {})", name, why, available));
   }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <charconv>
+#include <sstream>
 
 #include "rocebench/common/errors.hpp"
 
@@ -86,6 +87,20 @@ std::optional<long long> HostFs::read_int(const std::string& host_path) const {
   const auto [ptr, ec] = std::from_chars(text->data(), end, value);
   if (ec != std::errc() || ptr != end) return std::nullopt;
   return value;
+}
+
+std::optional<std::string> HostFs::read_field(const std::string& host_path, const std::string& key) const {
+  const auto text = read(host_path);
+  if (!text) return std::nullopt;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find_first_not_of(" \t", key.size());
+    if (colon == std::string::npos || line[colon] != ':') continue;
+    const auto value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? std::string() : line.substr(value);
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> HostFs::list(const std::string& host_path) const {

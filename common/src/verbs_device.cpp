@@ -2,30 +2,31 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/common/verbs_device.hpp"
 
 namespace rocebench::verbs {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-fs::path class_dir(const std::string& root) { return fs::path(root) / "sys/class/infiniband"; }
+constexpr const char* kClassDir = "/sys/class/infiniband";
 
-// First line of a sysfs file; empty when unreadable (unused GID attributes fail with EINVAL).
-std::string first_line(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (in) std::getline(in, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  return line;
+// Numeric entry names of a sysfs folder (ports, GID slots), in order.
+std::vector<int> numbered(const HostFs& host, const std::string& dir) {
+  std::vector<int> out;
+  for (const auto& name : host.list(dir)) {
+    try {
+      out.push_back(std::stoi(name));
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 bool all_zero(const std::string& gid) {
@@ -40,44 +41,25 @@ std::string describe(const std::vector<GidEntry>& gids) {
 
 }  // namespace
 
-std::vector<std::string> list_devices(const std::string& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(class_dir(root), ec)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<std::string> list_devices(const std::string& root) { return HostFs(root).list(kClassDir); }
 
 std::vector<int> list_ports(const std::string& root, const std::string& device) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(class_dir(root) / device / "ports", ec)) {
-    try {
-      out.push_back(std::stoi(e.path().filename().string()));
-    } catch (const std::exception&) {
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return numbered(HostFs(root), fmt::format("{}/{}/ports", kClassDir, device));
 }
 
 std::vector<GidEntry> read_gids(const std::string& root, const std::string& device, int port) {
-  const fs::path dir = class_dir(root) / device / "ports" / std::to_string(port);
+  const HostFs host(root);
+  const std::string dir = fmt::format("{}/{}/ports/{}", kClassDir, device, port);
   std::vector<GidEntry> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / "gids", ec)) {
+  // Unused GID attributes read EINVAL: they come back empty.
+  for (const int index : numbered(host, dir + "/gids")) {
     GidEntry g;
-    try {
-      g.index = std::stoi(e.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    g.gid = first_line(e.path());
-    g.type = first_line(dir / "gid_attrs/types" / e.path().filename());
-    g.netdev = first_line(dir / "gid_attrs/ndevs" / e.path().filename());
+    g.index = index;
+    g.gid = host.read(fmt::format("{}/gids/{}", dir, index)).value_or("");
+    g.type = host.read(fmt::format("{}/gid_attrs/types/{}", dir, index)).value_or("");
+    g.netdev = host.read(fmt::format("{}/gid_attrs/ndevs/{}", dir, index)).value_or("");
     if (!g.gid.empty() && !all_zero(g.gid) && !g.type.empty()) out.push_back(g);
   }
-  std::sort(out.begin(), out.end(), [](const GidEntry& a, const GidEntry& b) { return a.index < b.index; });
   return out;
 }
 

@@ -6,19 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/host_fs.hpp"
 
 extern char** environ;
 
 namespace rocebench::microbench {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -60,12 +59,9 @@ std::string capture(const std::vector<std::string>& argv, std::chrono::milliseco
   return out;
 }
 
-void read_dir(const fs::path& dir, CounterSnapshot& into) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::ifstream in(e.path());
-    std::uint64_t value = 0;
-    if (in >> value) into[e.path().filename().string()] = value;
+void read_dir(const HostFs& host, const std::string& dir, CounterSnapshot& into) {
+  for (const auto& name : host.list(dir)) {
+    if (const auto value = host.read_int(dir + "/" + name); value && *value >= 0) into[name] = static_cast<std::uint64_t>(*value);
   }
 }
 
@@ -86,14 +82,13 @@ CounterSnapshot parse_ethtool_pause(const std::string& text) {
 CounterSnapshot read_counters(const std::string& root, const std::string& device, int port) {
   CounterSnapshot out;
   if (device.empty()) return out;
-  const fs::path dir = fs::path(root) / "sys/class/infiniband" / device / "ports" / std::to_string(port);
-  read_dir(dir / "counters", out);
-  read_dir(dir / "hw_counters", out);
+  const HostFs host(root);
+  const std::string dir = fmt::format("/sys/class/infiniband/{}/ports/{}", device, port);
+  read_dir(host, dir + "/counters", out);
+  read_dir(host, dir + "/hw_counters", out);
   if (root == "/") {
-    std::ifstream ndev(dir / "gid_attrs/ndevs/0");
-    std::string netdev;
-    if (ndev >> netdev) {
-      for (const auto& [k, v] : parse_ethtool_pause(capture({"ethtool", "-S", netdev}, std::chrono::seconds(2)))) out[k] = v;
+    if (const auto netdev = host.read(dir + "/gid_attrs/ndevs/0"); netdev && !netdev->empty()) {
+      for (const auto& [k, v] : parse_ethtool_pause(capture({"ethtool", "-S", *netdev}, std::chrono::seconds(2)))) out[k] = v;
     }
   }
   return out;

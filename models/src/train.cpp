@@ -1,6 +1,5 @@
 #include "rocebench/models/train.hpp"
 
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -10,6 +9,7 @@
 #include "data_loader.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/models/engine.hpp"
 #include "rocebench/models/timeline.hpp"
@@ -22,11 +22,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // A "Key:   123 kB" field of a /proc file, in bytes; -1 when absent.
 std::int64_t proc_kib_field(const std::string& file, const std::string& key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  return -1;
+  const auto kib = HostFs().read_field(file, key);
+  return kib ? std::stoll(*kib) * 1024 : -1;
 }
 
 json identity(const TrainConfig& c) {

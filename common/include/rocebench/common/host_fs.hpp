@@ -26,6 +26,9 @@ class HostFs {
   // EINVAL for empty GID slots, debugfs EACCES for non-root).
   std::optional<std::string> read(const std::string& host_path) const;
   std::optional<long long> read_int(const std::string& host_path) const;
+  // The value of a "Key: value" line (/proc/meminfo, /proc/self/status, /proc/cpuinfo's "model
+  // name\t: ..."), first match, leading blanks removed; nullopt when the file or the key is missing.
+  std::optional<std::string> read_field(const std::string& host_path, const std::string& key) const;
   // Raw bytes (PCI config space); empty when unreadable.
   std::string read_bytes(const std::string& host_path) const;
   // Raw bytes; nullopt when missing or unreadable. Not logged (it is how a snapshot copies).
