@@ -1,87 +1,82 @@
 #include "metadata.hpp"
 
-#include <fcntl.h>
-#include <infiniband/verbs.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "build_info.hpp"
+#include "rocebench/common/host_fs.hpp"
 
 namespace rocebench {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-// sysfs files may fail to read (speed of a virtual link reads EINVAL): that is "", not an error.
-std::string read_trimmed(const fs::path& file) {
-  std::string s;
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return s;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  if (n < 0) return "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// "key<TAB>: value" lines of /proc/cpuinfo and "Key:   value kB" lines of /proc/meminfo.
-std::string proc_field(const fs::path& file, const std::string& key) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    return value;
+// CPUs in a sysfs CPU list ("0-3,8,10-11"); 0 when it cannot be read.
+long count_cpus(const std::string& list) {
+  long count = 0;
+  std::istringstream ranges(list);
+  for (std::string range; std::getline(ranges, range, ',');) {
+    const auto dash = range.find('-');
+    try {
+      count += dash == std::string::npos ? 1 : std::stol(range.substr(dash + 1)) - std::stol(range.substr(0, dash)) + 1;
+    } catch (const std::exception&) {
+      return 0;
+    }
   }
-  return "";
+  return count;
 }
 
-const char* port_state_name(ibv_port_state s) {
-  switch (s) {
-    case IBV_PORT_DOWN: return "DOWN";
-    case IBV_PORT_INIT: return "INIT";
-    case IBV_PORT_ARMED: return "ARMED";
-    case IBV_PORT_ACTIVE: return "ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
-    default: return "NOP";
-  }
+// sysfs port state "4: ACTIVE" -> "ACTIVE".
+std::string without_number(const std::string& state) {
+  const auto colon = state.find(": ");
+  return colon == std::string::npos ? state : state.substr(colon + 2);
 }
 
-int mtu_bytes(ibv_mtu m) { return 128 << static_cast<int>(m); }
-
-std::string guid_string(__be64 guid) {
-  const std::uint64_t g = be64toh(guid);
-  return fmt::format("{:04x}:{:04x}:{:04x}:{:04x}", (g >> 48) & 0xffff, (g >> 32) & 0xffff, (g >> 16) & 0xffff, g & 0xffff);
+// "Linux 6.1.0-18-amd64", as uname's sysname and release; "" when the tree has neither.
+std::string kernel(const HostFs& host) {
+  const std::string name = host.read("/proc/sys/kernel/ostype").value_or("");
+  const std::string release = host.read("/proc/sys/kernel/osrelease").value_or("");
+  return name.empty() || release.empty() ? name + release : name + " " + release;
 }
 
-json netdevs(const fs::path& root) {
+json netdevs(const HostFs& host) {
   json out = json::array();
-  std::error_code ec;
-  std::vector<fs::path> names;
-  for (const auto& entry : fs::directory_iterator(root / "sys/class/net", ec)) names.push_back(entry.path());
-  std::sort(names.begin(), names.end());
-  for (const auto& dir : names) {
-    json dev{{"name", dir.filename().string()}};
-    if (auto mtu = read_trimmed(dir / "mtu"); !mtu.empty()) dev["mtu"] = std::stoi(mtu);
-    if (auto state = read_trimmed(dir / "operstate"); !state.empty()) dev["operstate"] = state;
-    if (auto mac = read_trimmed(dir / "address"); !mac.empty()) dev["address"] = mac;
-    // speed reads EINVAL on virtual links: leave it out rather than guess.
-    if (auto speed = read_trimmed(dir / "speed"); !speed.empty() && speed[0] != '-') dev["speed_mbps"] = std::stoi(speed);
+  for (const auto& name : host.list("/sys/class/net")) {
+    const std::string dir = "/sys/class/net/" + name;
+    json dev{{"name", name}};
+    if (auto mtu = host.read_int(dir + "/mtu")) dev["mtu"] = *mtu;
+    if (auto state = host.read(dir + "/operstate"); state && !state->empty()) dev["operstate"] = *state;
+    if (auto mac = host.read(dir + "/address"); mac && !mac->empty()) dev["address"] = *mac;
+    // speed reads EINVAL (or -1) on virtual links: leave it out rather than guess.
+    if (auto speed = host.read_int(dir + "/speed"); speed && *speed >= 0) dev["speed_mbps"] = *speed;
     out.push_back(dev);
   }
+  return out;
+}
+
+// The RDMA part, from /sys/class/infiniband: {"rdma_core": …, "devices": [...], "reason"?}.
+json collect_rdma_info(const HostFs& host) {
+  json out{{"rdma_core", fmt::format("libibverbs {} (built against)", kIbverbsVersion)}, {"devices", json::array()}};
+  const std::string class_dir = "/sys/class/infiniband";
+  for (const auto& name : host.list(class_dir)) {
+    const std::string base = class_dir + "/" + name;
+    json dev{{"name", name}, {"ports", json::array()}};
+    // The NIC: firmware, GUID, and model (hca_type "MT4123", board_id "MT_0000000223"; rxe has neither).
+    for (const char* field : {"fw_ver", "node_guid", "hca_type", "board_id"}) dev[field] = host.read(base + "/" + field).value_or("");
+    for (const auto& port : host.list(base + "/ports")) {
+      const std::string dir = base + "/ports/" + port;
+      json p{{"port", std::stoi(port)},
+             {"state", without_number(host.read(dir + "/state").value_or(""))},
+             {"link_layer", host.read(dir + "/link_layer").value_or("")},
+             {"gid_table_len", host.list(dir + "/gids").size()}};
+      // RoCE: the netdev under the port (its MTU bounds the active MTU; see netdevs).
+      if (auto netdev = host.read(dir + "/gid_attrs/ndevs/0"); netdev && !netdev->empty()) p["netdev"] = *netdev;
+      dev["ports"].push_back(p);
+    }
+    out["devices"].push_back(dev);
+  }
+  if (out["devices"].empty()) out["reason"] = fmt::format("no RDMA device: {} lists none", host.at(class_dir).string());
   return out;
 }
 
@@ -89,55 +84,16 @@ json netdevs(const fs::path& root) {
 
 json build_info() { return {{"version", kRocebenchVersion}, {"git_revision", kRocebenchGitRevision}}; }
 
-json collect_rdma_info() {
-  json out{{"rdma_core", fmt::format("libibverbs {} (built against)", kIbverbsVersion)}, {"devices", json::array()}};
-  int count = 0;
-  ibv_device** list = ibv_get_device_list(&count);
-  if (!list || count == 0) {
-    out["reason"] = "no RDMA device: ibv_get_device_list found none";
-    if (list) ibv_free_device_list(list);
-    return out;
-  }
-  for (int i = 0; i < count; ++i) {
-    json dev{{"name", ibv_get_device_name(list[i])}, {"node_guid", guid_string(ibv_get_device_guid(list[i]))},
-             {"fw_ver", ""}, {"ports", json::array()}};
-    if (ibv_context* ctx = ibv_open_device(list[i])) {
-      ibv_device_attr attr{};
-      if (ibv_query_device(ctx, &attr) == 0) {
-        dev["fw_ver"] = attr.fw_ver;
-        for (int p = 1; p <= attr.phys_port_cnt; ++p) {
-          ibv_port_attr port{};
-          if (ibv_query_port(ctx, static_cast<std::uint8_t>(p), &port) != 0) continue;
-          dev["ports"].push_back({{"port", p},
-                                  {"state", port_state_name(port.state)},
-                                  {"active_mtu", mtu_bytes(port.active_mtu)},
-                                  {"link_layer", port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand"},
-                                  {"gid_table_len", port.gid_tbl_len}});
-        }
-      }
-      ibv_close_device(ctx);
-    } else {
-      dev["reason"] = "ibv_open_device failed";
-    }
-    out["devices"].push_back(dev);
-  }
-  ibv_free_device_list(list);
-  return out;
-}
-
-json collect_host_info(const std::string& hostname, const std::string& root) {
-  const fs::path r(root);
-  utsname u{};
-  ::uname(&u);
-  const std::string mem_kb = proc_field(r / "proc/meminfo", "MemTotal");
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+json collect_host_info(const std::string& hostname, const HostFs& host) {
+  const auto kib = host.read_field("/proc/meminfo", "MemTotal");
+  const long cores = count_cpus(host.read("/sys/devices/system/cpu/online").value_or(""));
   return {{"hostname", hostname},
           {"ranks", json::array()},
-          {"kernel", fmt::format("{} {}", u.sysname, u.release)},
-          {"cpu", {{"model", proc_field(r / "proc/cpuinfo", "model name")}, {"cores", cores > 0 ? cores : 1}}},
-          {"memory_bytes", mem_kb.empty() ? 0 : std::stoll(mem_kb) * 1024},
-          {"rdma", collect_rdma_info()},
-          {"netdevs", netdevs(r)},
+          {"kernel", kernel(host)},
+          {"cpu", {{"model", host.read_field("/proc/cpuinfo", "model name").value_or("")}, {"cores", cores > 0 ? cores : 1}}},
+          {"memory_bytes", kib ? std::stoll(*kib) * 1024 : 0},
+          {"rdma", collect_rdma_info(host)},
+          {"netdevs", netdevs(host)},
           {"gpu", collect_gpu_info()}};
 }
 

@@ -3,16 +3,16 @@
 #include <string>
 #include <vector>
 
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/common/record.hpp"
 
 namespace rocebench {
 
-// This host: hostname, kernel, CPU, memory, RDMA devices (ibv_get_device_list), netdevs, GPUs with
-// driver and CUDA / NCCL / cuDNN versions when built with CUDA. `root` prefixes /proc and /sys.
-json collect_host_info(const std::string& hostname, const std::string& root = "/");
+// A host: hostname, kernel, CPU, memory, RDMA devices and netdevs as its /proc and /sys say (read
+// through `host`, so a fixture tree stands for a host in tests), and this process's GPUs with driver
+// and CUDA / NCCL / cuDNN versions when built with CUDA.
+json collect_host_info(const std::string& hostname, const HostFs& host = HostFs());
 
-// The RDMA part alone: {"rdma_core": …, "devices": [...], "reason"?}.
-json collect_rdma_info();
 // The GPU part alone: {"devices": [...], "driver"?, "cuda_runtime"?, "nccl"?, "cudnn"?, "reason"?}.
 json collect_gpu_info();
 
