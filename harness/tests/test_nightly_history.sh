@@ -16,7 +16,7 @@ source "$(dirname "$0")/../../ci/cli_test_lib.sh"
 
 cat >"$work/plan.json" <<'EOF'
 {"name": "nightly-test", "launcher": {"type": "local", "ranks": 2, "pin_cpus": true}, "history": "history.sqlite",
- "steps": [{"step": "harness.rendezvous", "params": {"rounds": 100, "interval_ms": 10}}]}
+ "steps": [{"step": "harness.rendezvous", "params": {"rounds": 300, "interval_ms": 10}}]}
 EOF
 
 # 1. The first run: its plan's history (beside the runs' folders) is created, and holds one run.
@@ -28,10 +28,15 @@ for _ in $(seq 100); do
   [[ ${#pids[@]} == 2 ]] && grep -q "plan 'nightly-test'" "$work/err" && break
   sleep 0.1
 done
-sleep 1  # past the rendezvous, inside the rounds
+# Each rank pins itself once it has read the plan, past the rendezvous: on a loaded machine that can take
+# seconds, so wait (up to 10 s, while the ranks live) until both ranks' threads show one CPU each, then compare.
 declare -A allowed
-for rank in 0 1; do
-  allowed[$rank]=$(cat /proc/"${pids[rank]}"/task/*/status | sed -n 's/^Cpus_allowed_list:\t//p' | sort -u | tr '\n' ' ')
+for _ in $(seq 500); do
+  for rank in 0 1; do
+    allowed[$rank]=$(cat /proc/"${pids[rank]}"/task/*/status 2>/dev/null | sed -n 's/^Cpus_allowed_list:\t//p' | sort -u | tr '\n' ' ')
+  done
+  [[ ${allowed[0]} =~ ^[0-9]+\ $ && ${allowed[1]} =~ ^[0-9]+\ $ ]] && break
+  sleep 0.02
 done
 rc=0
 wait $run_pid || rc=$?
