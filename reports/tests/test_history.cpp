@@ -28,6 +28,13 @@ std::vector<double> series(std::size_t n, double level, double cv, std::size_t a
   return x;
 }
 
+// 40 nights around 100 with Gaussian noise of CV `cv`, then the nights given.
+std::vector<double> quiet_then(double cv, unsigned seed, std::initializer_list<double> nights) {
+  auto x = series(40, 100, cv, 0, 0, seed);
+  x.insert(x.end(), nights);
+  return x;
+}
+
 TrendVerdict judge_last(const std::vector<double>& x, std::size_t window, bool higher_is_better) {
   const JudgeOptions o;
   return judge(x, x.size() - window, e_divisive(x, o.detect), higher_is_better, o);
@@ -112,6 +119,60 @@ TEST(Verdict, OneRunOffAsksForARerun) {
   // Two nights of a loaded machine are still not a step.
   x[x.size() - 2] *= 1.2;
   EXPECT_EQ(judge_last(x, 3, false).call, Call::unknown);
+}
+
+// A 5% step at CV 2% whose first night noise left nearer the old level than the new: the split
+// with 3 runs after it is the step, and one run that noise explains does not make it a burst.
+TEST(Verdict, AStepWhoseFirstNightLooksOldIsFlagged) {
+  auto x = quiet_then(0.02, 13, {102.0, 105.5, 106.0});
+  const auto v = judge_last(x, 3, false);
+  EXPECT_EQ(v.call, Call::regressed) << v.why;
+  ASSERT_TRUE(v.change);
+  EXPECT_EQ(v.change->index, 40u);
+  // A night at the old level beyond the noise of the new one is still a burst's edge, not a step.
+  x[40] = 100;
+  for (std::size_t i = 41; i < x.size(); ++i) x[i] = 125;
+  EXPECT_EQ(judge_last(x, 3, false).call, Call::unknown);
+}
+
+// A 5% step at CV 2% whose split, over the whole series, lands 3 runs early (seed 68: noise put
+// nights 37..39 a little high). The history alone shows no step there: the baseline stays whole.
+TEST(Verdict, AStepPulledIntoTheHistoryIsStillJudged) {
+  const auto x = series(43, 100, 0.02, 40, 0.05, 68);
+  const JudgeOptions o;
+  const auto cps = e_divisive(x, o.detect);
+  ASSERT_EQ(cps.size(), 1u);
+  ASSERT_EQ(cps[0].index, 37u);  // what the test is about: the split the judged runs pulled early
+  const auto v = judge(x, 40, cps, false, o);
+  EXPECT_EQ(v.call, Call::regressed) << v.why;
+}
+
+// A machine slow one night in four: three slow nights in a row come once in 64, too often to call a
+// regression at 1%. UNKNOWN, with the runs that would decide.
+TEST(Verdict, BurstNightsInARowAreUnknownNotARegression) {
+  auto x = series(43, 100, 0.01, 0, 0, 15);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (i % 4 == 1 || i >= 40) x[i] *= 1.2;
+  }
+  const auto v = judge_last(x, 3, false);
+  EXPECT_EQ(v.call, Call::unknown) << v.why;
+  EXPECT_GT(v.more_runs, 0u);
+  EXPECT_NE(v.why.find("as far off"), std::string::npos) << v.why;
+  // The same step on a machine without bursts is a regression.
+  for (std::size_t i = 0; i < 40; ++i) {
+    if (i % 4 == 1) x[i] /= 1.2;
+  }
+  EXPECT_EQ(judge_last(x, 3, false).call, Call::regressed);
+}
+
+// An improvement is held to a stricter test than a regression: the same step, seen as a time and
+// as a bandwidth, is a regression one way and not yet an improvement the other.
+TEST(Verdict, AnImprovementNeedsMoreEvidenceThanARegression) {
+  const auto x = quiet_then(0.02, 16, {103.0, 103.0, 103.0});
+  const auto slower = judge_last(x, 3, false);
+  EXPECT_EQ(slower.call, Call::regressed) << slower.why;
+  const auto faster = judge_last(x, 3, true);
+  EXPECT_NE(faster.call, Call::improved) << faster.why;
 }
 
 TEST(Verdict, AStallInTheBaselineDoesNotHideAStep) {

@@ -4,10 +4,10 @@
 // Located by E-divisive means (Matteson & James 2014, the univariate energy statistic with
 // alpha = 1), judged by a deterministic test as Apache Otava (formerly Hunter) does: a two-sample
 // t-test between the segments on either side of a candidate, instead of the original permutation
-// test, so the same history always gives the same change points. Ours compares medians and scales
-// by the median absolute deviation: a night on a busy machine (10x slower) is common in shared CI
-// and must neither move a level nor hide a step. The runs are the samples: what a change must beat
-// is the noise from run to run, not the spread inside one run.
+// test, so the same history always gives the same change points. Ours compares Huber levels and
+// scales by the median absolute deviation: a night on a busy machine (10x slower) is common in
+// shared CI and must neither move a level nor hide a step. The runs are the samples: what a change
+// must beat is the noise from run to run, not the spread inside one run.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -19,22 +19,22 @@ namespace rocebench::reports {
 struct ChangePoint {
   std::size_t index = 0;  // first point after the step
   std::size_t begin = 0, end = 0;
-  double mean_before = 0, mean_after = 0;  // the segments' levels: their medians
+  double mean_before = 0, mean_after = 0;  // the segments' levels: Huber M-estimates (k = 2 sigma)
   double stdev = 0;  // pooled: residuals around each side's Huber level, clipped at 2.5 x (1.4826 MAD)
   double p = 1;      // two-sided p-value of the t-test
   double step() const;  // (after - before) / |before|
 };
 
-// The t-test of x[a, b) against x[b, c): the difference of medians over their standard error from
-// the pooled MAD, Student's t with n - 2 degrees of freedom. A single point on one side is allowed
-// (the other side's spread stands for both).
+// The t-test of x[a, b) against x[b, c): the difference of Huber levels over their standard error
+// from the pooled sigma, Student's t with n - 2 degrees of freedom. A single point on one side is
+// allowed (the other side's spread stands for both).
 ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c);
 
 // P(|T| >= |t|) for Student's t with `df` degrees of freedom.
 double student_t_two_sided_p(double t, double df);
 
 struct DetectOptions {
-  double max_p = 0.01;          // a change point's p-value must be below this
+  double max_p = 0.01;          // a change point's p-value must be below this; judge: false alarms a series a night
   std::size_t min_segment = 3;  // points on each side of a historical change point
 };
 
@@ -66,8 +66,9 @@ struct TrendVerdict {
 };
 
 // Judges the runs from index `first_new` on against the history before them. `history` holds the
-// change points of the whole series (e_divisive); the baseline starts at the last one before
-// `first_new`.
+// change points of the whole series (e_divisive); the baseline starts at the last one that the runs
+// before `first_new` show by themselves. A step needs min_after runs after it, none of them at the
+// old level; when the baseline has load bursts, it must also be rarer than they are by rank.
 TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const std::vector<ChangePoint>& history,
                    bool higher_is_better, const JudgeOptions& options);
 
