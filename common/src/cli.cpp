@@ -87,6 +87,11 @@ ArgParser& ArgParser::flag(const std::string& name, bool* target, const std::str
   return *this;
 }
 
+ArgParser& ArgParser::renamed(const std::string& old_name, const std::string& new_name) {
+  renamed_.emplace_back(old_name, new_name);
+  return *this;
+}
+
 ArgParser& ArgParser::positional(const std::string& name, std::string* target, const std::string& help, bool required) {
   positionals_.push_back({name, help, required, [target](const std::string& v) { *target = v; }});
   return *this;
@@ -117,7 +122,12 @@ bool ArgParser::parse(const Args& args) {
       const auto eq = arg.find('=');
       const std::string name = arg.substr(0, eq);
       auto it = std::find_if(options_.begin(), options_.end(), [&](const Option& o) { return o.name == name; });
-      if (it == options_.end()) fail("unknown option " + name);
+      if (it == options_.end()) {
+        for (const auto& [old_name, new_name] : renamed_) {
+          if (name == old_name) fail(fmt::format("'{}' is now '{}'", old_name, new_name));
+        }
+        fail("unknown option " + name);
+      }
       std::string value;
       if (it->takes_value) {
         if (eq != std::string::npos) value = arg.substr(eq + 1);

@@ -99,6 +99,15 @@ void JsonSchema::check(const json& schema, const json& value, const std::string&
     if (!schema.get<bool>()) errors.push_back({pointer, "is not allowed here"});
     return;
   }
+  if (auto it = schema.find("errorMessage"); it != schema.end()) {
+    // ajv-errors' keyword: any failure here reads as this one message (a renamed field's hint).
+    json plain = schema;
+    plain.erase("errorMessage");
+    std::vector<SchemaError> scratch;
+    check(plain, value, pointer, scratch);
+    if (!scratch.empty()) errors.push_back({pointer, it->get<std::string>()});
+    return;
+  }
   auto fail = [&](const std::string& message) { errors.push_back({pointer, message}); };
   auto passes = [&](const json& sub) {
     std::vector<SchemaError> scratch;

@@ -45,6 +45,8 @@ class ArgParser {
   ArgParser& range(double min, double max);
   ArgParser& range(const nlohmann::json& schema);
   ArgParser& flag(const std::string& name, bool* target, const std::string& help);
+  // An old spelling, refused with a hint naming the new one ("'--out' is now '--results'").
+  ArgParser& renamed(const std::string& old_name, const std::string& new_name);
   ArgParser& positional(const std::string& name, std::string* target, const std::string& help,
                         bool required = true);
   // Every positional after the named ones lands here.
@@ -74,6 +76,7 @@ class ArgParser {
   std::string program_, description_;
   std::vector<Option> options_;
   std::vector<Positional> positionals_;
+  std::vector<std::pair<std::string, std::string>> renamed_;
   Positional rest_{};
   bool has_rest_ = false;
 };

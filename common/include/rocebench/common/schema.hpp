@@ -2,7 +2,8 @@
 // A JSON Schema validator for the subset of draft 2020-12 our schemas use: type, enum, const,
 // properties, required, additionalProperties, patternProperties, items, minItems, maxItems,
 // minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, pattern, allOf, anyOf, oneOf,
-// not, if/then/else, $ref to "#/$defs/…". Unknown keywords are ignored, as the standard says.
+// not, if/then/else, $ref to "#/$defs/…", and ajv-errors' errorMessage (one message for any failure
+// of its schema). Unknown keywords are ignored, as the standard says.
 #include <filesystem>
 #include <map>
 #include <regex>

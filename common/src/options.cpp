@@ -1,0 +1,216 @@
+#include "rocebench/common/options.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/schema.hpp"
+
+namespace rocebench {
+
+namespace {
+
+using nlohmann::json;
+
+const char* default_metavar(OptionType type) {
+  switch (type) {
+    case OptionType::integer: return "N";
+    case OptionType::number: return "X";
+    case OptionType::size:
+    case OptionType::sizes: return "SIZE";
+    case OptionType::integer_list: return "LIST";
+    default: return "VALUE";
+  }
+}
+
+// "[0, 10000]", "(0, 86400]", ">= 64", "tcp | verbs": what the schema admits, for the usage.
+std::string admitted(const json& rules) {
+  if (rules.contains("enum")) {
+    std::vector<std::string> names;
+    for (const auto& v : rules["enum"]) names.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    return fmt::format("{}", fmt::join(names, " | "));
+  }
+  const bool low = rules.contains("minimum") || rules.contains("exclusiveMinimum");
+  const bool high = rules.contains("maximum") || rules.contains("exclusiveMaximum");
+  const auto bound = [&](const char* closed, const char* open) { return rules.contains(closed) ? rules[closed] : rules[open]; };
+  if (low && high) {
+    return fmt::format("{}{}, {}{}", rules.contains("minimum") ? "[" : "(", bound("minimum", "exclusiveMinimum").dump(),
+                       bound("maximum", "exclusiveMaximum").dump(), rules.contains("maximum") ? "]" : ")");
+  }
+  if (low) return fmt::format("{} {}", rules.contains("minimum") ? ">=" : ">", bound("minimum", "exclusiveMinimum").dump());
+  if (high) return fmt::format("{} {}", rules.contains("maximum") ? "<=" : "<", bound("maximum", "exclusiveMaximum").dump());
+  return "";
+}
+
+std::string usage_help(const OptionSpec& spec) {
+  std::vector<std::string> notes;
+  if (spec.type != OptionType::boolean && !spec.fallback.is_null()) {
+    notes.push_back("default " + (spec.fallback.is_string() ? spec.fallback.get<std::string>() : spec.fallback.dump()));
+  }
+  if (const std::string a = admitted(spec.rules); !a.empty()) notes.push_back(a);
+  return notes.empty() ? spec.help : fmt::format("{} ({})", spec.help, fmt::join(notes, "; "));
+}
+
+template <typename T>
+T parse_number(const std::string& flag, const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(static_cast<double>(value))) {
+    throw UsageError(fmt::format("{}: '{}' is not a valid number", flag, text));
+  }
+  return value;
+}
+
+// A number outside the declared range, refused with the whole range: "--iters: 0 is not in [1, 1000000000]".
+void check_range(const OptionSpec& spec, const std::string& text, const json& value) {
+  if (!value.is_number()) return;
+  const double x = value.get<double>();
+  const json& r = spec.rules;
+  const bool inside = !(r.contains("minimum") && x < r["minimum"].get<double>()) &&
+                      !(r.contains("maximum") && x > r["maximum"].get<double>()) &&
+                      !(r.contains("exclusiveMinimum") && x <= r["exclusiveMinimum"].get<double>()) &&
+                      !(r.contains("exclusiveMaximum") && x >= r["exclusiveMaximum"].get<double>());
+  if (inside) return;
+  const std::string range = admitted(r);
+  throw UsageError(range.starts_with("[") || range.starts_with("(")
+                       ? fmt::format("{}: {} is not in {}", spec.flag, printable_excerpt(text), range)
+                       : fmt::format("{}: {} must be {}", spec.flag, printable_excerpt(text), range));
+}
+
+json value_of(const OptionSpec& spec, const std::string& text) {
+  switch (spec.type) {
+    case OptionType::integer: return parse_number<long long>(spec.flag, text);
+    case OptionType::number: return parse_number<double>(spec.flag, text);
+    case OptionType::size:
+    case OptionType::sizes: return parse_bytes(spec.flag, text);
+    case OptionType::integer_list: {
+      json list = json::array();
+      std::size_t from = 0;
+      while (true) {
+        const std::size_t comma = text.find(',', from);
+        const std::string item = text.substr(from, comma - from);
+        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) {
+          throw UsageError(fmt::format("{} takes whole numbers like 1,2,4, not '{}'", spec.flag, printable_excerpt(text)));
+        }
+        list.push_back(std::stoi(item));
+        if (comma == std::string::npos) return list;
+        from = comma + 1;
+      }
+    }
+    default: return text;
+  }
+}
+
+}  // namespace
+
+json OptionSpec::property() const {
+  json p = rules;
+  switch (type) {
+    case OptionType::integer:
+    case OptionType::size: p["type"] = "integer"; break;
+    case OptionType::number: p["type"] = "number"; break;
+    case OptionType::boolean: p["type"] = "boolean"; break;
+    case OptionType::integer_list:
+    case OptionType::sizes: {
+      json items = rules;
+      items["type"] = "integer";
+      p = {{"type", "array"}, {"items", items}, {"minItems", 1}};
+      if (type == OptionType::sizes) p = {{"anyOf", {items, p}}};
+      break;
+    }
+    case OptionType::text:
+      if (!p.contains("enum")) p["type"] = "string";
+      break;
+    case OptionType::object: break;  // rules is the object's whole schema
+  }
+  return p;
+}
+
+OptionTable::OptionTable(std::vector<OptionSpec> specs, std::map<std::string, std::string> renamed)
+    : specs_(std::move(specs)), renamed_(std::move(renamed)) {}
+
+const OptionSpec& OptionTable::at(const std::string& key) const {
+  for (const auto& s : specs_) {
+    if (s.key == key) return s;
+  }
+  throw std::logic_error("no option '" + key + "' is declared");
+}
+
+json OptionTable::schema(const std::string& drop_family) const {
+  json properties = json::object();
+  for (const auto& s : specs_) {
+    if (drop_family.empty() || s.family != drop_family) properties[s.key] = s.property();
+  }
+  for (const auto& [old_key, new_key] : renamed_) {
+    properties[old_key] = {{"not", json::object()}, {"errorMessage", fmt::format("'{}' is now '{}'", old_key, new_key)}};
+  }
+  return {{"type", "object"}, {"additionalProperties", false}, {"properties", properties}};
+}
+
+std::map<std::string, std::string> OptionTable::flag_of() const {
+  std::map<std::string, std::string> out;
+  for (const auto& s : specs_) {
+    if (!s.flag.empty()) out[s.key] = s.flag;
+  }
+  return out;
+}
+
+OptionFlags::OptionFlags(const OptionTable& table, ArgParser& parser, const std::string& drop_family) : table_(&table) {
+  for (const auto& spec : table.specs()) {
+    if (spec.flag.empty() || (!drop_family.empty() && spec.family == drop_family)) continue;
+    Entry& e = entries_.emplace_back(Entry{&spec, ""});
+    if (spec.type == OptionType::boolean) {
+      parser.flag(spec.flag, &e.on, spec.help);
+    } else {
+      parser.option(spec.flag, &e.text, usage_help(spec), spec.metavar.empty() ? default_metavar(spec.type) : spec.metavar);
+    }
+  }
+}
+
+json OptionFlags::params(const std::string& program, bool with_defaults) const {
+  json params = json::object();
+  for (const auto& e : entries_) {
+    const OptionSpec& s = *e.spec;
+    if (s.type == OptionType::boolean) {
+      if (e.on) params[s.key] = !s.fallback.get<bool>();
+      else if (with_defaults) params[s.key] = s.fallback;
+    } else if (!e.text.empty()) {
+      try {
+        params[s.key] = value_of(s, e.text);
+        check_range(s, e.text, params[s.key]);
+      } catch (const UsageError& error) {
+        throw UsageError(fmt::format("{}: {}", program, error.what()));
+      }
+    } else if (with_defaults && !s.fallback.is_null()) {
+      params[s.key] = s.fallback;
+    }
+  }
+  const auto errors = JsonSchema(table_->schema()).validate(params);
+  if (!errors.empty()) {
+    const SchemaError& e = errors.front();
+    const std::string key = e.pointer.substr(1, e.pointer.find('/', 1) - 1);
+    const json::json_pointer at(e.pointer);
+    const std::string value = params.contains(at) ? printable_excerpt(params.at(at).dump()) : "";
+    throw UsageError(fmt::format("{}: {} {}: {}", program, table_->at(key).flag, value, e.message));
+  }
+  return params;
+}
+
+bool OptionFlags::given(const std::string& key) const {
+  for (const auto& e : entries_) {
+    if (e.spec->key == key) return e.on || !e.text.empty();
+  }
+  return false;
+}
+
+std::string OptionFlags::text(const std::string& key) const {
+  for (const auto& e : entries_) {
+    if (e.spec->key == key) return e.text;
+  }
+  return "";
+}
+
+}  // namespace rocebench
