@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/common/bus_bandwidth.hpp"
 #include "rocebench/common/errors.hpp"
@@ -228,11 +229,7 @@ void run_nccl_step(StepContext& ctx) {
 }  // namespace
 
 StepKind nccl_step() {
-  json schema = sweep_params_schema();
-  for (const char* tcp_only : {"algorithm", "transport", "verbs", "placement", "chunk_bytes", "servers",
-                               "sockets_per_peer", "spin_us", "tcp_congestion", "tcp_sndbuf", "world_sizes"}) {
-    schema["properties"].erase(tcp_only);
-  }
+  json schema = sweep_options().schema(kOwnTransportsOnly);
   schema["properties"]["collective"] = {{"enum", kNcclCollectives}};
   return {"collectives.nccl", "NCCL collective sweeps on GPUs, one rank per GPU (skips without a GPU)", schema,
           run_nccl_step};

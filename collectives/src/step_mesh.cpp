@@ -15,18 +15,19 @@ namespace {
 // The step's transport over the first k ranks: tcp (default) or verbs. Throws TransportUnavailable on
 // every one of them when a rank has no RDMA device: the step then records a skip, never falls back.
 std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
-  const std::string transport = ctx.params.value("transport", "tcp");
+  const OptionTable& o = transport_options();
+  const auto transport = o.get<std::string>(ctx.params, "transport");
   const std::string prefix = fmt::format("{}/{}/{}", ctx.scope, index, transport);
   if (transport == "verbs") {
-    VerbsOptions options = verbs_options_from(ctx.params.value("verbs", json::object()));
+    VerbsOptions options = verbs_options_from(o.get<json>(ctx.params, "verbs"));
     options.key_prefix = prefix;
     return connect_verbs_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
   }
   TcpOptions options;
-  options.sockets_per_peer = ctx.params.value("sockets_per_peer", 1);
-  options.spin = std::chrono::microseconds(ctx.params.value("spin_us", options.spin.count()));
-  options.congestion = ctx.params.value("tcp_congestion", "");
-  if (ctx.params.contains("tcp_sndbuf")) options.send_buffer = ctx.params["tcp_sndbuf"].get<std::size_t>();
+  options.sockets_per_peer = o.get<int>(ctx.params, "sockets_per_peer");
+  options.spin = std::chrono::microseconds(o.get<int>(ctx.params, "spin_us"));
+  options.congestion = o.find<std::string>(ctx.params, "tcp_congestion").value_or("");
+  options.send_buffer = o.find<std::size_t>(ctx.params, "tcp_sndbuf");
   options.key_prefix = prefix;
   return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
@@ -36,7 +37,7 @@ void record_unavailable(const StepContext& ctx, int k, const std::string& reason
   ResultRecord r;
   r.params = ctx.params;
   r.params.erase("world_sizes");
-  r.params["transport"] = ctx.params.value("transport", "tcp");
+  r.params["transport"] = transport_options().get<std::string>(ctx.params, "transport");
   r.params["ranks"] = k;
   r.status = Status::skip;
   r.reason = reason;
@@ -49,15 +50,31 @@ void record_unavailable(const StepContext& ctx, int k, const std::string& reason
 
 }  // namespace
 
-void add_transport_params(json& schema) {
-  json& p = schema["properties"];
-  p["transport"] = {{"enum", {"tcp", "verbs"}}};
-  p["sockets_per_peer"] = {{"type", "integer"}, {"minimum", 1}, {"maximum", 16}};
-  p["spin_us"] = {{"type", "integer"}, {"minimum", 0}, {"maximum", 10000}};
-  p["tcp_congestion"] = {{"type", "string"}, {"minLength", 1}};
-  p["tcp_sndbuf"] = {{"type", "integer"}, {"minimum", 0}, {"maximum", 1073741824}};
-  p["verbs"] = verbs_params_schema();
+const OptionTable& transport_options() {
+  static const OptionTable table({
+      {.key = "transport", .flag = "--transport", .type = OptionType::text, .rules = {{"enum", {"tcp", "verbs"}}},
+       .fallback = "tcp", .help = "tcp | verbs (RC QPs; records a skip without an RDMA device)",
+       .family = kOwnTransportsOnly, .metavar = "NAME"},
+      {.key = "sockets_per_peer", .flag = "--sockets", .rules = {{"minimum", 1}, {"maximum", 16}},
+       .fallback = TcpOptions{}.sockets_per_peer, .help = "TCP sockets per peer", .family = kOwnTransportsOnly},
+      {.key = "spin_us", .flag = "--spin-us", .rules = {{"minimum", 0}, {"maximum", 10000}},
+       .fallback = TcpOptions{}.spin.count(), .help = "TCP: microseconds a wait polls before it sleeps (0: at once)",
+       .family = kOwnTransportsOnly},
+      {.key = "tcp_congestion", .flag = "--tcp-congestion", .type = OptionType::text, .rules = {{"minLength", 1}},
+       .help = "TCP congestion control (cubic, bbr …; default: the host's)", .family = kOwnTransportsOnly,
+       .metavar = "NAME"},
+      {.key = "tcp_sndbuf", .flag = "--tcp-sndbuf", .type = OptionType::size,
+       .rules = {{"minimum", 0}, {"maximum", 1073741824}},
+       .help = "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning; default: 128K to a peer on this host, "
+               "autotuning to others)",
+       .family = kOwnTransportsOnly},
+      {.key = "verbs", .type = OptionType::object, .rules = verbs_option_table().schema(),
+       .fallback = json::object(), .help = "the verbs transport's options", .family = kOwnTransportsOnly},
+  });
+  return table;
 }
+
+void add_transport_params(json& schema) { schema["properties"].update(transport_options().schema()["properties"]); }
 
 std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallback) {
   if (fallback.empty()) fallback = {ctx.world};

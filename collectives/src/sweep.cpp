@@ -219,44 +219,62 @@ json SweepTiming::metrics(std::size_t bytes, double bus_factor) const {
           {"busbw_GBps", algbw * bus_factor}};
 }
 
-json sweep_params_schema() {
-  json schema = json::parse(R"({
-    "type": "object", "additionalProperties": false,
-    "properties": {
-      "algorithm": {"enum": ["ring", "ps", "rd"]},
-      "dtype": {"enum": ["float32", "float16", "bfloat16"]},
-      "op": {"enum": ["sum", "avg", "max"]},
-      "min_bytes": {"type": "integer", "minimum": 1},
-      "max_bytes": {"type": "integer", "minimum": 1},
-      "factor": {"type": "integer", "minimum": 1},
-      "warmup": {"type": "integer", "minimum": 0},
-      "iters": {"type": "integer", "minimum": 1},
-      "check": {"type": "boolean"},
-      "placement": {"enum": ["both", "in", "out"]},
-      "chunk_bytes": {"type": "integer", "minimum": 64},
-      "servers": {"type": "integer", "minimum": 1},
-      "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
-    }})");
-  add_transport_params(schema);
-  return schema;
+const OptionTable& sweep_options() {
+  static const OptionTable table = [] {
+    const SweepConfig d;
+    const std::string& own = kOwnTransportsOnly;
+    std::vector<OptionSpec> specs{
+        {.key = "algorithm", .flag = "--algorithm", .type = OptionType::text, .rules = {{"enum", {"ring", "ps", "rd"}}},
+         .fallback = to_string(d.algorithm), .help = "ring | ps (parameter server) | rd (recursive doubling)",
+         .family = own, .metavar = "NAME"},
+        {.key = "min_bytes", .flag = "-b", .type = OptionType::size, .rules = {{"minimum", 1}}, .fallback = d.min_bytes,
+         .help = "smallest size (8, 64K, 1M …)"},
+        {.key = "max_bytes", .flag = "-e", .type = OptionType::size, .rules = {{"minimum", 1}}, .fallback = d.max_bytes,
+         .help = "largest size"},
+        {.key = "factor", .flag = "-f", .rules = {{"minimum", 1}}, .fallback = d.factor, .help = "size multiplication factor"},
+        {.key = "warmup", .flag = "-w", .rules = {{"minimum", 0}}, .fallback = d.warmup, .help = "warm-up iterations per size"},
+        {.key = "iters", .flag = "-n", .rules = {{"minimum", 1}}, .fallback = d.iters, .help = "timed iterations per size"},
+        {.key = "dtype", .flag = "--dtype", .type = OptionType::text, .rules = {{"enum", {"float32", "float16", "bfloat16"}}},
+         .fallback = to_string(d.dtype), .help = "element type", .metavar = "TYPE"},
+        {.key = "op", .flag = "--op", .type = OptionType::text, .rules = {{"enum", {"sum", "avg", "max"}}},
+         .fallback = to_string(d.op), .help = "reduction", .metavar = "OP"},
+        {.key = "check", .flag = "--no-check", .type = OptionType::boolean, .fallback = d.check,
+         .help = "skip the check of every element"},
+        {.key = "placement", .flag = "--placement", .type = OptionType::text, .rules = {{"enum", {"both", "in", "out"}}},
+         .fallback = "both", .help = "in-place, out-of-place or both", .family = own, .metavar = "WHICH"},
+        {.key = "chunk_bytes", .flag = "--chunk", .type = OptionType::size, .rules = {{"minimum", 64}},
+         .fallback = d.options.chunk_bytes, .help = "ring pipelining chunk", .family = own},
+        {.key = "servers", .flag = "--servers", .rules = {{"minimum", 1}}, .fallback = d.options.servers,
+         .help = "parameter-server ranks (S)", .family = own},
+        {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list, .rules = {{"minimum", 1}},
+         .help = "rank counts to sweep, e.g. 1,2,4 (default: every rank)", .family = own},
+    };
+    const auto& transport = transport_options().specs();
+    specs.insert(specs.end(), transport.begin(), transport.end());
+    return OptionTable(std::move(specs));
+  }();
+  return table;
 }
 
+json sweep_params_schema() { return sweep_options().schema(); }
+
 SweepConfig sweep_config_from(const json& p) {
+  const OptionTable& o = sweep_options();
   SweepConfig c;
-  c.algorithm = parse_algorithm(p.value("algorithm", "ring"));
-  c.dtype = parse_dtype(p.value("dtype", "float32"));
-  c.op = parse_op(p.value("op", "sum"));
-  c.min_bytes = p.value("min_bytes", c.min_bytes);
-  c.max_bytes = p.value("max_bytes", c.max_bytes);
-  c.factor = p.value("factor", c.factor);
-  c.warmup = p.value("warmup", c.warmup);
-  c.iters = p.value("iters", c.iters);
-  c.check = p.value("check", c.check);
-  const std::string placement = p.value("placement", "both");
+  c.algorithm = parse_algorithm(o.get<std::string>(p, "algorithm"));
+  c.dtype = parse_dtype(o.get<std::string>(p, "dtype"));
+  c.op = parse_op(o.get<std::string>(p, "op"));
+  c.min_bytes = o.get<std::size_t>(p, "min_bytes");
+  c.max_bytes = o.get<std::size_t>(p, "max_bytes");
+  c.factor = o.get<int>(p, "factor");
+  c.warmup = o.get<int>(p, "warmup");
+  c.iters = o.get<int>(p, "iters");
+  c.check = o.get<bool>(p, "check");
+  const auto placement = o.get<std::string>(p, "placement");
   c.in_place = placement != "out";
   c.out_of_place = placement != "in";
-  c.options.chunk_bytes = p.value("chunk_bytes", c.options.chunk_bytes);
-  c.options.servers = p.value("servers", c.options.servers);
+  c.options.chunk_bytes = o.get<std::size_t>(p, "chunk_bytes");
+  c.options.servers = o.get<int>(p, "servers");
   if (c.min_bytes > c.max_bytes)
     throw InputError(fmt::format("field 'max_bytes': {} is smaller than min_bytes {}; the sweep would have no size",
                                  c.max_bytes, c.min_bytes));

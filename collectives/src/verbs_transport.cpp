@@ -375,26 +375,35 @@ class VerbsTransport final : public Transport {
 
 }  // namespace
 
-VerbsOptions verbs_options_from(const json& v) {
-  VerbsOptions o;
-  o.device = v.value("device", o.device);
-  o.ib_port = v.value("ib_port", o.ib_port);
-  o.gid_index = v.value("gid_index", o.gid_index);
-  o.tos = v.value("tos", o.tos);
-  o.slots = v.value("slots", o.slots);
-  o.slot_bytes = v.value("slot_bytes", o.slot_bytes);
-  return o;
+const OptionTable& verbs_option_table() {
+  const VerbsOptions d;
+  static const OptionTable table({
+      {.key = "device", .flag = "--device", .type = OptionType::text, .rules = {{"minLength", 1}},
+       .help = "verbs: RDMA device (default: the first)", .metavar = "NAME"},
+      {.key = "ib_port", .flag = "--ib-port", .rules = {{"minimum", 1}, {"maximum", 255}}, .fallback = d.ib_port,
+       .help = "verbs: device port"},
+      {.key = "gid_index", .flag = "--gid-index", .rules = {{"minimum", 0}, {"maximum", 255}},
+       .help = "verbs: GID index (default: the RoCE v2 GID of the rank's address)"},
+      {.key = "tos", .rules = {{"minimum", 0}, {"maximum", 255}}, .help = "traffic class (default: the device's)"},
+      {.key = "slots", .rules = {{"minimum", 2}, {"maximum", 1024}}, .fallback = d.slots,
+       .help = "ring slots per peer and direction"},
+      // A slot stays below 2^31 bytes: its length travels in the 31 low bits of the immediate.
+      {.key = "slot_bytes", .type = OptionType::size, .rules = {{"minimum", 64}, {"maximum", 1073741824}},
+       .fallback = d.slot_bytes, .help = "the largest fragment"},
+  });
+  return table;
 }
 
-json verbs_params_schema() {
-  // A slot stays below 2^31 bytes: its length travels in the 31 low bits of the immediate.
-  return json::parse(R"({"type": "object", "additionalProperties": false, "properties": {
-      "device": {"type": "string", "minLength": 1},
-      "ib_port": {"type": "integer", "minimum": 1, "maximum": 255},
-      "gid_index": {"type": "integer", "minimum": 0, "maximum": 255},
-      "tos": {"type": "integer", "minimum": 0, "maximum": 255},
-      "slots": {"type": "integer", "minimum": 2, "maximum": 1024},
-      "slot_bytes": {"type": "integer", "minimum": 64, "maximum": 1073741824}}})");
+VerbsOptions verbs_options_from(const json& v) {
+  const OptionTable& t = verbs_option_table();
+  VerbsOptions o;
+  o.device = t.find<std::string>(v, "device").value_or(o.device);
+  o.ib_port = t.get<int>(v, "ib_port");
+  o.gid_index = t.find<int>(v, "gid_index").value_or(o.gid_index);
+  o.tos = t.find<int>(v, "tos").value_or(o.tos);
+  o.slots = t.get<std::uint32_t>(v, "slots");
+  o.slot_bytes = t.get<std::size_t>(v, "slot_bytes");
+  return o;
 }
 
 std::string encode_rank_info(const VerbsRankInfo& info) {

@@ -7,11 +7,18 @@
 #include <vector>
 
 #include "rocebench/collectives/transport.hpp"
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
 
 namespace rocebench::collectives {
 
-// The schema of the transport's params, added to a step's params schema (`properties`).
+// The family of options read only by our own transports and algorithms (TCP, verbs): the NCCL
+// step takes none of them.
+inline const std::string kOwnTransportsOnly = "own transports";
+
+// The transport's options (transport, sockets_per_peer, spin_us, tcp_congestion, tcp_sndbuf, verbs).
+const OptionTable& transport_options();
+// Adds them to a step's params schema (`properties`).
 void add_transport_params(json& schema);
 
 // The world sizes a step asks for (`world_sizes`; without it `fallback`, or when that is empty every

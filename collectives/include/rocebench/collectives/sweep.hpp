@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rocebench/collectives/algorithms.hpp"
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/common/step.hpp"
 
@@ -66,8 +67,9 @@ struct SweepTiming {
 std::vector<double> with_loop_total(std::vector<double> iteration_us);
 SweepTiming sweep_timing(std::span<const double> max_reduced_us);
 
-// Parses the step's params (validated against sweep_params_schema()).
-SweepConfig sweep_config_from(const json& params);
+// The sweep's options (with the transport's), the step's params schema, and their reader.
+const OptionTable& sweep_options();
 json sweep_params_schema();
+SweepConfig sweep_config_from(const json& params);  // params validated against sweep_params_schema()
 
 }  // namespace rocebench::collectives

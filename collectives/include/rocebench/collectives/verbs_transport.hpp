@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rocebench/collectives/transport.hpp"
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
 
 namespace rocebench::collectives {
@@ -25,9 +26,9 @@ struct VerbsOptions {
 };
 
 // The plan's "verbs" object of a collectives step (device, ib_port, gid_index, tos, slots,
-// slot_bytes) and its JSON Schema.
+// slot_bytes): its declarations and their reader.
+const OptionTable& verbs_option_table();
 VerbsOptions verbs_options_from(const json& params);
-json verbs_params_schema();
 
 // Thrown on every rank of the mesh when one of them has no RDMA device; the reason names it.
 class TransportUnavailable : public std::runtime_error {
