@@ -365,7 +365,7 @@ TEST(RunCommand, SigintOrSigtermStopsEveryRankAndTheRunSaysSo) {
 TEST(RunCommand, TheRunEndsWithItsReportSummaryAndVerdict) {
   const path dir = rbtest::temp_dir("answer");
   write(dir / "plan.json", R"({"name": "answer", "steps": [
-      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": 64, "iterations": 200}},
+      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": 64, "iters": 200}},
       {"step": "microbench.probe", "params": {"transport": "verbs", "test": "write_lat", "bytes": 64}}],
     "thresholds": [{"name": "tcp latency below a nanosecond", "step": "microbench.probe", "where": {"transport": "tcp"},
                     "metric": "lat_us_p50", "op": "<=", "value": 0.001}]})");

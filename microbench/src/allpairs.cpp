@@ -102,7 +102,7 @@ AllpairsParams allpairs_params(const json& params) {
   json probe = params;
   for (const char* own : {"bw_fraction", "lat_factor", "retest", "max_retests"}) probe.erase(own);
   if (!probe.contains("test")) probe["test"] = probe.value("transport", "tcp") == "tcp" ? "bw" : "write_bw";
-  if (!probe.contains("duration_s") && !probe.contains("iterations")) probe["duration_s"] = 2.0;
+  if (!probe.contains("duration_s") && !probe.contains("iters")) probe["duration_s"] = 2.0;
   if (!probe.contains("bytes")) probe["bytes"] = 65536;
   a.spec = spec_from_params(probe);
   if (a.spec.driver.sizes.size() != 1) throw InputError("microbench.allpairs measures one message size");

@@ -23,66 +23,36 @@ constexpr int kDefaultPort = 18515;  // perftest's
 // `rocebench probe TRANSPORT TEST --server | --client HOST`.
 int probe_main(const Args& args) {
   return run_guarded("rocebench probe", [&] {
-    ProbeSpec spec;
-    std::string client, bind = "0.0.0.0", size, results;
-    bool server = false, all = false;
+    const std::string program = "rocebench probe";
+    std::string transport, test, client, bind = "0.0.0.0", results;
+    bool server = false;
     int port = kDefaultPort;
     double deadline_s = 30;
-    ArgParser p("rocebench probe", "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest:\n"
-                                   "start one side with --server, the other with --client HOST.\n"
-                                   "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
-                                   "Subcommands: rocebench probe allpairs --help (all-pairs link matrix),\n"
-                                   "rocebench probe host --help (memory, sum-kernel and GPU micro-benchmarks).");
-    p.positional("TRANSPORT", &spec.transport, "tcp | verbs")
-        .positional("TEST", &spec.test, "lat | bw (tcp); write_lat ... read_bw (verbs)")
+    ArgParser p(program, "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest:\n"
+                         "start one side with --server, the other with --client HOST.\n"
+                         "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
+                         "Subcommands: rocebench probe allpairs --help (all-pairs link matrix),\n"
+                         "rocebench probe host --help (memory, sum-kernel and GPU micro-benchmarks).");
+    p.positional("TRANSPORT", &transport, probe_options().at("transport").help)
+        .positional("TEST", &test, probe_options().at("test").help)
         .flag("--server", &server, "wait for one client, serve its tests")
         .option("--client", &client, "connect to this server", "HOST")
         .option("--port", &port, fmt::format("TCP / rdma_cm port (default {}; 0: any free one)", kDefaultPort))
         .range(0, 65535)
         .option("--bind", &bind, "server: the address to listen on (verbs: picks the GID too)", "ADDR")
-        .option("--size", &size, "one message size, e.g. 64, 4K, 1M (default 2)", "BYTES")
-        .flag("--all", &all, "sweep every power of two from 2 B to 8 MiB")
-        .option("--iters", &spec.driver.iterations, "iterations per size (default 1000 lat, 5000 bw)")
-        .range(1, 1e9)
-        .option("--duration", &spec.driver.duration_s, "run each size this many seconds instead", "S")
-        .range(0.001, 86400)
-        .option("--warmup", &spec.driver.warmup, "warm-up iterations (default 100 lat, 2 windows bw)")
-        .range(0, 1e9)
-        .option("--tx-depth", &spec.driver.tx_depth, "bandwidth: messages in flight (default 128)")
-        .range(1, 16384)
-        .option("--cq-mod", &spec.driver.cq_mod, "bandwidth: signal one WR in N, as perftest -Q (default 100)")
-        .range(1, 16384)
-        .option("--mode", &spec.mode, "tcp: busy (spin on non-blocking recv; lat default) | blocking (bw default)")
         .option("--deadline", &deadline_s, "give up on any single wait after this long (default 30)", "S")
         .range(0.001, 86400)
-        .option("--results", &results, "append result records (JSON Lines) to this file", "FILE")
-        .option("--device", &spec.verbs.device, "verbs: RDMA device (default: the first)", "NAME")
-        .option("--ib-port", &spec.verbs.ib_port, "verbs: device port (default 1)")
-        .range(1, 255)
-        .option("--gid-index", &spec.verbs.gid_index, "verbs: GID index (default: the RoCE v2 GID of the address)")
-        .range(0, 255)
-        .option("--connect", &spec.verbs.connect, "verbs: cm (rdma_cm, default) | oob (QP attributes over TCP)")
-        .option("--tos", &spec.verbs.tos, "verbs: traffic class, e.g. 104 for DSCP 26")
-        .range(0, 255)
-        .option("--qps", &spec.verbs.qps, "verbs bw: queue pairs (default 1)")
-        .range(1, 1024)
-        .flag("--bidirectional", &spec.verbs.bidirectional, "verbs bw: both directions at once")
-        .flag("--validate", &spec.verbs.validate, "verbs: check the data of every message")
-        .option("--gpu", &spec.verbs.gpu, "verbs: this side's buffers in GPU N's memory (GPUDirect RDMA: dma-buf, "
-                                          "else nvidia-peermem); bandwidth tests and read_lat", "N")
-        .range(0, 1023);
+        .option("--results", &results, "append result records (JSON Lines) to this file", "FILE");
+    OptionFlags flags(probe_options(), p);
     if (!p.parse(args)) return kExitOk;
     if (server == !client.empty()) throw UsageError("give exactly one of --server and --client HOST\n\n" + p.usage());
-    if (all && !size.empty()) throw UsageError("give --size or --all, not both");
-    if (all) spec.driver.sizes = sweep_sizes();
-    if (!size.empty()) {
-      spec.driver.sizes = {parse_bytes("--size", size)};
-      if (spec.driver.sizes[0] == 0) throw UsageError("--size: a message is at least 1 byte");
-    }
-    spec.verbs.tx_depth = spec.driver.tx_depth;
+    if (flags.given("all") && flags.given("bytes")) throw UsageError("give --size or --all, not both");
+    json params = flags.params(program);
+    params["transport"] = transport;
+    params["test"] = test;
+    ProbeSpec spec = spec_from_params(params);
     spec.verbs.address = server ? (bind == "0.0.0.0" ? "" : bind) : "";
     spec.wait = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));
-    validate(spec);
 
     const std::string run_id = fmt::format("probe-{}", utc_now_rfc3339());
     std::optional<RecordWriter> writer;

@@ -86,61 +86,84 @@ std::unique_ptr<Probe> connect_probe(const ProbeSpec& spec, const std::string& h
   return verbs_connect(spec, host, port);
 }
 
-ProbeSpec spec_from_params(const json& p) {
-  ProbeSpec s;
-  s.transport = p.value("transport", s.transport);
-  s.test = p.value("test", s.transport == "tcp" ? "lat" : "write_lat");
-  if (p.contains("bytes")) {
-    s.driver.sizes.clear();
-    for (const auto& b : p["bytes"].is_array() ? p["bytes"] : json::array({p["bytes"]})) {
-      s.driver.sizes.push_back(b.get<std::size_t>());
-    }
-  }
-  if (p.value("all", false)) s.driver.sizes = sweep_sizes();
-  s.driver.iterations = p.value("iterations", 0);
-  s.driver.warmup = p.value("warmup", -1);
-  s.driver.duration_s = p.value("duration_s", 0.0);
-  s.mode = p.value("mode", "");
-  s.verbs.device = p.value("device", "");
-  s.verbs.ib_port = p.value("ib_port", 1);
-  s.verbs.gid_index = p.value("gid_index", -1);
-  s.verbs.connect = p.value("connect", "cm");
-  s.verbs.tos = p.value("tos", -1);
-  s.verbs.tx_depth = s.driver.tx_depth = p.value("tx_depth", 128);
-  s.driver.cq_mod = p.value("cq_mod", 100);
-  s.verbs.qps = p.value("qps", 1);
-  s.verbs.bidirectional = p.value("bidirectional", false);
-  s.verbs.validate = p.value("validate", false);
-  s.verbs.gpu = p.value("gpu", -1);
-  validate(s);
-  return s;
+const OptionTable& probe_options() {
+  static const OptionTable table = [] {
+    const ProbeSpec d;
+    json sizes = d.driver.sizes;
+    return OptionTable(
+        {{.key = "transport", .type = OptionType::text, .rules = {{"enum", {"tcp", "verbs"}}}, .fallback = d.transport,
+          .help = "tcp | verbs"},
+         {.key = "test", .type = OptionType::text,
+          .rules = {{"enum", {"lat", "bw", "write_lat", "send_lat", "read_lat", "write_bw", "send_bw", "read_bw"}}},
+          .help = "lat | bw (tcp); write_lat ... read_bw (verbs)"},
+         {.key = "bytes", .flag = "--size", .type = OptionType::sizes, .rules = {{"minimum", 1}},
+          .fallback = sizes, .help = "one message size, e.g. 64, 4K, 1M (a plan: one or a list)", .metavar = "BYTES"},
+         {.key = "all", .flag = "--all", .type = OptionType::boolean, .fallback = false,
+          .help = "sweep every power of two from 2 B to 8 MiB"},
+         {.key = "iters", .flag = "--iters", .rules = {{"minimum", 1}, {"maximum", 1000000000}},
+          .help = "iterations per size (default 1000 lat, 5000 bw)"},
+         {.key = "duration_s", .flag = "--duration", .type = OptionType::number,
+          .rules = {{"minimum", 0.001}, {"maximum", 86400}}, .help = "run each size this many seconds instead",
+          .metavar = "S"},
+         {.key = "warmup", .flag = "--warmup", .rules = {{"minimum", 0}, {"maximum", 1000000000}},
+          .help = "warm-up iterations (default 100 lat, 2 windows bw)"},
+         {.key = "tx_depth", .flag = "--tx-depth", .rules = {{"minimum", 1}, {"maximum", 16384}},
+          .fallback = d.driver.tx_depth, .help = "bandwidth: messages in flight"},
+         {.key = "cq_mod", .flag = "--cq-mod", .rules = {{"minimum", 1}, {"maximum", 16384}}, .fallback = d.driver.cq_mod,
+          .help = "bandwidth: signal one WR in N, as perftest -Q"},
+         {.key = "mode", .flag = "--mode", .type = OptionType::text, .rules = {{"enum", {"busy", "blocking"}}},
+          .help = "tcp: busy (spin on non-blocking recv; lat default) | blocking (bw default)"},
+         {.key = "device", .flag = "--device", .type = OptionType::text, .help = "verbs: RDMA device (default: the first)",
+          .metavar = "NAME"},
+         {.key = "ib_port", .flag = "--ib-port", .rules = {{"minimum", 1}, {"maximum", 255}}, .fallback = d.verbs.ib_port,
+          .help = "verbs: device port"},
+         {.key = "gid_index", .flag = "--gid-index", .rules = {{"minimum", 0}, {"maximum", 255}},
+          .help = "verbs: GID index (default: the RoCE v2 GID of the address)"},
+         {.key = "connect", .flag = "--connect", .type = OptionType::text, .rules = {{"enum", {"cm", "oob"}}},
+          .fallback = d.verbs.connect, .help = "verbs: cm (rdma_cm) | oob (QP attributes over TCP)"},
+         {.key = "tos", .flag = "--tos", .rules = {{"minimum", 0}, {"maximum", 255}},
+          .help = "verbs: traffic class, e.g. 104 for DSCP 26"},
+         {.key = "qps", .flag = "--qps", .rules = {{"minimum", 1}, {"maximum", 1024}}, .fallback = d.verbs.qps,
+          .help = "verbs bw: queue pairs"},
+         {.key = "bidirectional", .flag = "--bidirectional", .type = OptionType::boolean, .fallback = false,
+          .help = "verbs bw: both directions at once"},
+         {.key = "validate", .flag = "--validate", .type = OptionType::boolean, .fallback = false,
+          .help = "verbs: check the data of every message"},
+         {.key = "gpu", .flag = "--gpu", .rules = {{"minimum", 0}, {"maximum", 1023}},
+          .help = "verbs: this side's buffers in GPU N's memory (GPUDirect RDMA: dma-buf, else nvidia-peermem); "
+                  "bandwidth tests and read_lat"}},
+        {{"iterations", "iters"}});
+  }();
+  return table;
 }
 
-json probe_params_schema() {
-  return json::parse(R"({
-    "type": "object", "additionalProperties": false,
-    "properties": {
-      "transport": {"enum": ["tcp", "verbs"]},
-      "test": {"enum": ["lat", "bw", "write_lat", "send_lat", "read_lat", "write_bw", "send_bw", "read_bw"]},
-      "bytes": {"anyOf": [{"type": "integer", "minimum": 1},
-                          {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}]},
-      "all": {"type": "boolean"},
-      "iterations": {"type": "integer", "minimum": 1},
-      "warmup": {"type": "integer", "minimum": 0},
-      "duration_s": {"type": "number", "exclusiveMinimum": 0},
-      "mode": {"enum": ["busy", "blocking"]},
-      "device": {"type": "string"},
-      "ib_port": {"type": "integer", "minimum": 1},
-      "gid_index": {"type": "integer", "minimum": 0},
-      "connect": {"enum": ["cm", "oob"]},
-      "tos": {"type": "integer", "minimum": 0, "maximum": 255},
-      "tx_depth": {"type": "integer", "minimum": 1},
-      "cq_mod": {"type": "integer", "minimum": 1},
-      "qps": {"type": "integer", "minimum": 1},
-      "bidirectional": {"type": "boolean"},
-      "validate": {"type": "boolean"},
-      "gpu": {"type": "integer", "minimum": 0}
-    }})");
+json probe_params_schema() { return probe_options().schema(); }
+
+ProbeSpec spec_from_params(const json& p) {
+  const OptionTable& o = probe_options();
+  ProbeSpec s;
+  s.transport = o.get<std::string>(p, "transport");
+  s.test = o.find<std::string>(p, "test").value_or(s.transport == "tcp" ? "lat" : "write_lat");
+  const json bytes = o.get<json>(p, "bytes");
+  s.driver.sizes = bytes.is_array() ? bytes.get<std::vector<std::size_t>>() : std::vector<std::size_t>{bytes.get<std::size_t>()};
+  if (o.get<bool>(p, "all")) s.driver.sizes = sweep_sizes();
+  s.driver.iterations = o.find<int>(p, "iters").value_or(s.driver.iterations);
+  s.driver.warmup = o.find<int>(p, "warmup").value_or(s.driver.warmup);
+  s.driver.duration_s = o.find<double>(p, "duration_s").value_or(s.driver.duration_s);
+  s.mode = o.find<std::string>(p, "mode").value_or(s.mode);
+  s.verbs.device = o.find<std::string>(p, "device").value_or(s.verbs.device);
+  s.verbs.ib_port = o.get<int>(p, "ib_port");
+  s.verbs.gid_index = o.find<int>(p, "gid_index").value_or(s.verbs.gid_index);
+  s.verbs.connect = o.get<std::string>(p, "connect");
+  s.verbs.tos = o.find<int>(p, "tos").value_or(s.verbs.tos);
+  s.verbs.tx_depth = s.driver.tx_depth = o.get<int>(p, "tx_depth");
+  s.driver.cq_mod = o.get<int>(p, "cq_mod");
+  s.verbs.qps = o.get<int>(p, "qps");
+  s.verbs.bidirectional = o.get<bool>(p, "bidirectional");
+  s.verbs.validate = o.get<bool>(p, "validate");
+  s.verbs.gpu = o.find<int>(p, "gpu").value_or(s.verbs.gpu);
+  validate(s);
+  return s;
 }
 
 }  // namespace rocebench::microbench

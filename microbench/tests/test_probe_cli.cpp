@@ -171,7 +171,7 @@ TEST(ProbeCli, AllpairsPrintsTheSchedule) {
 TEST(ProbeStep, RankPairsMeasureTcpLatencyInAPlan) {
   const auto dir = rbtest::temp_dir("probe-step");
   std::ofstream(dir / "plan.json") << R"({"name": "probe", "steps": [
-      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": [2, 256], "iterations": 200}},
+      {"step": "microbench.probe", "params": {"transport": "tcp", "test": "lat", "bytes": [2, 256], "iters": 200}},
       {"step": "microbench.probe", "params": {"transport": "verbs", "test": "write_bw"}}]})";
   const int rc = rbtest::run({kBinary, "run", (dir / "plan.json").string(), "--ranks", "4", "--results-dir",
                               (dir / "out").string(), "--deadline", "20"},

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "rocebench/common/options.hpp"
 #include "rocebench/microbench/driver.hpp"
 #include "rocebench/microbench/verbs.hpp"
 
@@ -41,8 +42,9 @@ class ProbeServer {
 std::unique_ptr<ProbeServer> listen_probe(const ProbeSpec& spec, const std::string& address, int port);
 std::unique_ptr<Probe> connect_probe(const ProbeSpec& spec, const std::string& host, int port);
 
-// The plan step's params → spec (the same names as the CLI options), and their JSON Schema.
-ProbeSpec spec_from_params(const json& params);
+// The probe's options (plan fields and flags), the step's params schema, and their reader.
+const OptionTable& probe_options();
 json probe_params_schema();
+ProbeSpec spec_from_params(const json& params);
 
 }  // namespace rocebench::microbench
