@@ -257,7 +257,7 @@ class Acceptance {
   // world only): each node's images/s from its own compute against the fleet's median (TRAIN).
   void train_stage(const std::vector<Node>& reachable) {
     json params = {{"model", profile_.train_model}, {"engine", profile_.train_engine}, {"precision", profile_.train_precision},
-                   {"batch", profile_.train_batch}, {"steps", profile_.train_steps}, {"warmup", 2},
+                   {"batch", profile_.train_batch}, {"iters", profile_.train_steps}, {"warmup", 2},
                    {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"predict", false}};
     if (profile_.train_engine == "replay") params["timeline"] = profile_.train_timeline;
     const StageRun s = launch_retried("train", reachable, one_step("models.scaling", params));

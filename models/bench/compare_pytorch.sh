@@ -16,11 +16,11 @@ out=$(mktemp -d) && trap 'rm -rf "$out"' EXIT
 have_torch=1
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
 have_bf16=1
-OMP_NUM_THREADS=1 "$bin" train --model resnet20_cifar --precision bf16 --batch 1 --steps 1 --warmup 0 >/dev/null 2>&1 || have_bf16=0
+OMP_NUM_THREADS=1 "$bin" train --model resnet20_cifar --precision bf16 --batch 1 --iters 1 --warmup 0 >/dev/null 2>&1 || have_bf16=0
 
 ours() {  # NAME ARGS...: one rocebench run, its record appended to $out/NAME.jsonl
   local name=$1; shift
-  OMP_NUM_THREADS=$threads "$bin" train --model resnet20_cifar --engine cpu --batch "$batch" --steps "$steps" \
+  OMP_NUM_THREADS=$threads "$bin" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
     --warmup "$warmup" --out "$out/$name.jsonl" "$@" >/dev/null
 }
 theirs() {  # NAME ARGS...: one PyTorch run, its JSON line appended to $out/NAME.jsonl

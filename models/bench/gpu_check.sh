@@ -43,7 +43,7 @@ grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|Failure|Expected|Which is|actual|gradient 
 tail -3 "$out/gpu_tests.log"
 
 train() {  # MODEL PRECISION BATCH STEPS WARMUP: one record appended to $out/train.jsonl
-  OMP_NUM_THREADS=4 timeout "${TRAIN_TIMEOUT:-300}" "$bin" train --engine gpu --model "$1" --precision "$2" --batch "$3" --steps "$4" \
+  OMP_NUM_THREADS=4 timeout "${TRAIN_TIMEOUT:-300}" "$bin" train --engine gpu --model "$1" --precision "$2" --batch "$3" --iters "$4" \
     --warmup "$5" --out "$out/train.jsonl" >>"$out/train.log" 2>&1 || { echo "train $*: exit $?"; status=1; }
 }
 

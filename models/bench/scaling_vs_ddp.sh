@@ -64,7 +64,7 @@ echo "# $( ((hosts)) && echo "$largest emulated hosts, $rate links" || echo loop
 
 ours() {  # NAME ARGS...: one `train --world-sizes` run; its records go to $out/NAME.jsonl
   local name=$1; shift
-  OMP_NUM_THREADS=1 timeout 1200 "$rocebench" train --world-sizes "$world_sizes" --steps "$steps" --warmup "$warmup" \
+  OMP_NUM_THREADS=1 timeout 1200 "$rocebench" train --world-sizes "$world_sizes" --iters "$steps" --warmup "$warmup" \
     "${placement[@]}" --results-dir "$out/$name.run" "$@" >"$out/$name.log" 2>&1 || {
     echo "rocebench run failed:" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
   grep '"step":"models.scaling"' "$out/$name.run/results.jsonl" >>"$out/$name.jsonl"
@@ -108,7 +108,7 @@ if [[ $part == predict || $part == both ]]; then
 fi
 if [[ $part == overhead ]]; then
   for ((round = 1; round <= rounds; round++)); do
-    OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --steps "$steps" \
+    OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
       --warmup "$warmup" --out "$out/plain.jsonl" >"$out/plain.log" 2>&1 || { echo "train failed:" >&2; tail -5 "$out/plain.log" >&2; exit 1; }
     ours ws1 --model resnet20_cifar --engine cpu --batch "$batch"
     echo "overhead round $round of $rounds done" >&2

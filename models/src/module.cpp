@@ -45,7 +45,7 @@ int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std:
                 const std::string& transport, double bucket_mb, double first_bucket_mb, int servers, int threads,
                 const LauncherFlags& launcher) {
   json params{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"layout", c.layout},
-              {"batch", c.batch}, {"steps", c.steps}, {"warmup", c.warmup}, {"sync", sync},
+              {"batch", c.batch}, {"iters", c.steps}, {"warmup", c.warmup}, {"sync", sync},
               {"transport", transport}, {"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb},
               {"servers", servers}, {"threads", threads}};
   if (!c.timeline.empty()) params["timeline"] = c.timeline;
@@ -64,7 +64,7 @@ int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std:
   });
   if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(largest)});
   const CommandOrigin origin{kProgram, {{"model", "--model"}, {"engine", "--engine"}, {"precision", "--precision"},
-                                        {"layout", "--layout"}, {"batch", "--batch"}, {"steps", "--steps"},
+                                        {"layout", "--layout"}, {"batch", "--batch"}, {"iters", "--iters"},
                                         {"warmup", "--warmup"}, {"sync", "--sync"}, {"transport", "--transport"},
                                         {"bucket_mb", "--bucket-mb"}, {"first_bucket_mb", "--first-bucket-mb"},
                                         {"servers", "--servers"}, {"threads", "--threads"},
@@ -90,7 +90,8 @@ int train_main(const Args& args) {
       .option("--precision", &c.precision, "fp32, tf32, bf16 or fp16 (default fp32)", "NAME")
       .option("--layout", &c.layout, "cpu: blocked (oneDNN's preferred layouts) or plain (NCHW throughout) (default blocked)", "NAME")
       .option("--batch", &c.batch, "images per step on this rank (default 32)")
-      .option("--steps", &c.steps, "timed steps (default 20)")
+      .option("--iters", &c.steps, "timed training steps (default 20)")
+      .renamed("--steps", "--iters")
       .option("--warmup", &c.warmup, "untimed steps first (default 5)")
       .option("--data", &c.data, "train on the images of DIR/<class>/<image> (JPEG, PNG, PPM) through the data loader "
                                  "instead of a fixed random batch", "DIR")

@@ -48,8 +48,9 @@ json training_params_schema() {
       "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
       "layout": {"enum": ["blocked", "plain"]},
       "batch": {"type": "integer", "minimum": 1},
-      "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
-      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000}
+      "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
+      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000},
+      "steps": {"not": {}, "errorMessage": "'steps' is now 'iters'"}
     }
   })");
 }
@@ -62,7 +63,7 @@ TrainConfig training_config_from(const json& p) {
   c.precision = p.value("precision", c.precision);
   c.layout = p.value("layout", c.layout);
   c.batch = p.value("batch", c.batch);
-  c.steps = p.value("steps", c.steps);
+  c.steps = p.value("iters", c.steps);
   c.warmup = p.value("warmup", c.warmup);
   return c;
 }
@@ -78,7 +79,7 @@ void validate(const TrainConfig& c) {
   if (c.layout != "blocked" && c.layout != "plain")
     throw InputError(fmt::format("unknown layout '{}'; layouts: blocked, plain", c.layout));
   if (c.batch < 1 || c.steps < 1 || c.warmup < 0)
-    throw InputError(fmt::format("batch ({}) and steps ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.steps, c.warmup));
+    throw InputError(fmt::format("batch ({}) and iters ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.steps, c.warmup));
   if (!c.data.empty() && (c.loader_threads < 1 || c.prefetch < 2))
     throw InputError(fmt::format("loader threads ({}) must be at least 1 and prefetch ({}) at least 2", c.loader_threads, c.prefetch));
   if (c.engine == "cpu") {

@@ -208,7 +208,7 @@ TEST(DataLoader, TrainRecordsLoaderThroughputAndInputWait) {
 
 TEST(DataLoader, TrainCommandLineExitsTwoOnABadDataFolder) {
   const auto commands = subcommands();
-  EXPECT_EQ(commands.at(0).main({"--model", "resnet20_cifar", "--batch", "2", "--steps", "1", "--data", "/nonexistent/rb"}), 2);
+  EXPECT_EQ(commands.at(0).main({"--model", "resnet20_cifar", "--batch", "2", "--iters", "1", "--data", "/nonexistent/rb"}), 2);
   Folder f;
   for (int k = 0; k < 11; ++k) fs::create_directory(f.root / ("extra" + std::to_string(k)));
   for (int k = 0; k < 11; ++k) write_jpeg(f.root / ("extra" + std::to_string(k)) / "x.jpg", 8, 8, {0, 0, 0});

@@ -349,7 +349,7 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   const Graph g = build_model("resnet20_cifar");
   const std::string timeline = write_timeline(g, dir, 0.02, 0.04).string();
   const std::vector<std::string> base = {kBinary, "train", "--model", "resnet20_cifar", "--engine", "replay", "--timeline",
-                                         timeline, "--batch", "2", "--steps", "2", "--warmup", "0"};
+                                         timeline, "--batch", "2", "--iters", "2", "--warmup", "0"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), more.begin(), more.end());

@@ -51,7 +51,8 @@ const json& profile_schema() {
         "timeline": {"type": "string", "minLength": 1},
         "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
         "batch": {"type": "integer", "minimum": 1, "maximum": 65536},
-        "steps": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
+        "steps": {"not": {}, "errorMessage": "'steps' is now 'iters'"},
         "fraction_of_median": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
       "sources": {"type": "object", "additionalProperties": {"type": "string"}}
     }
@@ -67,7 +68,7 @@ const char* const kAutoProfile = R"json({
   "link": {"test": "bw", "duration_s": 1, "bytes": 131072, "fraction_of_best": 0.8},
   "allreduce": {"bytes": 1048576, "iters": 5, "busbw_fraction_of_median_pair": 0.7},
   "gpu": {"required": false, "gemm_type": "bf16", "fraction": 0.9},
-  "train": {"model": "resnet20_cifar", "engine": "replay", "timeline": "cpu-resnet20_cifar-fp32-b16", "batch": 16, "steps": 10, "fraction_of_median": 0.8},
+  "train": {"model": "resnet20_cifar", "engine": "replay", "timeline": "cpu-resnet20_cifar-fp32-b16", "batch": 16, "iters": 10, "fraction_of_median": 0.8},
   "sources": {
     "gpu.fraction": "a GPU below 90% of the fleet's median GEMM or host-to-device copy is slow",
     "train.timeline": "measured by rocebench train --profile on the dev VM (AMD EPYC, 2 vCPUs, 1 oneDNN thread); replayed, it needs no GPU, and resnet20's 1 MiB of gradients keep 8 emulated hosts' run short (resnet50's 98 MiB would take seconds per step at 200 Mbit/s)",
@@ -86,7 +87,7 @@ const char* const kH100Profile = R"json({
   "link": {"test": "bw", "duration_s": 2, "bytes": 1048576, "fraction_of_best": 0.93},
   "allreduce": {"bytes": 268435456, "iters": 20, "rated_link_Gbps": 400, "busbw_fraction_of_rated": 0.85},
   "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
-  "train": {"model": "resnet50", "engine": "gpu", "precision": "bf16", "batch": 64, "steps": 20, "fraction_of_median": 0.9},
+  "train": {"model": "resnet50", "engine": "gpu", "precision": "bf16", "batch": 64, "iters": 20, "fraction_of_median": 0.9},
   "sources": {
     "train.fraction_of_median": "a node 10% below the fleet's median images/s from its own compute, chosen; not yet measured by rocebench on an H100 fleet",
     "allreduce.rated_link_Gbps": "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port",
@@ -130,7 +131,7 @@ Profile profile_from(const LocatedJson& doc) {
   p.train_timeline = train.value("timeline", p.train_timeline);
   p.train_precision = train.value("precision", p.train_precision);
   p.train_batch = train.value("batch", p.train_batch);
-  p.train_steps = train.value("steps", p.train_steps);
+  p.train_steps = train.value("iters", p.train_steps);
   p.train_fraction = train.value("fraction_of_median", p.train_fraction);
   p.sources = j.value("sources", json::object());
   return p;
