@@ -17,7 +17,7 @@ using fixture::Outcome;
 using fixture::run_netcheck;
 
 Args on(const FixtureHost& host, const std::string& name, const std::string& out) {
-  return {"--root", host.root().string(), "--capture", host.capture().string(), "--host", name, "--run-id", "run-7", "--out", out};
+  return {"--root", host.root().string(), "--capture", host.capture().string(), "--host", name, "--run-id", "run-7", "--results", out};
 }
 
 using fixture::records_in;
@@ -46,9 +46,13 @@ TEST(Cli, GoodHostExitsZeroAndAppendsRecords) {
     EXPECT_EQ(r["run"], "run-7");
     EXPECT_EQ(r["host"], "node01");
   }
-  // --out appends: a second run adds as many records and keeps the first ones.
+  // --results appends: a second run adds as many records and keeps the first ones.
   EXPECT_EQ(run_netcheck(on(host, "node01", out.string())).code, kExitOk);
   EXPECT_EQ(records_in(out).size(), 2 * records.size());
+  // The old spelling is refused with the new one.
+  const Outcome old = run_netcheck({"--out", out.string()});
+  EXPECT_EQ(old.code, kExitBadInput);
+  EXPECT_NE(old.err.find("'--out' is now '--results'"), std::string::npos) << old.err;
 }
 
 TEST(Cli, FailedCheckExitsOne) {
@@ -85,7 +89,7 @@ TEST(Cli, ThisMachineRunsWithoutCrashing) {
   // Whatever this host has (CI machines have no RDMA device), netcheck reads it and says so.
   fixture::TempDir dir;
   const auto out = dir.path() / "r.jsonl";
-  const Outcome run = run_netcheck({"--out", out.string(), "--tool-timeout", "5"});
+  const Outcome run = run_netcheck({"--results", out.string(), "--tool-timeout", "5"});
   EXPECT_TRUE(run.code == kExitOk || run.code == kExitCheckFailed) << run.err;
   const auto records = records_in(out);
   const auto present = std::find_if(records.begin(), records.end(), [](const json& r) { return r["check"] == "rdma.device_present"; });
@@ -109,7 +113,7 @@ TEST(Compare, ReportsWhatDiffersBetweenHosts) {
   EXPECT_EQ(same.code, kExitOk) << same.err;
   EXPECT_NE(same.out.find("all 2 hosts have the same settings"), std::string::npos);
 
-  const Outcome diff = run_netcheck({"--compare", a.string(), b.string(), "--out", odd.string()});
+  const Outcome diff = run_netcheck({"--compare", a.string(), b.string(), "--results", odd.string()});
   EXPECT_EQ(diff.code, kExitCheckFailed) << diff.err;
   EXPECT_NE(diff.out.find("3 settings differ between the 3 hosts"), std::string::npos) << diff.out;
   EXPECT_NE(diff.out.find("nic.firmware  mlx5_0"), std::string::npos) << diff.out;

@@ -58,7 +58,7 @@ const std::vector<Expected> kFleet{
 };
 
 Outcome judge(const path& host, const path& out, Args extra = {}) {
-  Args args{"--root", host.string(), "--out", out.string(), "--run-id", "fleet-1"};
+  Args args{"--root", host.string(), "--results", out.string(), "--run-id", "fleet-1"};
   if (fixture::fs::exists(host / "capture")) args.insert(args.end(), {"--capture", (host / "capture").string()});
   args.insert(args.end(), extra.begin(), extra.end());
   return run_netcheck(args);
@@ -166,7 +166,7 @@ TEST(RootEach, JudgesAndComparesAFolderOfHosts) {
   fixture::TempDir dir;
   const path fleet = dir.path() / "fleet";
   for (const auto& e : kFleet) fixture::compose_fleet_host(e.folder, fleet / e.folder);
-  const Outcome all = run_netcheck({"--root-each", fleet.string(), "--out", (dir.path() / "all.jsonl").string()});
+  const Outcome all = run_netcheck({"--root-each", fleet.string(), "--results", (dir.path() / "all.jsonl").string()});
   EXPECT_EQ(all.code, kExitCheckFailed);
   const auto records = records_in(dir.path() / "all.jsonl");
   Set hosts;
@@ -249,8 +249,8 @@ TEST(SaveCapture, ThisMachineRoundTrips) {
   const path saved = dir.path() / "here";
   const Outcome save = run_netcheck({"--save-capture", saved.string(), "--tool-timeout", "5"});
   ASSERT_EQ(save.code, kExitOk) << save.err;
-  const Outcome live = run_netcheck({"--out", (dir.path() / "live.jsonl").string(), "--tool-timeout", "5"});
-  const Outcome back = run_netcheck({"--root", saved.string(), "--capture", (saved / "capture").string(), "--out",
+  const Outcome live = run_netcheck({"--results", (dir.path() / "live.jsonl").string(), "--tool-timeout", "5"});
+  const Outcome back = run_netcheck({"--root", saved.string(), "--capture", (saved / "capture").string(), "--results",
                                      (dir.path() / "back.jsonl").string()});
   EXPECT_EQ(back.code, live.code) << back.out << live.out;
   EXPECT_EQ(comparable(records_in(dir.path() / "back.jsonl")), comparable(records_in(dir.path() / "live.jsonl")));

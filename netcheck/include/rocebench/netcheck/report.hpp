@@ -21,7 +21,7 @@ struct Difference {
 // they differ by nature. A subject one host lacks is a difference too (value null).
 std::vector<Difference> compare_hosts(const std::vector<json>& records);
 void print_differences(std::ostream& out, const std::vector<Difference>& diffs, std::size_t host_count);
-// The odd hosts out as check records (check "cluster.same_setting"), for --out.
+// The odd hosts out as check records (check "cluster.same_setting"), for --results.
 std::vector<CheckRecord> difference_records(const std::vector<Difference>& diffs);
 
 }  // namespace rocebench::netcheck
