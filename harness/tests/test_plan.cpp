@@ -43,6 +43,14 @@ TEST(Plan, ErrorsNameFileLineAndField) {
   EXPECT_EQ(error_of("{\"name\": \"x\", \"launcher\": {\"type\": \"ssh\"}, \"steps\": []}").find("p.json:1: field 'launcher.type'"), 0u);
 }
 
+TEST(Plan, AnOldSpellingNamesTheNewOne) {
+  EXPECT_EQ(error_of("{\"name\": \"x\",\n \"steps\": [{\"step\": \"microbench.probe\", \"params\": {\"iterations\": 5}}]}"),
+            "p.json:2: field 'steps[0].params.iterations': 'iterations' is now 'iters'");
+  EXPECT_EQ(error_of("{\"name\": \"x\",\n \"steps\": [{\"step\": \"models.train\", \"params\": {\"model\": \"alexnet\", "
+                     "\"steps\": 5}}]}"),
+            "p.json:2: field 'steps[0].params.steps': 'steps' is now 'iters'");
+}
+
 TEST(Plan, UnknownStepListsWhatExists) {
   const std::string e = error_of("{\"name\": \"x\",\n\n \"steps\": [{\"step\": \"collectives.alreduce\"}]}");
   EXPECT_EQ(e.rfind("p.json:3: field 'steps[0].step': unknown step 'collectives.alreduce'; this build has: harness.rendezvous", 0), 0u) << e;
