@@ -72,7 +72,7 @@ struct RingPass {
   int steps;         // all steps
 };
 
-void ring_pass(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, std::size_t chunk_bytes,
+void ring_pass(transport::Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, std::size_t chunk_bytes,
                const RingPass& pass, const Deadline& deadline) {
   const int n = t.world(), r = t.rank();
   const std::size_t esize = size_of(dtype);
@@ -82,7 +82,7 @@ void ring_pass(Transport& t, char* buf, std::size_t count, DataType dtype, Reduc
   auto segment_chunks = [&](int seg) { return chunks_of(segment_begin(count, n, seg), segment_begin(count, n, seg + 1), chunk); };
 
   // Sends per segment: a receive into a segment first waits for the sends that still read it.
-  std::vector<std::vector<Request>> sends(static_cast<std::size_t>(n));
+  std::vector<std::vector<transport::Request>> sends(static_cast<std::size_t>(n));
   auto send = [&](int seg, const Range& c) { sends[seg].push_back(t.send(right, buf + c.begin * esize, (c.end - c.begin) * esize)); };
 
   const int first = mod(pass.first, n);
@@ -96,7 +96,7 @@ void ring_pass(Transport& t, char* buf, std::size_t count, DataType dtype, Reduc
       t.wait(sends[seg], deadline);
       sends[seg].clear();
     }
-    std::vector<Request> receives;
+    std::vector<transport::Request> receives;
     for (const auto& c : in) {
       char* into = reduce ? incoming + (c.begin - base) * esize : buf + c.begin * esize;
       receives.push_back(t.recv(left, into, (c.end - c.begin) * esize));
@@ -112,14 +112,14 @@ void ring_pass(Transport& t, char* buf, std::size_t count, DataType dtype, Reduc
 
 }  // namespace
 
-void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
+void ring_reduce_scatter(transport::Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
                          std::size_t chunk_bytes, const Deadline& deadline) {
   const int n = t.world();
   if (n == 1) return;
   ring_pass(t, static_cast<char*>(data), count, dtype, op, chunk_bytes, {t.rank() - 1, n - 1, n - 1}, deadline);
 }
 
-void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
+void ring_allgather(transport::Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
                     const Deadline& deadline) {
   const int n = t.world();
   if (n == 1) return;
@@ -128,14 +128,14 @@ void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype,
 
 namespace {
 
-void parameter_server(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, int servers,
+void parameter_server(transport::Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, int servers,
                       const Deadline& deadline) {
   const int n = t.world(), r = t.rank();
   const int s_count = std::clamp(servers, 1, n);
   const std::size_t esize = size_of(dtype);
   // Push: every worker sends shard k to server k. A server sums what arrives into its own copy.
   std::vector<char*> arrivals;
-  std::vector<Request> pushes, incoming;
+  std::vector<transport::Request> pushes, incoming;
   for (int k = 0; k < s_count; ++k) {
     const std::size_t b = segment_begin(count, s_count, k), e = segment_begin(count, s_count, k + 1);
     if (k != r) pushes.push_back(t.send(k, buf + b * esize, (e - b) * esize));
@@ -155,7 +155,7 @@ void parameter_server(Transport& t, char* buf, std::size_t count, DataType dtype
   }
   t.wait(pushes, deadline);
   // Pull: each server sends its summed shard back to every worker.
-  std::vector<Request> pulls;
+  std::vector<transport::Request> pulls;
   for (int k = 0; k < s_count; ++k) {
     const std::size_t b = segment_begin(count, s_count, k), e = segment_begin(count, s_count, k + 1);
     if (k == r) {
@@ -171,7 +171,7 @@ void parameter_server(Transport& t, char* buf, std::size_t count, DataType dtype
 
 // Recursive doubling (MPICH's scheme for any n): the first 2*rem ranks pair up so that a power of
 // two take part, exchange whole buffers log2(p) times, then hand the result back.
-void recursive_doubling(Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, const Deadline& deadline) {
+void recursive_doubling(transport::Transport& t, char* buf, std::size_t count, DataType dtype, ReduceOp op, const Deadline& deadline) {
   const int n = t.world(), r = t.rank();
   const std::size_t bytes = count * size_of(dtype);
   int p = 1;
@@ -195,9 +195,9 @@ void recursive_doubling(Transport& t, char* buf, std::size_t count, DataType dty
   if (vrank >= 0) {
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner = real_rank(vrank ^ mask);
-      const Request in = t.recv(partner, incoming, bytes);
-      const Request out = t.send(partner, buf, bytes);
-      t.wait(std::vector<Request>{in, out}, deadline);
+      const transport::Request in = t.recv(partner, incoming, bytes);
+      const transport::Request out = t.send(partner, buf, bytes);
+      t.wait(std::vector<transport::Request>{in, out}, deadline);
       // a + b and b + a are the same float (max too, for numbers), so both partners end bit-identical.
       reduce_into(dtype, op, buf, incoming, count);
     }
@@ -213,7 +213,7 @@ void recursive_doubling(Transport& t, char* buf, std::size_t count, DataType dty
 
 }  // namespace
 
-void require_same(Transport& t, double value, const std::string& what, const Deadline& deadline) {
+void require_same(transport::Transport& t, double value, const std::string& what, const Deadline& deadline) {
   double range[2] = {value, -value};  // max of both: the largest and the smallest value
   recursive_doubling(t, reinterpret_cast<char*>(range), 2, DataType::float64, ReduceOp::max, deadline);
   if (range[0] != value || -range[1] != value) {
@@ -222,7 +222,7 @@ void require_same(Transport& t, double value, const std::string& what, const Dea
   }
 }
 
-void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
+void allreduce(transport::Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
                const CollectiveOptions& options, const Deadline& deadline) {
   char* buf = static_cast<char*>(data);
   if (t.world() > 1) {

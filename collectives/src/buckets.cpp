@@ -7,7 +7,7 @@
 
 namespace rocebench::collectives {
 
-void reduce_bucket(Transport& t, std::span<const std::span<float>> tensors, HostBuffer& space,
+void reduce_bucket(transport::Transport& t, std::span<const std::span<float>> tensors, HostBuffer& space,
                    const BucketOptions& options, const Deadline& deadline) {
   std::size_t count = 0;
   for (const auto& g : tensors) count += g.size();
@@ -27,7 +27,7 @@ void reduce_bucket(Transport& t, std::span<const std::span<float>> tensors, Host
   }
 }
 
-GradientBuckets::GradientBuckets(Transport& t, const BucketOptions& options, std::chrono::milliseconds deadline)
+GradientBuckets::GradientBuckets(transport::Transport& t, const BucketOptions& options, std::chrono::milliseconds deadline)
     : transport_(t), options_(options), deadline_(deadline), thread_([this] { communicate(); }) {}
 
 GradientBuckets::~GradientBuckets() {

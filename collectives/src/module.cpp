@@ -9,9 +9,9 @@
 #include "rocebench/collectives/nccl_sweep.hpp"
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
-#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
+#include "rocebench/transport/verbs/mesh.hpp"
 
 namespace rocebench::collectives {
 
@@ -23,7 +23,7 @@ StepKind sweep_step(const CollectiveSpec& spec) {
           sweep_params_schema(),
           [&spec](StepContext& ctx) {
             const SweepConfig config = sweep_config_from(ctx.params);
-            for_each_world_size(ctx, [&](Transport& t) { run_sweep(ctx, t, spec, config); });
+            for_each_world_size(ctx, [&](transport::Transport& t) { run_sweep(ctx, t, spec, config); });
           }};
 }
 
@@ -55,7 +55,7 @@ void run_bucket_sweep(StepContext& ctx, const GradientSizes& gradient_sizes) {
   BucketOptions options;
   options.algorithm = parse_algorithm(o.get<std::string>(ctx.params, "algorithm"));
   options.collective.servers = o.get<int>(ctx.params, "servers");
-  for_each_world_size(ctx, [&](Transport& t) {
+  for_each_world_size(ctx, [&](transport::Transport& t) {
     std::vector<std::vector<float>> grads;
     std::size_t total = 0;
     for (auto n : sizes) {
@@ -111,7 +111,7 @@ int allreduce_main(const Args& args) {
                 "algbw, busbw, and a check of every element. Starts its own ranks (default 2 local; --ranks,\n"
                 "--netns, --launcher mpirun|srun --hostfile) and records to rocebench-results/<run>/.");
     p.option("--collective", &collective, "allreduce | allgather | reduce_scatter | nccl", "NAME");
-    OptionFlags flags(sweep_options(), p), verbs_flags(verbs_option_table(), p);
+    OptionFlags flags(sweep_options(), p), verbs_flags(verbs::ring_option_table(), p);
     launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
 

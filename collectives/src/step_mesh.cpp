@@ -4,32 +4,32 @@
 
 #include <fmt/format.h>
 
-#include "rocebench/collectives/tcp_transport.hpp"
-#include "rocebench/collectives/verbs_transport.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
+#include "rocebench/transport/verbs/mesh.hpp"
 
 namespace rocebench::collectives {
 
 namespace {
 
-// The step's transport over the first k ranks: tcp (default) or verbs. Throws TransportUnavailable on
+// The step's transport over the first k ranks: tcp (default) or verbs. Throws transport::Unavailable on
 // every one of them when a rank has no RDMA device: the step then records a skip, never falls back.
-std::unique_ptr<Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
+std::unique_ptr<transport::Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
   const OptionTable& o = transport_options();
   const auto transport = o.get<std::string>(ctx.params, "transport");
   const std::string prefix = fmt::format("{}/{}/{}", ctx.scope, index, transport);
   if (transport == "verbs") {
-    VerbsOptions options = verbs_options_from(o.get<json>(ctx.params, "verbs"));
+    verbs::RingOptions options = verbs::ring_options_from(o.get<json>(ctx.params, "verbs"));
     options.key_prefix = prefix;
-    return connect_verbs_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
+    return verbs::connect_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
   }
-  TcpOptions options;
+  tcp::MeshOptions options;
   options.sockets_per_peer = o.get<int>(ctx.params, "sockets_per_peer");
   options.spin = std::chrono::microseconds(o.get<int>(ctx.params, "spin_us"));
   options.congestion = o.find<std::string>(ctx.params, "tcp_congestion").value_or("");
   options.send_buffer = o.find<std::size_t>(ctx.params, "tcp_sndbuf");
   options.key_prefix = prefix;
-  return connect_tcp_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
+  return tcp::connect_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
 
 void record_unavailable(const StepContext& ctx, int k, const std::string& reason) {
@@ -56,9 +56,9 @@ const OptionTable& transport_options() {
        .fallback = "tcp", .help = "tcp | verbs (RC QPs; records a skip without an RDMA device)",
        .family = kOwnTransportsOnly, .metavar = "NAME"},
       {.key = "sockets_per_peer", .flag = "--sockets", .rules = {{"minimum", 1}, {"maximum", 16}},
-       .fallback = TcpOptions{}.sockets_per_peer, .help = "TCP sockets per peer", .family = kOwnTransportsOnly},
+       .fallback = tcp::MeshOptions{}.sockets_per_peer, .help = "TCP sockets per peer", .family = kOwnTransportsOnly},
       {.key = "spin_us", .flag = "--spin-us", .rules = {{"minimum", 0}, {"maximum", 10000}},
-       .fallback = TcpOptions{}.spin.count(), .help = "TCP: microseconds a wait polls before it sleeps (0: at once)",
+       .fallback = tcp::MeshOptions{}.spin.count(), .help = "TCP: microseconds a wait polls before it sleeps (0: at once)",
        .family = kOwnTransportsOnly},
       {.key = "tcp_congestion", .flag = "--tcp-congestion", .type = OptionType::text, .rules = {{"minLength", 1}},
        .help = "TCP congestion control (cubic, bbr …; default: the host's)", .family = kOwnTransportsOnly,
@@ -68,7 +68,7 @@ const OptionTable& transport_options() {
        .help = "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning; default: 128K to a peer on this host, "
                "autotuning to others)",
        .family = kOwnTransportsOnly},
-      {.key = "verbs", .type = OptionType::object, .rules = verbs_option_table().schema(),
+      {.key = "verbs", .type = OptionType::object, .rules = verbs::ring_option_table().schema(),
        .fallback = json::object(), .help = "the verbs transport's options", .family = kOwnTransportsOnly},
   });
   return table;
@@ -87,18 +87,18 @@ std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallb
   return sizes;
 }
 
-void for_each_world_size(StepContext& ctx, const std::function<void(Transport&)>& body) {
+void for_each_world_size(StepContext& ctx, const std::function<void(transport::Transport&)>& body) {
   for_each_world_size(ctx, step_world_sizes(ctx), body);
 }
 
-void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(Transport&)>& body) {
+void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(transport::Transport&)>& body) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int k = sizes[i];
     if (ctx.rank < k) {
-      std::unique_ptr<Transport> transport;
+      std::unique_ptr<transport::Transport> transport;
       try {
         transport = connect_mesh(ctx, k, i);
-      } catch (const TransportUnavailable& e) {
+      } catch (const transport::Unavailable& e) {
         record_unavailable(ctx, k, e.what());
       }
       if (transport) body(*transport);

@@ -43,7 +43,7 @@ int owner_of(std::size_t i, std::size_t count, int ranks) {
 const CollectiveSpec& allreduce_spec() {
   static const CollectiveSpec spec{
       "allreduce",
-      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         allreduce(t, c.algorithm, data, count, c.dtype, c.op, c.options, d);
       },
       [](int rank, int, std::size_t i, std::size_t) { return check_value(rank, i); },
@@ -54,7 +54,7 @@ const CollectiveSpec& allreduce_spec() {
 const CollectiveSpec& reduce_scatter_spec() {
   static const CollectiveSpec spec{
       "reduce_scatter",
-      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, d);
         if (c.op == ReduceOp::avg) {
           const std::size_t b = segment_begin(count, t.world(), t.rank()), e = segment_begin(count, t.world(), t.rank() + 1);
@@ -71,7 +71,7 @@ const CollectiveSpec& reduce_scatter_spec() {
 const CollectiveSpec& allgather_spec() {
   static const CollectiveSpec spec{
       "allgather",
-      [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, d);
       },
       [](int rank, int ranks, std::size_t i, std::size_t count) {
@@ -93,7 +93,7 @@ std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks) {
   return sizes;
 }
 
-std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec, const SweepConfig& config) {
+std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const CollectiveSpec& spec, const SweepConfig& config) {
   const int n = t.world(), r = t.rank();
   const std::size_t esize = size_of(config.dtype);
   StepContext record_ctx = ctx;

@@ -3,10 +3,10 @@
 #include <signal.h>
 
 #include "../../harness/tests/process_util.hpp"
-#include "rocebench/collectives/tcp_transport.hpp"
-#include "rocebench/common/net.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 using namespace rocebench;
 
@@ -87,7 +87,7 @@ TEST(AllreduceCommand, TcpSndbufZeroLeavesEverySendBufferToTheKernel) {
     const auto records = results_of(dir / ("out" + given) / "results.jsonl", "collectives.allreduce");
     ASSERT_EQ(records.size(), 1u);
     // Both ranks on this host: by default their sockets get the small same-host buffer, doubled by the kernel.
-    EXPECT_EQ(records[0]["params"]["tcp_sndbuf"], given.empty() ? std::to_string(2 * collectives::kSameHostSendBuffer) : "auto")
+    EXPECT_EQ(records[0]["params"]["tcp_sndbuf"], given.empty() ? std::to_string(2 * tcp::kSameHostSendBuffer) : "auto")
         << given;
   }
 }
@@ -137,7 +137,7 @@ TEST(AllreduceCommand, RankKilledMidSweepIsNamedAndRecordsStay) {
                                                    "warmup": 0, "placement": "in"}},
       {"step": "collectives.allreduce", "params": {"min_bytes": 1024, "max_bytes": 1024, "factor": 1,
                                                    "iters": 200000000, "warmup": 0, "placement": "in"}}]})";
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "plan.json").string(),

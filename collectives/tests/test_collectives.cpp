@@ -11,9 +11,9 @@
 #include "rocebench/collectives/algorithms.hpp"
 #include "rocebench/collectives/buckets.hpp"
 #include "rocebench/collectives/sweep.hpp"
-#include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
 
 using namespace rocebench;
 using namespace rocebench::collectives;
@@ -21,17 +21,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
-                                std::chrono::microseconds spin = TcpOptions{}.spin, const std::string& congestion = "",
+std::unique_ptr<transport::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
+                                std::chrono::microseconds spin = tcp::MeshOptions{}.spin, const std::string& congestion = "",
                                 std::optional<std::size_t> send_buffer = std::nullopt) {
   rbtest::LocalRendezvous::Rank rdv(shared, rank);
-  TcpOptions options;
+  tcp::MeshOptions options;
   options.sockets_per_peer = sockets;
   options.spin = spin;
   options.congestion = congestion;
   options.send_buffer = send_buffer;
   options.stripe_min_bytes = 1024;  // exercise striping with small test buffers
-  return connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
+  return tcp::connect_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
 }
 
 // Element i of rank r: distinct per rank and element, exact in every type when summed.
@@ -155,7 +155,7 @@ TEST(Allreduce, EveryAlgorithmWorldAndTypeGivesTheExactSum) {
     rbtest::LocalRendezvous shared(world);
     const auto errors = rbtest::on_ranks(world, [&](int r) {
       // Odd worlds wait sleeping at once, even ones spin first (the default).
-      auto t = mesh(shared, r, world, world == 4 ? 2 : 1, world % 2 ? 0us : TcpOptions{}.spin);
+      auto t = mesh(shared, r, world, world == 4 ? 2 : 1, world % 2 ? 0us : tcp::MeshOptions{}.spin);
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::ps, Algorithm::rd}) {
         for (DataType dtype : {DataType::float32, DataType::float16, DataType::bfloat16}) {
           for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{4099}}) {
@@ -227,25 +227,25 @@ TEST(Transport, SocketsUseTheCongestionControlAskedForAndRefuseAnUnknownOne) {
   const int world = 2;
   rbtest::LocalRendezvous shared(world);
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
-    auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "reno");  // built into every Linux kernel
+    auto t = mesh(shared, r, world, 1, tcp::MeshOptions{}.spin, "reno");  // built into every Linux kernel
     if (t->settings().at("tcp_congestion").get<std::string>() != "reno") throw std::runtime_error("got " + t->settings().at("tcp_congestion").get<std::string>());
   }));
   rbtest::LocalRendezvous other(world);
-  const auto errors = rbtest::on_ranks(world, [&](int r) { mesh(other, r, world, 1, TcpOptions{}.spin, "no-such-cc"); });
+  const auto errors = rbtest::on_ranks(world, [&](int r) { mesh(other, r, world, 1, tcp::MeshOptions{}.spin, "no-such-cc"); });
   for (const auto& e : errors) EXPECT_NE(e.find("tcp_congestion 'no-such-cc' cannot be set"), std::string::npos) << e;
   for (const auto& e : errors) EXPECT_NE(e.find("this host has: "), std::string::npos) << e;
 }
 
 TEST(Transport, APeerOnThisHostGetsTheSmallSendBufferUnlessThePlanLeavesItToTheKernel) {
   const int world = 2;
-  const std::string granted = std::to_string(2 * kSameHostSendBuffer);  // the kernel doubles a request
+  const std::string granted = std::to_string(2 * tcp::kSameHostSendBuffer);  // the kernel doubles a request
   rbtest::LocalRendezvous by_default(world), autotuned(world);
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     auto t = mesh(by_default, r, world);
     if (t->settings().at("tcp_sndbuf").get<std::string>() != granted) throw std::runtime_error("default: " + t->settings().at("tcp_sndbuf").get<std::string>());
   }));
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
-    auto t = mesh(autotuned, r, world, 1, TcpOptions{}.spin, "", 0);
+    auto t = mesh(autotuned, r, world, 1, tcp::MeshOptions{}.spin, "", 0);
     if (t->settings().at("tcp_sndbuf").get<std::string>() != "auto") throw std::runtime_error("0: " + t->settings().at("tcp_sndbuf").get<std::string>());
   }));
 }
@@ -255,7 +255,7 @@ TEST(Transport, AFixedSendBufferIsSetRecordedAndMovesMessagesLargerThanItself) {
   rbtest::LocalRendezvous shared(world);
   expect_all_ok(rbtest::on_ranks(world, [&](int r) {
     // 16 KiB asked, 32 KiB granted: a 1 MiB ring step must go out in many partial sends.
-    auto t = mesh(shared, r, world, 1, TcpOptions{}.spin, "", 16 << 10);
+    auto t = mesh(shared, r, world, 1, tcp::MeshOptions{}.spin, "", 16 << 10);
     if (t->settings().at("tcp_sndbuf").get<std::string>() != "32768") throw std::runtime_error("tcp_sndbuf " + t->settings().at("tcp_sndbuf").get<std::string>());
     std::vector<float> buf(3 << 18);
     for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(value(r, i));
@@ -433,7 +433,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
     EXPECT_LE(rec["metrics"]["time_us"].get<double>(), rec["samples"]["avg"].get<double>() * (1 + 1e-12))
         << "the slowest loop is never longer than the iterations' slowest ranks summed";
     EXPECT_EQ(rec["params"]["tcp_congestion"], host_congestion) << "the sockets' own, the host's default";
-    EXPECT_EQ(rec["params"]["tcp_sndbuf"], std::to_string(2 * kSameHostSendBuffer)) << "every peer is on this host";
+    EXPECT_EQ(rec["params"]["tcp_sndbuf"], std::to_string(2 * tcp::kSameHostSendBuffer)) << "every peer is on this host";
     // Every setting that shapes the figures identifies the series, as it took effect.
     EXPECT_EQ(rec["params"]["sockets_per_peer"], 2);
     EXPECT_EQ(rec["params"]["spin_us"], 7);
@@ -445,7 +445,7 @@ TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
 TEST(Sweep, AWrongElementFailsTheStepNamingRankAndOffset) {
   // A collective that corrupts element 5 on rank 1 stands in for a broken transport.
   static CollectiveSpec broken = allreduce_spec();
-  broken.run = [](Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+  broken.run = [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
     allreduce_spec().run(t, data, count, c, d);
     if (t.rank() == 1 && count > 5) store(c.dtype, data, 5, 1e6);
   };
@@ -526,7 +526,7 @@ TEST_P(EverySweep, AnOperationThatMovesNothingIsCaughtOnEveryElementItOwes) {
   // The collective leaves every buffer as it was: each element a rank must receive is wrong.
   static CollectiveSpec idle;
   idle = GetParam().spec();
-  idle.run = [](Transport&, void*, std::size_t, const SweepConfig&, const Deadline&) {};
+  idle.run = [](transport::Transport&, void*, std::size_t, const SweepConfig&, const Deadline&) {};
   SweepConfig config;
   config.min_bytes = config.max_bytes = 96;  // 24 floats, 8 per rank
   config.iters = 1;

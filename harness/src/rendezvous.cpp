@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 #include "wire.hpp"
 
 namespace rocebench {
@@ -64,7 +64,7 @@ StoreServer::~StoreServer() {
 }
 
 void StoreServer::start() {
-  listen_fd_ = net::listen_on(address_.host, address_.port);
+  listen_fd_ = tcp::listen_on(address_.host, address_.port);
   if (::pipe2(wake_fd_, O_CLOEXEC) != 0) throw InfraError("rendezvous: pipe2 failed");
   thread_ = std::thread([this] { serve(); });
 }
@@ -136,7 +136,7 @@ void StoreServer::accept_one() {
   if (fd < 0) return;
   auto c = std::make_unique<Connection>();
   c->fd = fd;
-  c->peer = net::peer_name(fd);
+  c->peer = tcp::peer_name(fd);
   connections_.push_back(std::move(c));
 }
 
@@ -285,7 +285,7 @@ void StoreServer::serve() {
 StoreClient::StoreClient(const RendezvousAddress& address, const std::string& token, int rank, int world,
                          const std::string& host, const Deadline& connect_deadline)
     : address_(address), rank_(rank), world_(world) {
-  fd_ = net::connect_to(address.host, address.port, connect_deadline);
+  fd_ = tcp::connect_to(address.host, address.port, connect_deadline);
   const json reply = request({{"op", "hello"}, {"token", token}, {"rank", rank}, {"world", world}, {"host", host},
                               {"pid", ::getpid()}},
                              std::chrono::seconds(10));
@@ -339,7 +339,7 @@ std::vector<std::string> StoreClient::lost_ranks() {
   return request({{"op", "lost"}}, std::chrono::seconds(10)).at("lost").get<std::vector<std::string>>();
 }
 
-std::string StoreClient::local_address() const { return net::local_address(fd_); }
+std::string StoreClient::local_address() const { return tcp::local_address(fd_); }
 
 void StoreClient::goodbye() { request({{"op", "bye"}}, std::chrono::seconds(30)); }
 

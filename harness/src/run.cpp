@@ -16,7 +16,8 @@
 #include "commands.hpp"
 #include "emulated_hosts.hpp"
 #include "launch.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/hostname.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 #include "metadata.hpp"
 #include "plan.hpp"
 #include "rendezvous.hpp"
@@ -93,7 +94,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
 
 int rank_main(const RunOptions& options) {
   const RankEnv env = rank_env_from(current_environment());
-  const std::string host = net::this_hostname();
+  const std::string host = this_hostname();
   const auto& kinds = all_step_kinds();
 
   // Rank 0 alone reads the plan and owns the results; the others receive both from it.
@@ -232,7 +233,7 @@ void record_unreported_losses(const fs::path& results, const std::string& run_id
   for (const auto& e : exits) {
     if (severity(e.exit_code()) < 3 || recorded.count(e.child.rank)) continue;
     if (e.child.rank < 0 && ranks_recorded) continue;
-    const std::string host = e.child.host.empty() ? net::this_hostname() : e.child.host;
+    const std::string host = e.child.host.empty() ? this_hostname() : e.child.host;
     const std::string who = e.child.rank >= 0 ? fmt::format("rank {} on host {}", e.child.rank, host) : "the launcher (mpirun/srun)";
     RecordWriter(results).append(event_record(run_id, "rank.lost",
                                               fmt::format("{} was lost: {} (recorded by the launcher)", who, e.describe()),
@@ -374,7 +375,7 @@ int launch_run(RunOptions options) {
     }
     const std::string master = emulated.empty() ? "127.0.0.1" : emulated.front().address;
     spec.env["MASTER_ADDR"] = master;
-    spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? net::pick_free_port(master) : kDefaultRendezvousPort);
+    spec.env["MASTER_PORT"] = std::to_string(emulated.empty() ? tcp::pick_free_port(master) : kDefaultRendezvousPort);
     spec.env["WORLD_SIZE"] = std::to_string(ranks);
     if (options.dry_run) {
       std::cout << fmt::format("local: {} ranks{} of: {}\n", ranks,

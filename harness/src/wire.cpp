@@ -6,7 +6,7 @@
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/json_depth.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 namespace rocebench::wire {
 
@@ -31,16 +31,16 @@ std::uint32_t length_of(const char* header) {
 
 void send(int fd, const nlohmann::json& message, const Deadline& deadline) {
   const std::string bytes = frame(message);
-  net::send_all(fd, bytes.data(), bytes.size(), deadline);
+  tcp::send_all(fd, bytes.data(), bytes.size(), deadline);
 }
 
 nlohmann::json receive(int fd, const Deadline& deadline) {
   char header[4];
-  net::recv_all(fd, header, 4, deadline);
+  tcp::recv_all(fd, header, 4, deadline);
   const std::uint32_t n = length_of(header);
   if (n > kMaxMessage) throw InfraError("rendezvous message too large (corrupt stream?)");
   std::string body(n, '\0');
-  net::recv_all(fd, body.data(), n, deadline);
+  tcp::recv_all(fd, body.data(), n, deadline);
   if (json_too_deep_at(body) != std::string::npos) throw InfraError("rendezvous peer sent a message nested too deeply");
   try {
     return nlohmann::json::parse(body);

@@ -1,5 +1,5 @@
 #pragma once
-// Length-prefixed JSON messages over a TCP socket (common/net.hpp), for the rendezvous.
+// Length-prefixed JSON messages over a TCP socket (transport/tcp/socket.hpp), for the rendezvous.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "launch.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rendezvous.hpp"
 #include "wire.hpp"
-#include "rocebench/common/errors.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 using namespace rocebench;
 using namespace std::chrono_literals;
@@ -37,7 +37,7 @@ struct Collected {
   }
 };
 
-RendezvousAddress local_address() { return {"127.0.0.1", net::pick_free_port("127.0.0.1")}; }
+RendezvousAddress local_address() { return {"127.0.0.1", tcp::pick_free_port("127.0.0.1")}; }
 
 }  // namespace
 
@@ -97,7 +97,7 @@ TEST(Rendezvous, JunkIsRefusedAndLoggedWithThePeersAddress) {
   Collected out;
   StoreServer server(address, "t", 1, "run-t", out.sink());
   server.start();
-  const int fd = net::connect_to(address.host, address.port, Deadline(5s));
+  const int fd = tcp::connect_to(address.host, address.port, Deadline(5s));
   const std::string junk = "GET / HTTP/1.0\r\nHost: \x01\x02\r\n\r\n" + std::string(100000, 'A');
   [[maybe_unused]] auto n = ::write(fd, junk.data(), junk.size());
   const auto until = std::chrono::steady_clock::now() + 5s;

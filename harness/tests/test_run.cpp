@@ -6,13 +6,13 @@
 #include <sstream>
 
 #include "launch.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/errors.hpp"
 #include "process_util.hpp"
 #include "../../common/tests/setup_required.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
-#include "rocebench/common/errors.hpp"
-#include "rocebench/microbench/verbs.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
+#include "rocebench/transport/verbs/device.hpp"
 
 using namespace rocebench;
 using rbtest::fs::path;
@@ -255,7 +255,7 @@ TEST(RunCommand, RankKilledDuringRendezvousIsReportedByTheOthers) {
   write(dir / "long.json",
         R"({"name": "long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 2000, "interval_ms": 10}}]})");
   const int world = 4;
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "long.json").string(),
@@ -379,7 +379,7 @@ TEST(RunCommand, TheRunEndsWithItsReportSummaryAndVerdict) {
                                  "verdicts: 0 of 1 pass", "report: " + (out / "report" / "report.html").string()}) {
     EXPECT_NE(said.find(text), std::string::npos) << text << "\n" << said;
   }
-  if (microbench::list_devices("/").empty()) {
+  if (verbs::list_devices("/").empty()) {
     EXPECT_NE(said.find("skipped, by reason:\n  no RDMA device"), std::string::npos) << said;
   }
   for (const char* file : {"report.html", "report.md", "junit.xml", "aggregate.csv"}) {
@@ -449,7 +449,7 @@ TEST(RunCommand, AnInterruptedModuleCommandRemovesItsTemporaryPlan) {
 TEST(RunCommand, OpenMpiStartsRanksThatFindEachOther) {
   if (!mpirun_available()) RB_SKIP_WITHOUT_SETUP("mpirun (openmpi-bin) is not installed");
   const path dir = rbtest::temp_dir("mpi");
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   const int rc = rbtest::run({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", "ROCEBENCH_TOKEN",
                               "-x", "MASTER_ADDR", "-x", "MASTER_PORT", kBinary, "run", "--launcher", "env",
                               "--plan", rendezvous_plan(dir).string(), "--results-dir", (dir / "out").string()},
@@ -503,7 +503,7 @@ exit 137
                     "--results-dir", (dir / "out").string()},
                    dir, "run",
                    {{"RB_BINARY", std::filesystem::canonical(kBinary).string()},
-                    {"RB_PORT", std::to_string(net::pick_free_port("127.0.0.1"))},
+                    {"RB_PORT", std::to_string(tcp::pick_free_port("127.0.0.1"))},
                     {"RB_RESULTS", (dir / "out" / "results.jsonl").string()},
                     {"RB_VICTIM", std::to_string(victim)}},
                    60);

@@ -17,7 +17,7 @@
 #include "gpubench.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/hostname.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::microbench {
@@ -370,7 +370,7 @@ int hostbench_main(const Args& args, const std::vector<SumKernel>& kernels) {
     std::vector<ResultRecord> records = records_of_run(gbench, "microbench.host");
     std::cout << hostbench_table(records);
     const std::string run_id = fmt::format("probe-host-{}", utc_now_rfc3339());
-    const std::string host = net::this_hostname();
+    const std::string host = this_hostname();
     if (writer) {
       for (ResultRecord& r : records) {
         r.host = host;

@@ -10,9 +10,10 @@
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/hostname.hpp"
 #include "rocebench/microbench/allpairs.hpp"
 #include "rocebench/microbench/probe.hpp"
+#include "rocebench/transport/transport.hpp"
 
 namespace rocebench::microbench {
 
@@ -57,7 +58,7 @@ int probe_main(const Args& args) {
     const std::string run_id = fmt::format("probe-{}", utc_now_rfc3339());
     std::optional<RecordWriter> writer;
     if (!results.empty()) writer.emplace(results);
-    const std::string host = net::this_hostname();
+    const std::string host = this_hostname();
     auto emit = [&](ResultRecord r) {
       r.host = host;
       if (writer) writer->append(to_json(r, run_id));
@@ -72,7 +73,7 @@ int probe_main(const Args& args) {
       } else {
         probe = connect_probe(spec, client, port);
       }
-    } catch (const ProbeUnavailable& e) {
+    } catch (const transport::Unavailable& e) {
       emit(skip_record(spec.driver.step, spec_params(spec), e.what()));
       std::cout << fmt::format("skip: {}\n", e.what());
       return kExitOk;
@@ -110,7 +111,7 @@ void run_probe_step(StepContext& ctx) {
       std::unique_ptr<ProbeServer> listener;
       try {
         listener = listen_probe(spec, ctx.address, 0);
-      } catch (const ProbeUnavailable&) {
+      } catch (const transport::Unavailable&) {
         ctx.rendezvous->set(key, "skip");  // the partner records nothing and moves on
         throw;
       }
@@ -132,7 +133,7 @@ void run_probe_step(StepContext& ctx) {
         ctx.record(std::move(r));
       });
     }
-  } catch (const ProbeUnavailable& e) {
+  } catch (const transport::Unavailable& e) {
     ctx.record(skip_record(ctx.step, spec_params(spec), e.what()));
   }
 }

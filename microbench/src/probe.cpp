@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/cli.hpp"
-#include "rocebench/common/net.hpp"
 #include "rocebench/microbench/tcp_probe.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 #include "verbs_probe.hpp"
 
 namespace rocebench::microbench {
@@ -23,11 +23,11 @@ TcpOptions tcp_options(const ProbeSpec& spec) { return {spec.test, spec.mode, sp
 class TcpServer final : public ProbeServer {
  public:
   TcpServer(const ProbeSpec& spec, const std::string& address, int port)
-      : spec_(spec), fd_(net::listen_on(address, port, 1)) {}
+      : spec_(spec), fd_(tcp::listen_on(address, port, 1)) {}
   ~TcpServer() override { ::close(fd_); }
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
-  int port() const override { return net::local_port(fd_); }
+  int port() const override { return tcp::local_port(fd_); }
   std::unique_ptr<Probe> accept() override { return tcp_accept(fd_, tcp_options(spec_)); }
 
  private:
@@ -47,7 +47,7 @@ void validate(const ProbeSpec& spec) {
     if (spec.verbs.connect != "cm" && spec.verbs.connect != "oob") {
       throw UsageError(fmt::format("unknown connection method '{}' (cm, oob)", spec.verbs.connect));
     }
-    if (spec.verbs.qps < 1 || spec.verbs.tx_depth < 1) throw UsageError("--qps and --tx-depth must be at least 1");
+    if (spec.verbs.qps < 1 || spec.driver.tx_depth < 1) throw UsageError("--qps and --tx-depth must be at least 1");
   } else {
     throw UsageError(fmt::format("unknown transport '{}' (verbs, tcp)", spec.transport));
   }
@@ -70,7 +70,7 @@ ProbeKind kind_of(const ProbeSpec& spec) {
 json spec_params(const ProbeSpec& spec) {
   json p = {{"transport", spec.transport}, {"test", spec.test}};
   if (spec.transport == "tcp") p["mode"] = checked(tcp_options(spec)).mode;
-  else p.update(verbs_params(spec.verbs));
+  else p.update(verbs_params(spec));
   return p;
 }
 
@@ -156,7 +156,7 @@ ProbeSpec spec_from_params(const json& p) {
   s.verbs.gid_index = o.find<int>(p, "gid_index").value_or(s.verbs.gid_index);
   s.verbs.connect = o.get<std::string>(p, "connect");
   s.verbs.tos = o.find<int>(p, "tos").value_or(s.verbs.tos);
-  s.verbs.tx_depth = s.driver.tx_depth = o.get<int>(p, "tx_depth");
+  s.driver.tx_depth = o.get<int>(p, "tx_depth");
   s.driver.cq_mod = o.get<int>(p, "cq_mod");
   s.verbs.qps = o.get<int>(p, "qps");
   s.verbs.bidirectional = o.get<bool>(p, "bidirectional");

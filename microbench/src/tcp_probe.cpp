@@ -14,7 +14,7 @@
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 namespace rocebench::microbench {
 
@@ -58,7 +58,7 @@ class TcpProbe final : public Probe {
 
   ProbeKind kind() const override { return o_.test == "lat" ? ProbeKind::latency : ProbeKind::bandwidth; }
   json params() const override {
-    return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}, {"tcp_congestion", net::congestion_control(fd_)}};
+    return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}, {"tcp_congestion", tcp::congestion_control(fd_)}};
   }
   std::string peer() const override { return peer_; }
 
@@ -239,14 +239,14 @@ std::string hello_of(const TcpOptions& o) { return fmt::format("rocebench-tcp {}
 std::unique_ptr<Probe> tcp_connect(const std::string& host, int port, const TcpOptions& options) {
   const TcpOptions o = checked(options);
   const Deadline deadline(o.wait);
-  const int fd = net::connect_to(host, port, deadline);
+  const int fd = tcp::connect_to(host, port, deadline);
   const std::string peer = fmt::format("{}:{}", host, port);
   std::string hello = hello_of(o);
   hello.resize(kHello, '\0');
   char answer = 0;
   try {
-    net::send_all(fd, hello.data(), hello.size(), deadline);
-    net::recv_all(fd, &answer, 1, deadline);
+    tcp::send_all(fd, hello.data(), hello.size(), deadline);
+    tcp::recv_all(fd, &answer, 1, deadline);
   } catch (...) {
     ::close(fd);
     throw;
@@ -263,18 +263,18 @@ std::unique_ptr<Probe> tcp_accept(int listen_fd, const TcpOptions& options) {
   const Deadline deadline(o.wait);
   int fd = -1;
   try {
-    fd = net::accept_one(listen_fd, deadline);
+    fd = tcp::accept_one(listen_fd, deadline);
   } catch (const DeadlineExceeded&) {
-    throw DeadlineExceeded(fmt::format("no client connected to port {} within {} ms", net::local_port(listen_fd),
+    throw DeadlineExceeded(fmt::format("no client connected to port {} within {} ms", tcp::local_port(listen_fd),
                                        o.wait.count()));
   }
-  const std::string peer = net::peer_name(fd);
+  const std::string peer = tcp::peer_name(fd);
   std::string hello(kHello, '\0');
   try {
-    net::recv_all(fd, hello.data(), hello.size(), deadline);
+    tcp::recv_all(fd, hello.data(), hello.size(), deadline);
     hello.resize(std::strlen(hello.c_str()));
     const char answer = hello == hello_of(o) ? 'Y' : 'N';
-    net::send_all(fd, &answer, 1, deadline);
+    tcp::send_all(fd, &answer, 1, deadline);
     if (answer != 'Y') throw InputError(fmt::format("the client {} asked for '{}', this server runs tcp {}", peer, hello, o.test));
   } catch (...) {
     ::close(fd);

@@ -26,9 +26,11 @@
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
-#include "rocebench/common/verbs_rc.hpp"
 #include "rocebench/microbench/counters.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
+#include "rocebench/transport/transport.hpp"
+#include "rocebench/transport/verbs/device.hpp"
+#include "rocebench/transport/verbs/rc.hpp"
 #include "gpu_buffer.hpp"
 
 namespace rocebench::microbench {
@@ -40,18 +42,14 @@ constexpr char kLast = 'L';
 constexpr std::uint32_t kMaxInline = 220;  // what perftest asks for; retried with 0 if refused
 constexpr int kMaxRdAtomic = 16;
 
-// The device the options name (or the first); ProbeUnavailable when this host has none.
-std::string pick_device(const VerbsOptions& o) {
-  const std::vector<std::string> names = verbs::device_names();
-  if (!o.device.empty() && std::find(names.begin(), names.end(), o.device) == names.end()) {
-    throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", o.device,
-                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
-  }
-  if (names.empty()) throw ProbeUnavailable("no RDMA device on this host (ibv_get_device_list found none)");
+// The device the options name (or the first); transport::Unavailable when this host has none.
+std::string pick_device(const VerbsProbeOptions& o) {
+  const std::string name = verbs::choose_device(o.device);
+  if (name.empty()) throw transport::Unavailable("no RDMA device on this host (ibv_get_device_list found none)");
   if (o.gpu >= 0) {
-    if (auto why = gpu_buffer_unavailable(o.gpu)) throw ProbeUnavailable(*why);
+    if (auto why = gpu_buffer_unavailable(o.gpu)) throw transport::Unavailable(*why);
   }
-  return o.device.empty() ? names.front() : o.device;
+  return name;
 }
 
 [[noreturn]] void verbs_error(const std::string& what, int err) {
@@ -155,15 +153,15 @@ class VerbsProbe final : public Probe {
   void exchange_loop() {
     const Deadline deadline(spec_.wait);
     const DriverOptions& d = spec_.driver;
-    LoopSpec loop{d.iterations, d.warmup, o_.tx_depth, d.cq_mod, d.duration_s};
+    LoopSpec loop{d.iterations, d.warmup, d.tx_depth, d.cq_mod, d.duration_s};
     if (active_) {
-      net::send_all(fd_, &loop, sizeof loop, deadline);
+      tcp::send_all(fd_, &loop, sizeof loop, deadline);
       return;
     }
-    net::recv_all(fd_, &loop, sizeof loop, deadline);
+    tcp::recv_all(fd_, &loop, sizeof loop, deadline);
     reverse_loop_ = DriverOptions{.iterations = loop.iterations, .warmup = loop.warmup,
                                   .duration_s = loop.duration_s, .tx_depth = loop.tx_depth, .cq_mod = loop.cq_mod};
-    o_.tx_depth = loop.tx_depth;
+    spec_.driver.tx_depth = loop.tx_depth;
   }
 
   ProbeKind kind() const override { return spec_.test.ends_with("lat") ? ProbeKind::latency : ProbeKind::bandwidth; }
@@ -172,7 +170,7 @@ class VerbsProbe final : public Probe {
   double round_trip_divisor() const override { return read_lat_ ? 1.0 : 2.0; }
   json params() const override {
     json p = {{"transport", "verbs"}, {"test", spec_.test}};
-    p.update(verbs_params(o_));
+    p.update(verbs_params(spec_));
     p["device"] = device_name_;
     if (gid_index_ >= 0) p["gid_index"] = gid_index_;
     return p;
@@ -181,12 +179,12 @@ class VerbsProbe final : public Probe {
 
   void begin_size(std::size_t bytes) override {
     const std::uint64_t b = bytes;
-    net::send_all(fd_, &b, sizeof b, Deadline(spec_.wait));
+    tcp::send_all(fd_, &b, sizeof b, Deadline(spec_.wait));
     if (bytes) prepare(bytes);
   }
   std::size_t next_size() override {
     std::uint64_t b = 0;
-    net::recv_all(fd_, &b, sizeof b, Deadline(spec_.wait));
+    tcp::recv_all(fd_, &b, sizeof b, Deadline(spec_.wait));
     if (b) prepare(static_cast<std::size_t>(b));
     return static_cast<std::size_t>(b);
   }
@@ -244,7 +242,7 @@ class VerbsProbe final : public Probe {
 
   json end_size() override {
     const std::uint64_t done = 0;  // a zero in place of a size: the measured loop is over
-    net::send_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    tcp::send_all(fd_, &done, sizeof done, Deadline(spec_.wait));
     // Bidirectional send_bw: the server's messages still need receives until its report says it is done.
     const Deadline deadline(spec_.wait);
     while (receives_while_sending_ && !control_readable()) {
@@ -252,7 +250,7 @@ class VerbsProbe final : public Probe {
       if (deadline.expired()) timeout("the end of its messages");
     }
     SizeReport report{};
-    net::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
+    tcp::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
     json out = counter_deltas(before_, read_counters(o_.root, device_name_, port_));
     out["active_mtu"] = active_mtu_;
     if (gpu_) out["gpu_registration"] = gpu_->registration();
@@ -290,11 +288,11 @@ class VerbsProbe final : public Probe {
     }
     if (spec_.test != "send_bw") {
       std::uint64_t done = 1;
-      net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+      tcp::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
     }
     if (o_.validate && spec_.test == "write_bw") errors += local_validation();
     const SizeReport report{errors + validation_errors_, 0, reverse_};
-    net::send_all(fd_, &report, sizeof report, Deadline(spec_.wait));
+    tcp::send_all(fd_, &report, sizeof report, Deadline(spec_.wait));
     release_buffer();
   }
 
@@ -337,12 +335,12 @@ class VerbsProbe final : public Probe {
     device_name_ = ::ibv_get_device_name(context->device);
     pd_ = must(::ibv_alloc_pd(context_), "ibv_alloc_pd");
     // Sends and receives complete on separate queues, so waiting for one never swallows the other.
-    const int depth = std::max(o_.tx_depth, 16) * o_.qps;
+    const int depth = std::max(spec_.driver.tx_depth, 16) * o_.qps;
     send_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
     recv_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
     ibv_port_attr pattr{};
     if (::ibv_query_port(context_, static_cast<std::uint8_t>(port_), &pattr)) verbs_error("ibv_query_port", errno);
-    active_mtu_ = 128 << pattr.active_mtu;  // IBV_MTU_256 = 1
+    active_mtu_ = verbs::mtu_bytes(pattr.active_mtu);
     mtu_ = pattr.active_mtu;
     before_ = read_counters(o_.root, device_name_, port_);
   }
@@ -352,8 +350,8 @@ class VerbsProbe final : public Probe {
     a.send_cq = send_cq_;
     a.recv_cq = recv_cq_;
     a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = static_cast<std::uint32_t>(o_.tx_depth);
-    a.cap.max_recv_wr = static_cast<std::uint32_t>(o_.tx_depth);
+    a.cap.max_send_wr = static_cast<std::uint32_t>(spec_.driver.tx_depth);
+    a.cap.max_recv_wr = static_cast<std::uint32_t>(spec_.driver.tx_depth);
     a.cap.max_send_sge = a.cap.max_recv_sge = 1;
     a.cap.max_inline_data = max_inline;
     return a;
@@ -380,9 +378,9 @@ class VerbsProbe final : public Probe {
   // Out of band: open the device, pick the GID, exchange QP numbers, PSNs and GIDs over TCP.
   void connect_oob() {
     const std::string name = pick_device(o_);
-    check_device_port(o_.root, name, o_.ib_port);
-    const std::string address = o_.address.empty() ? net::local_address(fd_) : o_.address;
-    gid_index_ = choose_gid(read_gids(o_.root, name, o_.ib_port), o_.gid_index, address);
+    verbs::check_device_port(o_.root, name, o_.ib_port);
+    const std::string address = o_.address.empty() ? tcp::local_address(fd_) : o_.address;
+    gid_index_ = verbs::choose_gid(verbs::read_gids(o_.root, name, o_.ib_port), o_.gid_index, address);
     own_context_ = true;
     open_resources(must(verbs::open_device(name), "ibv_open_device"), o_.ib_port);
     ibv_gid gid{};
@@ -405,8 +403,8 @@ class VerbsProbe final : public Probe {
     }
     std::vector<verbs::RcEndpoint> theirs(mine.size());
     const Deadline deadline(spec_.wait);
-    net::send_all(fd_, mine.data(), mine.size() * sizeof(verbs::RcEndpoint), deadline);
-    net::recv_all(fd_, theirs.data(), theirs.size() * sizeof(verbs::RcEndpoint), deadline);
+    tcp::send_all(fd_, mine.data(), mine.size() * sizeof(verbs::RcEndpoint), deadline);
+    tcp::recv_all(fd_, theirs.data(), theirs.size() * sizeof(verbs::RcEndpoint), deadline);
     for (std::size_t q = 0; q < qps_.size(); ++q) {
       verbs::rc_to_rts(qps_[q], o_.ib_port, gid_index_, mtu_, mine[q].psn, theirs[q], o_.tos, kMaxRdAtomic);
     }
@@ -441,19 +439,19 @@ class VerbsProbe final : public Probe {
     const BufferInfo mine{reinterpret_cast<std::uintptr_t>(buf_), mr_->rkey, 0};
     BufferInfo theirs{};
     const Deadline deadline(spec_.wait);
-    net::send_all(fd_, &mine, sizeof mine, deadline);
-    net::recv_all(fd_, &theirs, sizeof theirs, deadline);
+    tcp::send_all(fd_, &mine, sizeof mine, deadline);
+    tcp::recv_all(fd_, &theirs, sizeof theirs, deadline);
     remote_ = theirs;
     if (spec_.test == "send_lat" || spec_.test == "send_bw") {
-      const int per_qp = spec_.test == "send_lat" ? 1 : o_.tx_depth;
+      const int per_qp = spec_.test == "send_lat" ? 1 : spec_.driver.tx_depth;
       for (std::size_t q = 0; q < qps_.size(); ++q) {
         for (int i = 0; i < per_qp; ++i) post_receive(q);
       }
     }
     // Both sides have their receives posted before the client's first send.
     char ready = 'R';
-    net::send_all(fd_, &ready, 1, deadline);
-    net::recv_all(fd_, &ready, 1, deadline);
+    tcp::send_all(fd_, &ready, 1, deadline);
+    tcp::recv_all(fd_, &ready, 1, deadline);
     if (active_) before_ = read_counters(o_.root, device_name_, port_);
   }
 
@@ -583,7 +581,7 @@ class VerbsProbe final : public Probe {
   bool control_says_done() {
     if (!control_readable()) return false;
     std::uint64_t done = 1;
-    net::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
+    tcp::recv_all(fd_, &done, sizeof done, Deadline(spec_.wait));
     return true;
   }
 
@@ -608,7 +606,7 @@ class VerbsProbe final : public Probe {
   ProbeSpec spec_;
   // The test, decided once: the ping-pong loops ask on every iteration.
   const bool write_lat_ = spec_.test == "write_lat", read_lat_ = spec_.test == "read_lat";
-  VerbsOptions o_;
+  VerbsProbeOptions o_;
   int fd_;
   std::string peer_;
   bool active_;
@@ -657,8 +655,8 @@ void handshake(int fd, const ProbeSpec& spec, bool client, const std::string& pe
   const Deadline deadline(spec.wait);
   std::string mine = hello_of(spec), theirs(64, '\0');
   mine.resize(64, '\0');
-  net::send_all(fd, mine.data(), mine.size(), deadline);
-  net::recv_all(fd, theirs.data(), theirs.size(), deadline);
+  tcp::send_all(fd, mine.data(), mine.size(), deadline);
+  tcp::recv_all(fd, theirs.data(), theirs.size(), deadline);
   if (theirs != mine) {
     throw InputError(fmt::format("the {} {} runs '{}', this side '{}'", client ? "server" : "client", peer,
                                  theirs.c_str(), mine.c_str()));
@@ -669,7 +667,7 @@ class VerbsServer final : public ProbeServer {
  public:
   VerbsServer(const ProbeSpec& spec, const std::string& address, int port) : spec_(spec) {
     spec_.verbs.device = pick_device(spec.verbs);
-    fd_ = net::listen_on(address.empty() ? "0.0.0.0" : address, port, 1);
+    fd_ = tcp::listen_on(address.empty() ? "0.0.0.0" : address, port, 1);
     if (spec_.verbs.connect == "cm") {
       channel_ = ::rdma_create_event_channel();
       if (!channel_) verbs_error("rdma_create_event_channel", errno);
@@ -677,7 +675,7 @@ class VerbsServer final : public ProbeServer {
       if (::rdma_create_id(channel_, &listener_, nullptr, RDMA_PS_TCP)) verbs_error("rdma_create_id", errno);
       sockaddr_in sin{};
       sin.sin_family = AF_INET;
-      sin.sin_port = htons(static_cast<std::uint16_t>(net::local_port(fd_)));
+      sin.sin_port = htons(static_cast<std::uint16_t>(tcp::local_port(fd_)));
       if (!address.empty() && address != "0.0.0.0") ::inet_pton(AF_INET, address.c_str(), &sin.sin_addr);
       if (::rdma_bind_addr(listener_, reinterpret_cast<sockaddr*>(&sin))) verbs_error("rdma_bind_addr", errno);
       if (::rdma_listen(listener_, spec_.verbs.qps)) verbs_error("rdma_listen", errno);
@@ -690,10 +688,10 @@ class VerbsServer final : public ProbeServer {
   }
   VerbsServer(const VerbsServer&) = delete;
   VerbsServer& operator=(const VerbsServer&) = delete;
-  int port() const override { return net::local_port(fd_); }
+  int port() const override { return tcp::local_port(fd_); }
   std::unique_ptr<Probe> accept() override {
-    const int fd = net::accept_one(fd_, Deadline(spec_.wait));
-    const std::string peer = net::peer_name(fd);
+    const int fd = tcp::accept_one(fd_, Deadline(spec_.wait));
+    const std::string peer = tcp::peer_name(fd);
     auto probe = std::make_unique<VerbsProbe>(spec_, fd, peer, false);
     probe->owns_channel_ = false;
     handshake(fd, spec_, false, peer);
@@ -711,8 +709,9 @@ class VerbsServer final : public ProbeServer {
 
 }  // namespace
 
-json verbs_params(const VerbsOptions& o) {
-  json p = {{"connect", o.connect}, {"ib_port", o.ib_port}, {"qps", o.qps}, {"tx_depth", o.tx_depth}};
+json verbs_params(const ProbeSpec& spec) {
+  const VerbsProbeOptions& o = spec.verbs;
+  json p = {{"connect", o.connect}, {"ib_port", o.ib_port}, {"qps", o.qps}, {"tx_depth", spec.driver.tx_depth}};
   if (!o.device.empty()) p["device"] = o.device;
   if (o.gid_index >= 0) p["gid_index"] = o.gid_index;
   if (o.tos >= 0) p["tos"] = o.tos;
@@ -729,7 +728,7 @@ std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::stri
 std::unique_ptr<Probe> verbs_connect(const ProbeSpec& spec, const std::string& host, int port) {
   ProbeSpec s = spec;
   s.verbs.device = pick_device(spec.verbs);
-  const int fd = net::connect_to(host, port, Deadline(spec.wait));
+  const int fd = tcp::connect_to(host, port, Deadline(spec.wait));
   const std::string peer = fmt::format("{}:{}", host, port);
   auto probe = std::make_unique<VerbsProbe>(s, fd, peer, true);
   handshake(fd, s, true, peer);

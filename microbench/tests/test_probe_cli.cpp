@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "process_util.hpp"
-#include "rocebench/common/net.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
-#include "rocebench/microbench/verbs.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
+#include "rocebench/transport/verbs/device.hpp"
 
 using namespace rocebench;
 
@@ -41,7 +41,7 @@ bool wait_for_lines(const rbtest::fs::path& file, std::size_t lines, double seco
 
 // A TCP latency client and server at 64 B; the client's records go to dir/r.jsonl.
 void tcp_latency_run(const rbtest::fs::path& dir, int iterations) {
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
                               dir, "server");
   const int rc = rbtest::run({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--size", "64",
@@ -115,7 +115,7 @@ TEST(ProbeCli, AServerNeverContactedGivesUp) {
 
 TEST(ProbeCli, AServerKilledMidSweepIsNamedAndEarlierRowsAreKept) {
   const auto dir = rbtest::temp_dir("probe-kill");
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
                               dir, "server");
   auto client = rbtest::start({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--all",
@@ -131,7 +131,7 @@ TEST(ProbeCli, AServerKilledMidSweepIsNamedAndEarlierRowsAreKept) {
 }
 
 TEST(ProbeCli, VerbsWithoutADeviceRecordsASkip) {
-  if (!microbench::list_devices("/").empty()) GTEST_SKIP() << "this host has an RDMA device";
+  if (!verbs::list_devices("/").empty()) GTEST_SKIP() << "this host has an RDMA device";
   const auto dir = rbtest::temp_dir("probe-verbs");
   EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--client", "127.0.0.1", "--results",
                          (dir / "r.jsonl").string()},
@@ -191,7 +191,7 @@ TEST(ProbeStep, RankPairsMeasureTcpLatencyInAPlan) {
     }
   }
   EXPECT_EQ(tcp, 4);  // 2 pairs x 2 sizes
-  if (microbench::list_devices("/").empty()) {
+  if (verbs::list_devices("/").empty()) {
     EXPECT_EQ(skips, 2);  // each pair's server records it
   }
   rbtest::fs::remove_all(dir);

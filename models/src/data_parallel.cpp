@@ -22,7 +22,6 @@
 namespace rocebench::models {
 
 using collectives::BucketOptions;
-using collectives::Transport;
 
 std::vector<int> params_in_ready_order(const Graph& graph) {
   std::vector<int> order;
@@ -43,7 +42,7 @@ double StepTimes::comm_ms() const {
   return sum;
 }
 
-DataParallel::DataParallel(Engine& engine, Transport* transport, const BucketOptions& buckets,
+DataParallel::DataParallel(Engine& engine, transport::Transport* transport, const BucketOptions& buckets,
                            std::chrono::milliseconds deadline)
     : engine_(engine) {
   if (transport && transport->world() > 1) buckets_.emplace(*transport, buckets, deadline);
@@ -188,7 +187,7 @@ double learning_rate(const ScalingConfig& c, int ranks, int step) {
 
 // Times one bucket's reduction at each size the plan sends (and a quarter of the largest, so that
 // two sizes pin the line), max over the ranks, median of `iters`.
-CostModel measure_cost(Transport& t, const std::vector<std::size_t>& plan, const BucketOptions& options,
+CostModel measure_cost(transport::Transport& t, const std::vector<std::size_t>& plan, const BucketOptions& options,
                        std::chrono::milliseconds wait, int iters) {
   std::vector<std::size_t> sizes = plan;
   sizes.push_back(std::max<std::size_t>(4, *std::max_element(plan.begin(), plan.end()) / 4 / 4 * 4));
@@ -309,7 +308,7 @@ struct SweepState {
   double single_other_ms = 0;
 };
 
-void measure_world_size(StepContext& ctx, Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
+void measure_world_size(StepContext& ctx, transport::Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
   const int k = t.world();
   ResultRecord r;
   r.params = identity(c, t.name(), k);
@@ -481,7 +480,7 @@ void run_scaling(StepContext& ctx) {
   // The replay's timeline is its prediction's too; read here, a bad one stops the step before any mesh.
   if (c.train.engine == "replay") state.single_timeline = load_timeline(c.train.timeline, graph);
   collectives::for_each_world_size(ctx, collectives::step_world_sizes(ctx, doubling),
-                                   [&](Transport& t) { measure_world_size(ctx, t, c, graph, state); });
+                                   [&](transport::Transport& t) { measure_world_size(ctx, t, c, graph, state); });
 }
 
 }  // namespace

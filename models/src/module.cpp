@@ -8,7 +8,7 @@
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/hostname.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/train.hpp"
 
@@ -118,7 +118,7 @@ int train_main(const Args& args) {
     return kExitOk;
   }
   ResultRecord r = measure_training(c, 1);
-  r.host = host.empty() ? net::this_hostname() : host;
+  r.host = host.empty() ? this_hostname() : host;
   if (!out.empty()) {
     RecordWriter writer(out);
     writer.append(to_json(r, run_id.empty() ? "train-" + utc_now_rfc3339() : run_id));

@@ -16,15 +16,15 @@
 
 #include "../../harness/tests/process_util.hpp"
 #include "local_rendezvous.hpp"
-#include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/module.hpp"
 #include "rocebench/models/train.hpp"
 #include "rocebench/models/zoo.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 namespace rocebench::models {
 namespace {
@@ -46,9 +46,9 @@ Graph small_net() {
   return g;
 }
 
-std::unique_ptr<collectives::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world) {
+std::unique_ptr<transport::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world) {
   rbtest::LocalRendezvous::Rank rdv(shared, rank);
-  return collectives::connect_tcp_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), {}, Deadline(10s));
+  return tcp::connect_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), {}, Deadline(10s));
 }
 
 // Rank r's share of a batch of n·b images: images and labels [r·b, (r+1)·b).
@@ -418,7 +418,7 @@ TEST(Scaling, ARankKilledMidSweepIsNamedAndEarlierWorldSizesStay) {
   rbtest::write_file(dir / "plan.json", json{{"name", "scaling"}, {"steps", {{{"step", "models.scaling"}, {"params", {
       {"model", "resnet20_cifar"}, {"engine", "replay"}, {"timeline", timeline}, {"batch", 2}, {"steps", 300},
       {"warmup", 0}, {"world_sizes", {1, 2}}}}}}}}.dump());
-  const std::string port = std::to_string(net::pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;
   for (int r = 0; r < 2; ++r) {
     ranks.push_back(rbtest::start({kBinary, "run", "--launcher", "env", "--plan", (dir / "plan.json").string(),

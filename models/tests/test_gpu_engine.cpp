@@ -9,10 +9,10 @@
 
 #include "rocebench/common/errors.hpp"
 #include "local_rendezvous.hpp"
-#include "rocebench/collectives/tcp_transport.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/engine.hpp"
 #include "rocebench/models/zoo.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
 
 namespace rocebench::models {
 namespace {
@@ -275,7 +275,7 @@ TEST(GpuDataParallel, TwoRanksOverTcpTrainAsOneRankOfTwiceTheBatch) {
   rbtest::LocalRendezvous shared(ranks);
   const auto errors = rbtest::on_ranks(ranks, [&](int r) {
     rbtest::LocalRendezvous::Rank rdv(shared, r);
-    auto t = collectives::connect_tcp_mesh(rdv, r, ranks, "127.0.0.1", "host" + std::to_string(r), {}, Deadline(10s));
+    auto t = tcp::connect_mesh(rdv, r, ranks, "127.0.0.1", "host" + std::to_string(r), {}, Deadline(10s));
     auto e = make_gpu_engine(g, {.batch = b, .seed = 3});
     slice(*e, r, b);
     DataParallel dp(*e, t.get(), {.first_bucket_bytes = 256, .bucket_bytes = 256}, 10s);

@@ -7,7 +7,7 @@
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/common/hostname.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/netcheck/capture.hpp"
 #include "rocebench/netcheck/checks.hpp"
@@ -156,7 +156,7 @@ int check_main(const Args& args) {
     hosts = saved_hosts(root_each);
   } else {
     // A saved tree is its own host: never this machine's name.
-    if (host.empty()) host = std::filesystem::path(root).lexically_normal() == "/" ? net::this_hostname() : tree_hostname(HostFs(root));
+    if (host.empty()) host = std::filesystem::path(root).lexically_normal() == "/" ? this_hostname() : tree_hostname(HostFs(root));
     if (host.empty()) {
       throw InputError("--root " + root + ": no hostname in proc/sys/kernel/hostname or etc/hostname; name the host with --host NAME");
     }

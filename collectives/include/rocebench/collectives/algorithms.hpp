@@ -1,10 +1,10 @@
 #pragma once
-// Collective algorithms, each written once against Transport.
+// Collective algorithms, each written once against the Transport interface (transport/transport.hpp).
 #include <cstddef>
 #include <string>
 
 #include "rocebench/collectives/dtype.hpp"
-#include "rocebench/collectives/transport.hpp"
+#include "rocebench/transport/transport.hpp"
 
 namespace rocebench::collectives {
 
@@ -22,21 +22,21 @@ struct CollectiveOptions {
 };
 
 // In place: `data` holds this rank's input and receives the result.
-void allreduce(Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
+void allreduce(transport::Transport& t, Algorithm algorithm, void* data, std::size_t count, DataType dtype, ReduceOp op,
                const CollectiveOptions& options, const Deadline& deadline);
 
 // The ring's halves (allreduce runs them fused, as one pass). Segment s of `data` is elements
 // [count*s/n, count*(s+1)/n); rank r owns segment r.
 // reduce_scatter: afterwards the owned segment holds the reduction of everyone's.
-void ring_reduce_scatter(Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
+void ring_reduce_scatter(transport::Transport& t, void* data, std::size_t count, DataType dtype, ReduceOp op,
                          std::size_t chunk_bytes, const Deadline& deadline);
 // allgather: every rank starts with its owned segment and ends with all of them.
-void ring_allgather(Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
+void ring_allgather(transport::Transport& t, void* data, std::size_t count, DataType dtype, std::size_t chunk_bytes,
                     const Deadline& deadline);
 
 // Refuses (InputError, on every rank) to go on when the ranks hold different values of `what` —
 // a size, a dtype — which would otherwise end as garbled data or a deadline.
-void require_same(Transport& t, double value, const std::string& what, const Deadline& deadline);
+void require_same(transport::Transport& t, double value, const std::string& what, const Deadline& deadline);
 
 // Segment boundaries as the ring uses them (element index where segment s starts; s = n gives count).
 std::size_t segment_begin(std::size_t count, int segments, int s);

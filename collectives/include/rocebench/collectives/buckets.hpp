@@ -40,13 +40,13 @@ struct BucketTime {
 
 // What the communication thread does with one bucket: checks that every rank holds as many
 // elements, packs the tensors into `space` (grown when too small), averages over the ranks, unpacks.
-void reduce_bucket(Transport& t, std::span<const std::span<float>> tensors, HostBuffer& space,
+void reduce_bucket(transport::Transport& t, std::span<const std::span<float>> tensors, HostBuffer& space,
                    const BucketOptions& options, const Deadline& deadline);
 
 class GradientBuckets {
  public:
   // Averages float32 gradients over t's ranks. Every rank must add the same tensors in the same order.
-  GradientBuckets(Transport& t, const BucketOptions& options, std::chrono::milliseconds deadline);
+  GradientBuckets(transport::Transport& t, const BucketOptions& options, std::chrono::milliseconds deadline);
   ~GradientBuckets();
 
   // A gradient is final: it joins the open bucket, which is sent off when it is full.
@@ -68,7 +68,7 @@ class GradientBuckets {
   void seal_open_bucket();
   void communicate();
 
-  Transport& transport_;
+  transport::Transport& transport_;
   BucketOptions options_;
   std::chrono::milliseconds deadline_;
   Bucket open_;

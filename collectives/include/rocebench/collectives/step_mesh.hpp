@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "rocebench/collectives/transport.hpp"
 #include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
+#include "rocebench/transport/transport.hpp"
 
 namespace rocebench::collectives {
 
@@ -29,7 +29,7 @@ std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallb
 // sizes); the ranks left out of a size wait at the barrier that closes it. Where a rank cannot make
 // the mesh (no RDMA device), rank 0 records a skip with the reason for that size and `body` does
 // not run.
-void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(Transport&)>& body);
-void for_each_world_size(StepContext& ctx, const std::function<void(Transport&)>& body);
+void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(transport::Transport&)>& body);
+void for_each_world_size(StepContext& ctx, const std::function<void(transport::Transport&)>& body);
 
 }  // namespace rocebench::collectives

@@ -29,7 +29,7 @@ struct SweepConfig {
 struct CollectiveSpec {
   std::string name;  // allreduce, allgather, reduce_scatter: also names its bus bandwidth factor
   // One operation, in place on the whole buffer of `count` elements.
-  void (*run)(Transport& t, void* data, std::size_t count, const SweepConfig& config, const Deadline& deadline);
+  void (*run)(transport::Transport& t, void* data, std::size_t count, const SweepConfig& config, const Deadline& deadline);
   // What rank r puts at element i before the operation (NaN: leave it zero).
   double (*input)(int rank, int ranks, std::size_t i, std::size_t count);
   // What element i must hold afterwards on rank r (NaN: not checked).
@@ -48,7 +48,7 @@ std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks);
 // Runs the sweep on `t` (whose ranks are ctx's first t.world() ranks); rank 0 records one result
 // per size and placement and prints the table; a rank that finds a wrong element records a fail
 // naming its rank and the offset. Returns the number of wrong elements over all ranks.
-std::size_t run_sweep(StepContext& ctx, Transport& t, const CollectiveSpec& spec, const SweepConfig& config);
+std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const CollectiveSpec& spec, const SweepConfig& config);
 
 // The timing of one size, as nccl-tests takes it: each rank times its loop of back-to-back
 // operations and the slowest rank's loop, over the iterations, is the time per operation. The mean

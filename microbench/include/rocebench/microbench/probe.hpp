@@ -17,7 +17,7 @@ struct ProbeSpec {
   DriverOptions driver;
   std::string mode;  // tcp: busy | blocking (empty = the test's default)
   std::chrono::milliseconds wait{30000};  // deadline of every single wait
-  VerbsOptions verbs;
+  VerbsProbeOptions verbs;
 };
 
 // Throws UsageError for an unknown transport or test.
@@ -26,12 +26,6 @@ ProbeKind kind_of(const ProbeSpec& spec);
 // The params every record of this spec carries (also those of a skip record).
 json spec_params(const ProbeSpec& spec);
 
-// Thrown when this host cannot run the probe at all (no RDMA device): a skip, with the reason.
-class ProbeUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 class ProbeServer {
  public:
   virtual ~ProbeServer() = default;
@@ -39,6 +33,8 @@ class ProbeServer {
   virtual std::unique_ptr<Probe> accept() = 0;  // one client, within the spec's wait
 };
 
+// Both throw transport::Unavailable when this host cannot run the probe at all (no RDMA device): a
+// skip, with the reason.
 std::unique_ptr<ProbeServer> listen_probe(const ProbeSpec& spec, const std::string& address, int port);
 std::unique_ptr<Probe> connect_probe(const ProbeSpec& spec, const std::string& host, int port);
 

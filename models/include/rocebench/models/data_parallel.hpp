@@ -41,7 +41,7 @@ struct StepTimes {
 class DataParallel {
  public:
   // `transport` null: one rank alone, nothing to reduce.
-  DataParallel(Engine& engine, collectives::Transport* transport, const collectives::BucketOptions& buckets,
+  DataParallel(Engine& engine, transport::Transport* transport, const collectives::BucketOptions& buckets,
                std::chrono::milliseconds deadline);
   StepTimes step(const SgdOptions& sgd, double lr);
 

@@ -1,3 +1,5 @@
+#include "rocebench/transport/verbs/device.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
-#include "rocebench/common/verbs_device.hpp"
 
 namespace rocebench::verbs {
 

@@ -1,4 +1,4 @@
-#include "rocebench/common/net.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -18,7 +18,7 @@
 
 #include "rocebench/common/errors.hpp"
 
-namespace rocebench::net {
+namespace rocebench::tcp {
 
 namespace {
 
@@ -179,12 +179,6 @@ int accept_one(int listen_fd, const Deadline& deadline) {
   }
 }
 
-std::string this_hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
-
 std::string peer_name(int fd) {
   const auto peer = numeric_endpoint(fd, true);
   // A reset connection or a listener has no peer address left: name our own end instead of "?".
@@ -212,4 +206,4 @@ int pick_free_port(const std::string& address) {
   return port;
 }
 
-}  // namespace rocebench::net
+}  // namespace rocebench::tcp

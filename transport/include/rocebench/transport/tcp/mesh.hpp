@@ -6,12 +6,12 @@
 #include <optional>
 #include <string>
 
-#include "rocebench/collectives/transport.hpp"
 #include "rocebench/common/step.hpp"
+#include "rocebench/transport/transport.hpp"
 
-namespace rocebench::collectives {
+namespace rocebench::tcp {
 
-struct TcpOptions {
+struct MeshOptions {
   int sockets_per_peer = 1;
   std::size_t stripe_min_bytes = 256 << 10;  // smaller messages go on one socket
   std::string key_prefix = "tcp";  // rendezvous keys, unique per mesh
@@ -28,8 +28,8 @@ inline constexpr std::size_t kSameHostSendBuffer = 128 << 10;
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
 // run's: the ranks outside it do not call this.
-std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, int world, const std::string& address,
-                                            const std::string& host, const TcpOptions& options,
-                                            const Deadline& deadline);
+std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
+                                                   const std::string& address, const std::string& host,
+                                                   const MeshOptions& options, const Deadline& deadline);
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::tcp

@@ -1,7 +1,7 @@
 #pragma once
 // The libibverbs steps every RC user repeats: finding and opening a device, and walking a QP from
 // RESET to RTS against a peer's QP number, PSN and GID (RoCE: always a global route).
-// Shared by the verbs probes (microbench) and the verbs transport (collectives).
+// Shared by the verbs probes (microbench) and the ring transport (mesh.hpp).
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -12,9 +12,16 @@ namespace rocebench::verbs {
 
 // The devices libibverbs sees, in its order.
 std::vector<std::string> device_names();
-// The device `name` (empty = the first) opened; InputError naming the devices there are for an
-// unknown name; nullptr when the host has no RDMA device at all.
+// The device `name` names (empty = the first); InputError naming the devices there are for an
+// unknown name; empty when the host has no RDMA device at all.
+std::string choose_device(const std::string& name);
+// That device opened; nullptr when the host has no RDMA device at all.
 ibv_context* open_device(const std::string& name);
+
+// A path MTU in bytes and as libibverbs' enum (IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5); a byte count
+// that is no MTU gives IBV_MTU_1024.
+int mtu_bytes(ibv_mtu mtu);
+ibv_mtu mtu_of_bytes(int bytes);
 
 struct RcEndpoint {
   std::uint32_t qpn = 0;

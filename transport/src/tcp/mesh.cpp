@@ -1,6 +1,6 @@
 // TCP transport: a full mesh, each peer reached over `sockets_per_peer` non-blocking sockets.
 // Progress is made by whoever waits: one poll() over every socket that has work queued.
-#include "rocebench/collectives/tcp_transport.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,15 +21,15 @@
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
-#include "rocebench/common/net.hpp"
+#include "rocebench/transport/tcp/socket.hpp"
 
-namespace rocebench::collectives {
+namespace rocebench::tcp {
 
 namespace {
 
 // One direction of one socket: the byte ranges still to move, in posting order.
 struct Part {
-  Request request;
+  transport::Request request;
   char* data;
   std::size_t left;
 };
@@ -42,7 +42,7 @@ struct Socket {
 };
 
 // The SO_SNDBUF a socket asks for (0: none, the kernel autotunes it).
-std::size_t send_buffer_request(const TcpOptions& options, bool peer_on_this_host) {
+std::size_t send_buffer_request(const MeshOptions& options, bool peer_on_this_host) {
   return options.send_buffer.value_or(peer_on_this_host ? kSameHostSendBuffer : 0);
 }
 
@@ -55,9 +55,9 @@ int send_buffer_of(int fd) {
   return bytes;
 }
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public transport::Transport {
  public:
-  TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const TcpOptions& options)
+  TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const MeshOptions& options)
       : rank_(rank), world_(world), hosts_(std::move(hosts)), sockets_(std::move(sockets)), options_(options) {
     for (std::size_t i = 0; i < sockets_.size(); ++i) by_peer_[sockets_[i].peer].push_back(i);
   }
@@ -71,19 +71,19 @@ class TcpTransport final : public Transport {
   json settings() const override {
     json out = {{"sockets_per_peer", options_.sockets_per_peer}, {"spin_us", options_.spin.count()}};
     if (sockets_.empty()) return out;
-    out["tcp_congestion"] = net::congestion_control(sockets_.front().fd);
+    out["tcp_congestion"] = congestion_control(sockets_.front().fd);
     out["tcp_sndbuf"] = send_buffer_setting();
     return out;
   }
 
-  Request send(int peer, const void* data, std::size_t bytes) override {
+  transport::Request send(int peer, const void* data, std::size_t bytes) override {
     return post(peer, const_cast<char*>(static_cast<const char*>(data)), bytes, true);
   }
-  Request recv(int peer, void* data, std::size_t bytes) override { return post(peer, static_cast<char*>(data), bytes, false); }
+  transport::Request recv(int peer, void* data, std::size_t bytes) override { return post(peer, static_cast<char*>(data), bytes, false); }
 
-  void wait(std::span<const Request> requests, const Deadline& deadline) override {
+  void wait(std::span<const transport::Request> requests, const Deadline& deadline) override {
     auto all_done = [&] {
-      for (Request r : requests) {
+      for (transport::Request r : requests) {
         if (parts_left_.count(r)) return false;
       }
       return true;
@@ -92,9 +92,9 @@ class TcpTransport final : public Transport {
   }
 
  private:
-  Request post(int peer, char* data, std::size_t bytes, bool is_send) {
+  transport::Request post(int peer, char* data, std::size_t bytes, bool is_send) {
     if (peer < 0 || peer >= world_ || peer == rank_) throw std::logic_error(fmt::format("bad peer {}", peer));
-    const Request id = next_request_++;
+    const transport::Request id = next_request_++;
     const auto& socks = by_peer_.at(peer);
     // Large messages are striped over the peer's sockets; both ends split them the same way.
     const std::size_t stripes = bytes >= options_.stripe_min_bytes ? socks.size() : 1;
@@ -113,7 +113,7 @@ class TcpTransport final : public Transport {
   }
 
   void finish_part(std::deque<Part>& queue) {
-    const Request id = queue.front().request;
+    const transport::Request id = queue.front().request;
     queue.pop_front();
     if (--parts_left_[id] == 0) parts_left_.erase(id);
   }
@@ -223,10 +223,10 @@ class TcpTransport final : public Transport {
   int rank_, world_;
   std::vector<std::string> hosts_;
   std::vector<Socket> sockets_;
-  TcpOptions options_;
+  MeshOptions options_;
   std::unordered_map<int, std::vector<std::size_t>> by_peer_;
-  std::unordered_map<Request, int> parts_left_;
-  Request next_request_ = 1;
+  std::unordered_map<transport::Request, int> parts_left_;
+  transport::Request next_request_ = 1;
 };
 
 // Congestion control is the host's choice unless a plan asks for another: under BBR, TCP paces every
@@ -248,13 +248,13 @@ struct Hello {
 
 }  // namespace
 
-std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, int world, const std::string& address,
-                                            const std::string& host, const TcpOptions& options,
-                                            const Deadline& deadline) {
+std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
+                                                   const std::string& address, const std::string& host,
+                                                   const MeshOptions& options, const Deadline& deadline) {
   const auto timeout = std::chrono::milliseconds(deadline.remaining_ms());
-  const int listener = net::listen_on(address, 0);
+  const int listener = listen_on(address, 0);
   rendezvous.set(fmt::format("{}/{}", options.key_prefix, rank),
-                 fmt::format("{} {} {}", address, net::local_port(listener), host));
+                 fmt::format("{} {} {}", address, local_port(listener), host));
   std::vector<std::string> hosts(world), addresses(world);
   std::vector<int> ports(world);
   for (int r = 0; r < world; ++r) {
@@ -267,32 +267,32 @@ std::unique_ptr<Transport> connect_tcp_mesh(Rendezvous& rendezvous, int rank, in
   std::vector<Socket> sockets;
   for (int peer = 0; peer < rank; ++peer) {
     for (int k = 0; k < options.sockets_per_peer; ++k) {
-      const int fd = net::connect_to(addresses[peer], ports[peer], deadline);
+      const int fd = connect_to(addresses[peer], ports[peer], deadline);
       const Hello hello{rank, k};
-      net::send_all(fd, &hello, sizeof hello, deadline);
+      send_all(fd, &hello, sizeof hello, deadline);
       sockets.push_back({fd, peer, {}, {}});
     }
   }
   const int expected = (world - 1 - rank) * options.sockets_per_peer;
   std::map<std::pair<int, int>, int> accepted;
   for (int i = 0; i < expected; ++i) {
-    const int fd = net::accept_one(listener, deadline);
+    const int fd = accept_one(listener, deadline);
     Hello hello{};
-    net::recv_all(fd, &hello, sizeof hello, deadline);
+    recv_all(fd, &hello, sizeof hello, deadline);
     if (hello.rank <= rank || hello.rank >= world) throw InfraError(fmt::format("tcp mesh: unexpected hello from rank {}", hello.rank));
     accepted[{hello.rank, hello.index}] = fd;
   }
   ::close(listener);
   for (const auto& [key, fd] : accepted) sockets.push_back({fd, key.first, {}, {}});  // ordered by (peer, index)
   // Receive buffers are always the kernel's to autotune (a fixed SO_RCVBUF would cap the window);
-  // send buffers too, between hosts, unless the plan fixes them (see TcpOptions).
+  // send buffers too, between hosts, unless the plan fixes them (see MeshOptions).
   if (!options.congestion.empty()) set_congestion(sockets, options.congestion);
   for (auto& s : sockets) {
-    s.peer_on_this_host = net::peer_on_this_host(s.fd);
+    s.peer_on_this_host = peer_on_this_host(s.fd);
     const int bytes = static_cast<int>(send_buffer_request(options, s.peer_on_this_host));
     if (bytes > 0) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   }
   return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
 }
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::tcp

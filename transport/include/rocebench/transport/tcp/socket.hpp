@@ -7,7 +7,7 @@
 
 #include "rocebench/common/clock.hpp"
 
-namespace rocebench::net {
+namespace rocebench::tcp {
 
 // A listening socket bound to exactly `address:port` (a literal or a host name; port 0 = any).
 int listen_on(const std::string& address, int port, int backlog = 256);
@@ -34,9 +34,7 @@ bool peer_on_this_host(int fd);
 void set_nodelay(int fd);
 // The TCP congestion control a connected socket runs ("unknown" if the kernel will not say).
 std::string congestion_control(int fd);
-// This host's name as records carry it ("localhost" if the system has none).
-std::string this_hostname();
 // A TCP port free on `address` right now.
 int pick_free_port(const std::string& address);
 
-}  // namespace rocebench::net
+}  // namespace rocebench::tcp

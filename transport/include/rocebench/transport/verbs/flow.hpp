@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "rocebench/collectives/transport.hpp"
+#include "rocebench/transport/transport.hpp"
 
-namespace rocebench::collectives {
+namespace rocebench::verbs {
 
 struct Fragment {
   std::uint32_t slot;   // the same index in the sender's staging ring and the receiver's ring
@@ -30,19 +30,19 @@ class RingFlow {
 
   // Sending side. The message is copied out before its request completes, so the caller's buffer
   // is free as soon as the request is done.
-  void post_send(Request id, const char* data, std::size_t bytes);
+  void post_send(transport::Request id, const char* data, std::size_t bytes);
   // Copies the next fragment into staging and spends a credit; nothing when no credit or no data.
   // A send whose last fragment was copied is appended to `done`.
-  std::optional<Fragment> next_fragment(std::vector<Request>& done);
+  std::optional<Fragment> next_fragment(std::vector<transport::Request>& done);
   void credits_returned(std::uint32_t n);
 
   // Receiving side, in posting order.
-  void post_recv(Request id, char* data, std::size_t bytes);
+  void post_recv(transport::Request id, char* data, std::size_t bytes);
   // The next ring slot now holds `bytes` bytes (called in arrival order).
   void fragment_arrived(std::uint32_t bytes);
   // Copies arrived fragments into posted receives; finished receives are appended to `done`.
   // Throws std::logic_error when a fragment does not fit the receive it lands in (sizes disagree).
-  void deliver(std::vector<Request>& done);
+  void deliver(std::vector<transport::Request>& done);
   // Credits to hand back now, 0 for "not yet": they go back in batches of a quarter ring, and all
   // at once whenever nothing is left waiting in the ring, so none is withheld while the sender waits.
   std::uint32_t take_credits();
@@ -54,7 +54,7 @@ class RingFlow {
 
  private:
   struct Pending {
-    Request id;
+    transport::Request id;
     char* data;
     std::size_t left;
   };
@@ -71,4 +71,4 @@ class RingFlow {
   std::uint32_t credits_owed_ = 0;
 };
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::verbs

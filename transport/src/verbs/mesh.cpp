@@ -8,7 +8,7 @@
 // needs a rendezvous round trip per message to learn the remote address. The rings are registered
 // once, the copy runs at memory speed (well above a RoCE link per core), and the sender never waits
 // for the receiver to post: eager, like the TCP transport's socket buffers.
-#include "rocebench/collectives/verbs_transport.hpp"
+#include "rocebench/transport/verbs/mesh.hpp"
 
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
@@ -26,13 +26,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "rocebench/collectives/verbs_flow.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
-#include "rocebench/common/verbs_device.hpp"
-#include "rocebench/common/verbs_rc.hpp"
+#include "rocebench/transport/verbs/device.hpp"
+#include "rocebench/transport/verbs/flow.hpp"
+#include "rocebench/transport/verbs/rc.hpp"
 
-namespace rocebench::collectives {
+namespace rocebench::verbs {
 
 namespace {
 
@@ -52,16 +52,6 @@ std::string hex(const std::uint8_t* raw, std::size_t n) {
 
 bool is_loopback(const std::string& address) { return address.rfind("127.", 0) == 0 || address == "::1"; }
 
-ibv_mtu mtu_enum(int bytes) {
-  switch (bytes) {
-    case 256: return IBV_MTU_256;
-    case 512: return IBV_MTU_512;
-    case 2048: return IBV_MTU_2048;
-    case 4096: return IBV_MTU_4096;
-    default: return IBV_MTU_1024;
-  }
-}
-
 struct Peer {
   int rank = -1;
   std::string host;
@@ -74,9 +64,9 @@ struct Peer {
   std::string broken;  // why the QP failed; the peer is reported when anything still needs it
 };
 
-class VerbsTransport final : public Transport {
+class VerbsTransport final : public transport::Transport {
  public:
-  VerbsTransport(int rank, int world, const VerbsOptions& options) : rank_(rank), world_(world), options_(options) {}
+  VerbsTransport(int rank, int world, const RingOptions& options) : rank_(rank), world_(world), options_(options) {}
   ~VerbsTransport() override {
     for (auto& p : peers_) {
       if (p.qp) ::ibv_destroy_qp(p.qp);
@@ -97,27 +87,27 @@ class VerbsTransport final : public Transport {
   int world() const override { return world_; }
   std::string name() const override { return "verbs"; }
 
-  Request send(int peer, const void* data, std::size_t bytes) override {
+  transport::Request send(int peer, const void* data, std::size_t bytes) override {
     Peer& p = peer_of(peer);
-    const Request id = next_request_++;
+    const transport::Request id = next_request_++;
     pending_[id] = peer;
     p.flow->post_send(id, static_cast<const char*>(data), bytes);
     return id;
   }
-  Request recv(int peer, void* data, std::size_t bytes) override {
+  transport::Request recv(int peer, void* data, std::size_t bytes) override {
     Peer& p = peer_of(peer);
-    const Request id = next_request_++;
+    const transport::Request id = next_request_++;
     pending_[id] = peer;
     p.flow->post_recv(id, static_cast<char*>(data), bytes);
     return id;
   }
 
-  void wait(std::span<const Request> requests, const Deadline& deadline) override {
+  void wait(std::span<const transport::Request> requests, const Deadline& deadline) override {
     int idle = 0;
     while (true) {
       const bool moved = progress();
       std::set<int> owed;
-      for (Request r : requests) {
+      for (transport::Request r : requests) {
         if (const auto it = pending_.find(r); it != pending_.end()) owed.insert(it->second);
       }
       if (owed.empty()) return;
@@ -142,14 +132,14 @@ class VerbsTransport final : public Transport {
     }
   }
 
-  // Set up by connect_verbs_mesh.
+  // Set up by connect_mesh.
   void open(const std::string& address, const std::string& host) {
-    context_ = verbs::open_device(options_.device);
-    if (!context_) throw TransportUnavailable(fmt::format("no RDMA device on host {} (ibv_get_device_list found none)", host));
+    context_ = open_device(options_.device);
+    if (!context_) throw transport::Unavailable(fmt::format("no RDMA device on host {} (ibv_get_device_list found none)", host));
     device_ = ::ibv_get_device_name(context_->device);
-    verbs::check_device_port(options_.root, device_, options_.ib_port);
-    gid_index_ = verbs::choose_gid(verbs::read_gids(options_.root, device_, options_.ib_port), options_.gid_index,
-                                   is_loopback(address) ? std::string() : address);
+    check_device_port(options_.root, device_, options_.ib_port);
+    gid_index_ = choose_gid(read_gids(options_.root, device_, options_.ib_port), options_.gid_index,
+                            is_loopback(address) ? std::string() : address);
     ibv_port_attr port{};
     if (const int rc = ::ibv_query_port(context_, static_cast<std::uint8_t>(options_.ib_port), &port)) {
       verbs_failed("ibv_query_port", rc);
@@ -160,7 +150,7 @@ class VerbsTransport final : public Transport {
     }
     mine_.host = host;
     mine_.lid = port.lid;
-    mine_.mtu = 128 << port.active_mtu;  // IBV_MTU_256 = 1
+    mine_.mtu = mtu_bytes(port.active_mtu);
     mine_.slots = options_.slots;
     mine_.slot_bytes = options_.slot_bytes;
     ibv_gid gid{};
@@ -204,7 +194,7 @@ class VerbsTransport final : public Transport {
       a.cap.max_send_wr = a.cap.max_recv_wr = depth;
       a.cap.max_send_sge = a.cap.max_recv_sge = 1;
       p.qp = must(::ibv_create_qp(pd_, &a), "ibv_create_qp");
-      verbs::rc_to_init(p.qp, options_.ib_port);
+      rc_to_init(p.qp, options_.ib_port);
       for (std::uint32_t i = 0; i < depth; ++i) post_receive(p);
       mine_.peers[r] = {p.qp->qp_num, static_cast<std::uint32_t>(rng() & 0xffffff),
                         reinterpret_cast<std::uintptr_t>(ring), mr_->rkey};
@@ -227,14 +217,14 @@ class VerbsTransport final : public Transport {
       p.host = theirs.host;
       p.remote_ring = theirs.peers[rank_].ring_addr;
       p.remote_rkey = theirs.peers[rank_].ring_rkey;
-      verbs::RcEndpoint endpoint;
+      RcEndpoint endpoint;
       endpoint.qpn = theirs.peers[rank_].qpn;
       endpoint.psn = theirs.peers[rank_].psn;
       endpoint.lid = theirs.lid;
       for (int i = 0; i < 16; ++i) gid[i] = static_cast<std::uint8_t>(std::stoi(theirs.gid.substr(2 * i, 2), nullptr, 16));
       std::memcpy(endpoint.gid, gid, 16);
-      verbs::rc_to_rts(p.qp, options_.ib_port, gid_index_, mtu_enum(std::min(mine_.mtu, theirs.mtu)),
-                       mine_.peers[r].psn, endpoint, options_.tos, 1);
+      rc_to_rts(p.qp, options_.ib_port, gid_index_, mtu_of_bytes(std::min(mine_.mtu, theirs.mtu)), mine_.peers[r].psn,
+                endpoint, options_.tos, 1);
     }
     peers_[rank_].host = mine_.host;
   }
@@ -297,7 +287,7 @@ class VerbsTransport final : public Transport {
     if (n < 0) throw InfraError(fmt::format("rank {}: verbs transport: polling the completion queue failed", rank_));
     for (int i = 0; i < n; ++i) completion(wc[i]);
     moved = n > 0;
-    std::vector<Request> done;
+    std::vector<transport::Request> done;
     for (Peer& p : peers_) {
       if (!p.flow || !p.broken.empty()) continue;
       p.flow->deliver(done);
@@ -315,7 +305,7 @@ class VerbsTransport final : public Transport {
         moved = true;
       }
     }
-    for (Request r : done) pending_.erase(r);
+    for (transport::Request r : done) pending_.erase(r);
     return moved || !done.empty();
   }
 
@@ -357,7 +347,7 @@ class VerbsTransport final : public Transport {
   }
 
   int rank_, world_;
-  VerbsOptions options_;
+  RingOptions options_;
   ibv_context* context_ = nullptr;
   std::string device_;
   int gid_index_ = 0;
@@ -369,14 +359,14 @@ class VerbsTransport final : public Transport {
   ibv_mr* mr_ = nullptr;
   std::vector<Peer> peers_;
   VerbsRankInfo mine_;
-  std::unordered_map<Request, int> pending_;  // request -> peer, until done
-  Request next_request_ = 1;
+  std::unordered_map<transport::Request, int> pending_;  // request -> peer, until done
+  transport::Request next_request_ = 1;
 };
 
 }  // namespace
 
-const OptionTable& verbs_option_table() {
-  const VerbsOptions d;
+const OptionTable& ring_option_table() {
+  const RingOptions d;
   static const OptionTable table({
       {.key = "device", .flag = "--device", .type = OptionType::text, .rules = {{"minLength", 1}},
        .help = "verbs: RDMA device (default: the first)", .metavar = "NAME"},
@@ -394,9 +384,9 @@ const OptionTable& verbs_option_table() {
   return table;
 }
 
-VerbsOptions verbs_options_from(const json& v) {
-  const OptionTable& t = verbs_option_table();
-  VerbsOptions o;
+RingOptions ring_options_from(const json& v) {
+  const OptionTable& t = ring_option_table();
+  RingOptions o;
   o.device = t.find<std::string>(v, "device").value_or(o.device);
   o.ib_port = t.get<int>(v, "ib_port");
   o.gid_index = t.find<int>(v, "gid_index").value_or(o.gid_index);
@@ -467,31 +457,31 @@ VerbsRankInfo decode_rank_info(const std::string& text, int rank, int world) {
   return info;
 }
 
-std::unique_ptr<Transport> connect_verbs_mesh(Rendezvous& rendezvous, int rank, int world, const std::string& address,
-                                              const std::string& host, const VerbsOptions& options,
-                                              const Deadline& deadline) {
+std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
+                                                   const std::string& address, const std::string& host,
+                                                   const RingOptions& options, const Deadline& deadline) {
   auto timeout = [&] { return std::chrono::milliseconds(deadline.remaining_ms()); };
   auto key = [&](const char* what, int r) { return fmt::format("{}/{}/{}", options.key_prefix, what, r); };
-  auto transport = std::make_unique<VerbsTransport>(rank, world, options);
+  auto mesh = std::make_unique<VerbsTransport>(rank, world, options);
   // Every rank publishes either its attributes or why it has none, so all ranks skip together.
   try {
-    transport->open(address, host);
-  } catch (const TransportUnavailable& e) {
+    mesh->open(address, host);
+  } catch (const transport::Unavailable& e) {
     rendezvous.set(key("qp", rank), std::string("skip ") + e.what());
     throw;
   }
-  rendezvous.set(key("qp", rank), encode_rank_info(transport->mine()));
+  rendezvous.set(key("qp", rank), encode_rank_info(mesh->mine()));
   std::vector<VerbsRankInfo> all(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
     const std::string text = rendezvous.get(key("qp", r), timeout());
-    if (text.rfind("skip ", 0) == 0) throw TransportUnavailable(fmt::format("rank {}: {}", r, text.substr(5)));
+    if (text.rfind("skip ", 0) == 0) throw transport::Unavailable(fmt::format("rank {}: {}", r, text.substr(5)));
     if (r != rank) all[r] = decode_rank_info(text, r, world);
   }
-  transport->connect(all);
+  mesh->connect(all);
   // Nobody writes before every QP of the mesh is ready to receive (RTR).
   rendezvous.set(key("ready", rank), "1");
   for (int r = 0; r < world; ++r) rendezvous.get(key("ready", r), timeout());
-  return transport;
+  return mesh;
 }
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::verbs

@@ -1,4 +1,4 @@
-#include "rocebench/common/verbs_rc.hpp"
+#include "rocebench/transport/verbs/rc.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -26,26 +26,39 @@ std::vector<std::string> device_names() {
   return names;
 }
 
+std::string choose_device(const std::string& name) {
+  const std::vector<std::string> names = device_names();
+  if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+    throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", name,
+                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  if (names.empty()) return {};
+  return name.empty() ? names.front() : name;
+}
+
 ibv_context* open_device(const std::string& name) {
+  const std::string chosen = choose_device(name);
+  if (chosen.empty()) return nullptr;
   int n = 0;
   ibv_device** list = ::ibv_get_device_list(&n);
-  if (!list || n == 0) {
-    if (list) ::ibv_free_device_list(list);
-    if (!name.empty()) throw InputError(fmt::format("unknown RDMA device '{}'; this host has none", name));
-    return nullptr;
+  ibv_device* device = nullptr;
+  for (int i = 0; list && i < n && !device; ++i) {
+    if (chosen == ::ibv_get_device_name(list[i])) device = list[i];
   }
-  ibv_device* chosen = nullptr;
-  std::vector<std::string> names;
-  for (int i = 0; i < n; ++i) {
-    names.emplace_back(::ibv_get_device_name(list[i]));
-    if (!chosen && (name.empty() || name == names.back())) chosen = list[i];
-  }
-  ibv_context* context = chosen ? ::ibv_open_device(chosen) : nullptr;
-  const int err = errno;
-  ::ibv_free_device_list(list);
-  if (!chosen) throw InputError(fmt::format("unknown RDMA device '{}'; this host has: {}", name, fmt::join(names, ", ")));
+  ibv_context* context = device ? ::ibv_open_device(device) : nullptr;
+  const int err = device ? errno : ENODEV;  // gone since it was listed
+  if (list) ::ibv_free_device_list(list);
   if (!context) failed("ibv_open_device", err);
   return context;
+}
+
+int mtu_bytes(ibv_mtu mtu) { return 128 << mtu; }
+
+ibv_mtu mtu_of_bytes(int bytes) {
+  for (ibv_mtu m : {IBV_MTU_256, IBV_MTU_512, IBV_MTU_1024, IBV_MTU_2048, IBV_MTU_4096}) {
+    if (mtu_bytes(m) == bytes) return m;
+  }
+  return IBV_MTU_1024;
 }
 
 void rc_to_init(ibv_qp* qp, int port) {

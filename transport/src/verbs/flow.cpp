@@ -1,4 +1,4 @@
-#include "rocebench/collectives/verbs_flow.hpp"
+#include "rocebench/transport/verbs/flow.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,18 +7,18 @@
 
 #include <fmt/format.h>
 
-namespace rocebench::collectives {
+namespace rocebench::verbs {
 
 RingFlow::RingFlow(std::uint32_t slots, std::size_t slot_bytes, char* staging, const char* ring)
     : slots_(slots), slot_bytes_(slot_bytes), staging_(staging), ring_(ring), credits_(slots) {
   if (slots == 0 || slot_bytes == 0) throw std::invalid_argument("a ring needs at least one slot of at least one byte");
 }
 
-void RingFlow::post_send(Request id, const char* data, std::size_t bytes) {
+void RingFlow::post_send(transport::Request id, const char* data, std::size_t bytes) {
   sends_.push_back({id, const_cast<char*>(data), bytes});
 }
 
-std::optional<Fragment> RingFlow::next_fragment(std::vector<Request>& done) {
+std::optional<Fragment> RingFlow::next_fragment(std::vector<transport::Request>& done) {
   if (sends_.empty() || credits_ == 0) return std::nullopt;
   Pending& p = sends_.front();
   const Fragment f{static_cast<std::uint32_t>(fragments_sent_ % slots_),
@@ -40,7 +40,7 @@ void RingFlow::credits_returned(std::uint32_t n) {
   credits_ += n;
 }
 
-void RingFlow::post_recv(Request id, char* data, std::size_t bytes) { recvs_.push_back({id, data, bytes}); }
+void RingFlow::post_recv(transport::Request id, char* data, std::size_t bytes) { recvs_.push_back({id, data, bytes}); }
 
 void RingFlow::fragment_arrived(std::uint32_t bytes) {
   if (bytes > slot_bytes_ || arrived_.size() >= slots_) {
@@ -49,7 +49,7 @@ void RingFlow::fragment_arrived(std::uint32_t bytes) {
   arrived_.push_back(bytes);
 }
 
-void RingFlow::deliver(std::vector<Request>& done) {
+void RingFlow::deliver(std::vector<transport::Request>& done) {
   while (!arrived_.empty() && !recvs_.empty()) {
     Pending& p = recvs_.front();
     const std::uint32_t bytes = arrived_.front();
@@ -77,4 +77,4 @@ std::uint32_t RingFlow::take_credits() {
   return std::exchange(credits_owed_, 0);
 }
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::verbs

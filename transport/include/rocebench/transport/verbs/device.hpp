@@ -1,7 +1,7 @@
 #pragma once
 // What can be known about RDMA devices without opening one: devices, ports and GID tables read
 // from sysfs under a root prefix (so tests run on fixture trees), and the RoCE v2 GID choice.
-// Shared by the verbs probes (microbench) and the verbs transport (collectives).
+// Shared by the verbs probes (microbench) and the ring transport (mesh.hpp).
 #include <string>
 #include <vector>
 

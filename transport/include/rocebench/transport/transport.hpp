@@ -6,14 +6,22 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/record.hpp"
 
-namespace rocebench::collectives {
+namespace rocebench::transport {
 
 using Request = std::uint64_t;
+
+// Thrown when this host cannot take part at all (no RDMA device, no GPU for the buffers): a skip with
+// the reason, never a fallback to another transport.
+class Unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Transport {
  public:
@@ -36,4 +44,4 @@ class Transport {
   void wait(Request request, const Deadline& deadline) { wait(std::span<const Request>(&request, 1), deadline); }
 };
 
-}  // namespace rocebench::collectives
+}  // namespace rocebench::transport

@@ -6,10 +6,10 @@
 
 #include "process_util.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/microbench/verbs.hpp"
+#include "rocebench/transport/verbs/device.hpp"
 
 using namespace rocebench;
-using namespace rocebench::microbench;
+using namespace rocebench::verbs;
 namespace fs = std::filesystem;
 
 namespace {
