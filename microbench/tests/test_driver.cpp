@@ -73,7 +73,7 @@ TEST(Records, SkipRecordValidatesAndCarriesItsReason) {
 
 TEST(Spec, StepParamsMapToTheSameOptionsAsTheCli) {
   const ProbeSpec s = spec_from_params(json::parse(
-      R"({"transport":"verbs","test":"read_bw","bytes":[64,4096],"iterations":10,"qps":4,"tos":104,"connect":"oob","bidirectional":true})"));
+      R"({"transport":"verbs","test":"read_bw","bytes":[64,4096],"iters":10,"qps":4,"tos":104,"connect":"oob","bidirectional":true})"));
   EXPECT_EQ(s.driver.sizes, (std::vector<std::size_t>{64, 4096}));
   EXPECT_EQ(s.driver.iterations, 10);
   EXPECT_EQ(s.verbs.qps, 4);
