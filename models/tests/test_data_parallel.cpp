@@ -287,7 +287,7 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
   const auto dir = rbtest::temp_dir("scaling");
   const Graph g = build_model("resnet20_cifar");
   const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
-                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"steps", 3},
+                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"iters", 3},
                        {"warmup", 1}, {"bucket_mb", 0.25}, {"world_sizes", {1, 2, 3}}};
   ASSERT_TRUE(JsonSchema(kind->params_schema).validate(params).empty());
   const int world = 3;
@@ -416,7 +416,7 @@ TEST(Scaling, ARankKilledMidSweepIsNamedAndEarlierWorldSizesStay) {
   // 64 nodes of 0.05 + 0.1 ms: ~10 ms a step, 300 steps ~3 s at each world size.
   const std::string timeline = write_timeline(g, dir, 0.05, 0.1).string();
   rbtest::write_file(dir / "plan.json", json{{"name", "scaling"}, {"steps", {{{"step", "models.scaling"}, {"params", {
-      {"model", "resnet20_cifar"}, {"engine", "replay"}, {"timeline", timeline}, {"batch", 2}, {"steps", 300},
+      {"model", "resnet20_cifar"}, {"engine", "replay"}, {"timeline", timeline}, {"batch", 2}, {"iters", 300},
       {"warmup", 0}, {"world_sizes", {1, 2}}}}}}}}.dump());
   const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   std::vector<rbtest::Process> ranks;

@@ -128,7 +128,7 @@ TEST(Train, StepKindRecordsOneResultPerRank) {
   EXPECT_EQ(kinds[0].name, "models.train");
   EXPECT_EQ(kinds[1].name, "models.scaling");
   JsonSchema params(kinds[0].params_schema);
-  EXPECT_TRUE(params.validate({{"model", "resnet20_cifar"}, {"batch", 2}, {"steps", 1}, {"warmup", 0}}).empty());
+  EXPECT_TRUE(params.validate({{"model", "resnet20_cifar"}, {"batch", 2}, {"iters", 1}, {"warmup", 0}}).empty());
   EXPECT_FALSE(params.validate({{"model", "resnet20_cifar"}, {"engine", "tpu"}}).empty());
   Collect rec;
   StepContext ctx;
@@ -137,7 +137,7 @@ TEST(Train, StepKindRecordsOneResultPerRank) {
   ctx.host = "h";
   ctx.rank = 1;
   ctx.world = 2;
-  ctx.params = {{"model", "resnet20_cifar"}, {"batch", 2}, {"steps", 1}, {"warmup", 0}};
+  ctx.params = {{"model", "resnet20_cifar"}, {"batch", 2}, {"iters", 1}, {"warmup", 0}};
   ctx.recorder = &rec;
   kinds[0].run(ctx);
   ASSERT_EQ(rec.records.size(), 1u);
