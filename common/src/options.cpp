@@ -199,18 +199,27 @@ json OptionFlags::params(const std::string& program, bool with_defaults) const {
   return params;
 }
 
-bool OptionFlags::given(const std::string& key) const {
-  for (const auto& e : entries_) {
-    if (e.spec->key == key) return e.on || !e.text.empty();
+namespace {
+
+// The flag entry of `key`; nullptr when the table gives it no flag here.
+template <typename Entries>
+const typename Entries::value_type* entry_of(const Entries& entries, const std::string& key) {
+  for (const auto& e : entries) {
+    if (e.spec->key == key) return &e;
   }
-  return false;
+  return nullptr;
+}
+
+}  // namespace
+
+bool OptionFlags::given(const std::string& key) const {
+  const auto* e = entry_of(entries_, key);
+  return e != nullptr && (e->on || !e->text.empty());
 }
 
 std::string OptionFlags::text(const std::string& key) const {
-  for (const auto& e : entries_) {
-    if (e.spec->key == key) return e.text;
-  }
-  return "";
+  const auto* e = entry_of(entries_, key);
+  return e != nullptr ? e->text : "";
 }
 
 }  // namespace rocebench
