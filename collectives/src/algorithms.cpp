@@ -216,9 +216,13 @@ void recursive_doubling(transport::Transport& t, char* buf, std::size_t count, D
 void require_same(transport::Transport& t, double value, const std::string& what, const Deadline& deadline) {
   double range[2] = {value, -value};  // max of both: the largest and the smallest value
   recursive_doubling(t, reinterpret_cast<char*>(range), 2, DataType::float64, ReduceOp::max, deadline);
+  refuse_unless_same(t.rank(), value, range, what);
+}
+
+void refuse_unless_same(int rank, double value, std::span<const double, 2> range, const std::string& what) {
   if (range[0] != value || -range[1] != value) {
     throw InputError(fmt::format("rank {}: the ranks disagree on {}: this rank has {:g}, the ranks range over {:g}..{:g}",
-                                 t.rank(), what, value, -range[1], range[0]));
+                                 rank, what, value, -range[1], range[0]));
   }
 }
 

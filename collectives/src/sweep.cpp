@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <span>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -15,69 +17,168 @@
 
 namespace rocebench::collectives {
 
+double sweep_input(int rank, std::size_t i) { return 1.0 + static_cast<double>((static_cast<std::size_t>(rank) + i) % 2); }
+
 namespace {
-
-constexpr double kNotChecked = std::numeric_limits<double>::quiet_NaN();
-
-// Small integers, exact in every type when summed over up to 128 ranks.
-double check_value(int rank, std::size_t i) { return 1.0 + static_cast<double>((static_cast<std::size_t>(rank) + i) % 2); }
 
 double reduced(int ranks, std::size_t i, ReduceOp op) {
   double sum = 0, max = 0;
   for (int r = 0; r < ranks; ++r) {
-    sum += check_value(r, i);
-    max = std::max(max, check_value(r, i));
+    sum += sweep_input(r, i);
+    max = std::max(max, sweep_input(r, i));
   }
   return op == ReduceOp::max ? max : op == ReduceOp::avg ? sum / ranks : sum;
 }
 
-int owner_of(std::size_t i, std::size_t count, int ranks) {
-  int s = static_cast<int>(i * static_cast<std::size_t>(ranks) / std::max<std::size_t>(count, 1));
-  while (s + 1 < ranks && segment_begin(count, ranks, s + 1) <= i) ++s;
-  while (s > 0 && segment_begin(count, ranks, s) > i) --s;
-  return s;
+// The whole buffer is sent and received unless a collective says otherwise.
+Layout whole(std::size_t count, int ranks) {
+  if (count % static_cast<std::size_t>(ranks) != 0) {
+    throw std::logic_error(fmt::format("sweep layout: {} elements do not split into {} blocks", count, ranks));
+  }
+  const std::size_t block = count / static_cast<std::size_t>(ranks);
+  return {.count = count, .block = block, .send = {0, count}, .recv = {0, count}};
 }
+
+Block own_block(const Layout& l, int rank) { return {static_cast<std::size_t>(rank) * l.block, l.block}; }
+
+// The rank whose block holds element i.
+int block_owner(const Layout& l, std::size_t i) { return static_cast<int>(i / l.block); }
+
+const std::vector<CollectiveShape>& shapes() {
+  static const std::vector<CollectiveShape> all{
+      {"allreduce", [](std::size_t count, int, int ranks) { return whole(count, ranks); },
+       [](int, int ranks, std::size_t i, std::size_t, ReduceOp op) { return reduced(ranks, i, op); }},
+      // Each rank sends its own block and receives every block.
+      {"allgather",
+       [](std::size_t count, int rank, int ranks) {
+         Layout l = whole(count, ranks);
+         l.send = own_block(l, rank);
+         return l;
+       },
+       [](int, int ranks, std::size_t i, std::size_t count, ReduceOp) {
+         return sweep_input(block_owner(whole(count, ranks), i), i);
+       }},
+      // Each rank sends every block and receives the reduction of its own.
+      {"reduce_scatter",
+       [](std::size_t count, int rank, int ranks) {
+         Layout l = whole(count, ranks);
+         l.recv = own_block(l, rank);
+         return l;
+       },
+       [](int, int ranks, std::size_t i, std::size_t, ReduceOp op) { return reduced(ranks, i, op); }},
+      {"broadcast", [](std::size_t count, int, int ranks) { return whole(count, ranks); },
+       [](int, int, std::size_t i, std::size_t, ReduceOp) { return sweep_input(0, i); }},
+      // Block k of rank r's output is block r of rank k's input.
+      {"alltoall", [](std::size_t count, int, int ranks) { return whole(count, ranks); },
+       [](int rank, int ranks, std::size_t i, std::size_t count, ReduceOp) {
+         const Layout l = whole(count, ranks);
+         return sweep_input(block_owner(l, i), static_cast<std::size_t>(rank) * l.block + i % l.block);
+       }},
+  };
+  return all;
+}
+
+// Each backend's ranks agree on what shapes the buffers, or all refuse (as require_same on a transport).
+void require_same(SweepBackend& b, double value, const std::string& what, const Deadline& deadline) {
+  double range[2] = {value, -value};
+  b.reduce(range, ReduceOp::max, deadline);
+  refuse_unless_same(b.rank(), value, range, what);
+}
+
+// Our transports: host buffers allocated once, the host clock, the collectives of algorithms.hpp in place.
+class TransportBackend final : public SweepBackend {
+ public:
+  TransportBackend(transport::Transport& t, const CollectiveSpec& spec, const SweepConfig& config)
+      : t_(t), spec_(spec), config_(config), esize_(size_of(config.dtype)) {}
+
+  int rank() const override { return t_.rank(); }
+  int world() const override { return t_.world(); }
+  json params() const override {
+    json p = {{"algorithm", to_string(config_.algorithm)}, {"transport", t_.name()}};
+    p.update(t_.settings());
+    // The algorithm's own settings, as validated: a series is identified by all that shapes it.
+    if (config_.algorithm == Algorithm::ring) p["chunk_bytes"] = config_.options.chunk_bytes;
+    if (config_.algorithm == Algorithm::ps) p["servers"] = config_.options.servers;
+    return p;
+  }
+  bool runs_in_place() const override { return true; }
+  // Allocated once, for the largest size, on huge pages: faulting in fresh small pages was most of a
+  // 64 MiB sweep's set-up (perf), time in which the mesh's connections sit idle.
+  void allocate(std::size_t max_bytes) override {
+    input_ = HostBuffer(max_bytes);
+    work_ = HostBuffer(max_bytes);
+  }
+  // One buffer holds every block: outside the send block it starts zero.
+  std::span<char> input(const Layout& l) override {
+    char* buffer = input_.data();
+    std::memset(buffer, 0, l.send.offset * esize_);
+    std::memset(buffer + (l.send.offset + l.send.count) * esize_, 0, (l.count - l.send.offset - l.send.count) * esize_);
+    return {buffer + l.send.offset * esize_, l.send.count * esize_};
+  }
+  void commit_input(const Layout&) override {}
+  void start(const Layout& l, bool) override { std::memcpy(work_.data(), input_.data(), l.count * esize_); }
+  void run(const Layout& l, bool in_place, const Deadline& deadline) override {
+    // Out of place: the result lands in a second buffer, so the copy is part of the operation.
+    if (!in_place) std::memcpy(work_.data(), input_.data(), l.count * esize_);
+    spec_.run(t_, work_.data(), l.count, config_, deadline);
+  }
+  void mark() override { marks_ns_.push_back(now_ns()); }
+  std::vector<double> iteration_us() override {
+    std::vector<double> us;
+    for (std::size_t i = 1; i < marks_ns_.size(); ++i) us.push_back(static_cast<double>(marks_ns_[i] - marks_ns_[i - 1]) / 1e3);
+    marks_ns_.clear();
+    return us;
+  }
+  void reduce(std::span<double> values, ReduceOp op, const Deadline& deadline) override {
+    allreduce(t_, Algorithm::rd, values.data(), values.size(), DataType::float64, op, {}, deadline);
+  }
+  std::span<const char> output(const Layout& l) override {
+    return {work_.data() + l.recv.offset * esize_, l.recv.count * esize_};
+  }
+
+ private:
+  transport::Transport& t_;
+  const CollectiveSpec& spec_;
+  const SweepConfig& config_;
+  const std::size_t esize_;
+  HostBuffer input_, work_;
+  std::vector<std::int64_t> marks_ns_;
+};
 
 }  // namespace
 
+const CollectiveShape& collective_shape(const std::string& name) {
+  for (const auto& s : shapes()) {
+    if (s.name == name) return s;
+  }
+  throw InputError(fmt::format("collective \"{}\": not one of allreduce, allgather, reduce_scatter, broadcast, alltoall", name));
+}
+
 const CollectiveSpec& allreduce_spec() {
   static const CollectiveSpec spec{
-      "allreduce",
-      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      "allreduce", [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         allreduce(t, c.algorithm, data, count, c.dtype, c.op, c.options, d);
-      },
-      [](int rank, int, std::size_t i, std::size_t) { return check_value(rank, i); },
-      [](int, int ranks, std::size_t i, std::size_t, ReduceOp op) { return reduced(ranks, i, op); }};
+      }};
   return spec;
 }
 
 const CollectiveSpec& reduce_scatter_spec() {
   static const CollectiveSpec spec{
-      "reduce_scatter",
-      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      "reduce_scatter", [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_reduce_scatter(t, data, count, c.dtype, c.op, c.options.chunk_bytes, d);
         if (c.op == ReduceOp::avg) {
           const std::size_t b = segment_begin(count, t.world(), t.rank()), e = segment_begin(count, t.world(), t.rank() + 1);
           finish_average(c.dtype, static_cast<char*>(data) + b * size_of(c.dtype), e - b, t.world());
         }
-      },
-      [](int rank, int, std::size_t i, std::size_t) { return check_value(rank, i); },
-      [](int rank, int ranks, std::size_t i, std::size_t count, ReduceOp op) {
-        return owner_of(i, count, ranks) == rank ? reduced(ranks, i, op) : kNotChecked;
       }};
   return spec;
 }
 
 const CollectiveSpec& allgather_spec() {
   static const CollectiveSpec spec{
-      "allgather",
-      [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
+      "allgather", [](transport::Transport& t, void* data, std::size_t count, const SweepConfig& c, const Deadline& d) {
         ring_allgather(t, data, count, c.dtype, c.options.chunk_bytes, d);
-      },
-      [](int rank, int ranks, std::size_t i, std::size_t count) {
-        return owner_of(i, count, ranks) == rank ? check_value(rank, i) : kNotChecked;
-      },
-      [](int, int ranks, std::size_t i, std::size_t count, ReduceOp) { return check_value(owner_of(i, count, ranks), i); }};
+      }};
   return spec;
 }
 
@@ -94,78 +195,75 @@ std::vector<std::size_t> sweep_sizes(const SweepConfig& config, int ranks) {
 }
 
 std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const CollectiveSpec& spec, const SweepConfig& config) {
-  const int n = t.world(), r = t.rank();
+  TransportBackend backend(t, spec, config);
+  return run_sweep(ctx, backend, collective_shape(spec.name), config);
+}
+
+std::size_t run_sweep(StepContext& ctx, SweepBackend& b, const CollectiveShape& shape, const SweepConfig& config) {
+  const int n = b.world(), r = b.rank();
   const std::size_t esize = size_of(config.dtype);
+  const json series = b.params();
+  const bool placements = b.runs_in_place();
   StepContext record_ctx = ctx;
   record_ctx.world = n;
   if (r == 0) {
-    std::cout << fmt::format("# {} {} over {}, {} ranks, {} {}\n", spec.name, to_string(config.algorithm), t.name(), n,
-                             to_string(config.dtype), to_string(config.op))
-              << fmt::format("# {:>12} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}\n", "size(B)", "count", "place",
-                             "time(us)", "algbw", "busbw", "#wrong")
+    std::cout << fmt::format("# {} {} over {}, {} ranks, {} {}\n", shape.name, series["algorithm"].get<std::string>(),
+                             series["transport"].get<std::string>(), n, to_string(config.dtype), to_string(config.op))
+              << fmt::format("# {:>12} {:>12} {}{:>10} {:>9} {:>9} {:>7}\n", "size(B)", "count",
+                             placements ? fmt::format("{:>6} ", "place") : "", "time(us)", "algbw", "busbw", "#wrong")
               << std::flush;
   }
 
   const auto sizes = sweep_sizes(config, n);
-  require_same(t, static_cast<double>(sizes.back()), "the largest size (bytes)", Deadline(ctx.deadline));
-  require_same(t, static_cast<double>(size_of(config.dtype) * 16 + static_cast<int>(config.dtype)), "the dtype",
+  require_same(b, static_cast<double>(sizes.back()), "the largest size (bytes)", Deadline(ctx.deadline));
+  require_same(b, static_cast<double>(size_of(config.dtype) * 16 + static_cast<int>(config.dtype)), "the dtype",
                Deadline(ctx.deadline));
 
   std::size_t total_wrong = 0;
-  // Allocated once, for the largest size, on huge pages: faulting in fresh small pages was most of a
-  // 64 MiB sweep's set-up (perf), time in which the mesh's connections sit idle.
-  HostBuffer input(sizes.back()), work(sizes.back());
+  b.allocate(sizes.back());
   for (const std::size_t bytes : sizes) {
     const std::size_t count = bytes / esize;
-    for (std::size_t i = 0; i < count; ++i) {
-      const double v = spec.input(r, n, i, count);
-      store(config.dtype, input.data(), i, std::isnan(v) ? 0.0 : v);
-    }
+    const Layout layout = shape.layout(count, r, n);
+    const std::span<char> input = b.input(layout);
+    for (std::size_t i = 0; i < layout.send.count; ++i) store(config.dtype, input.data(), i, sweep_input(r, layout.send.offset + i));
+    b.commit_input(layout);
     for (const bool in_place : {true, false}) {
-      if ((in_place && !config.in_place) || (!in_place && !config.out_of_place)) continue;
-      std::vector<double> times_us;
+      if ((in_place && !(config.in_place && placements)) || (!in_place && !config.out_of_place)) continue;
       // In place, each timed operation reduces the previous result again, as in nccl-tests: restoring the
       // input in between would start the ranks out of step (measured: lower busbw). The check below runs
       // once more on a fresh input.
-      std::memcpy(work.data(), input.data(), bytes);
+      b.start(layout, in_place);
       for (int it = -config.warmup; it < config.iters; ++it) {
-        const Deadline deadline(ctx.deadline);  // each operation must finish within the step's wait limit
-        const std::int64_t t0 = now_ns();
-        // Out of place: the result lands in a second buffer, so the copy is part of the operation.
-        if (!in_place) std::memcpy(work.data(), input.data(), bytes);
-        spec.run(t, work.data(), count, config, deadline);
-        const double us = static_cast<double>(now_ns() - t0) / 1e3;
-        if (it >= 0) times_us.push_back(us);
+        if (it == 0) b.mark();
+        b.run(layout, in_place, Deadline(ctx.deadline));  // each operation must finish within the step's wait limit
+        if (it >= 0) b.mark();
       }
+      std::vector<double> times_us = with_loop_total(b.iteration_us());
       const Deadline deadline(ctx.deadline);
       if (config.check && in_place) {
-        std::memcpy(work.data(), input.data(), bytes);
-        spec.run(t, work.data(), count, config, deadline);
+        b.start(layout, in_place);
+        b.run(layout, in_place, deadline);
       }
-      times_us = with_loop_total(std::move(times_us));
-      allreduce(t, Algorithm::rd, times_us.data(), times_us.size(), DataType::float64, ReduceOp::max, {}, deadline);
+      b.reduce(times_us, ReduceOp::max, deadline);
 
       double wrong = 0;
       std::size_t first_wrong = 0;
       if (config.check) {
         const double tolerance = config.op == ReduceOp::avg ? (esize == 2 ? 1e-2 : 1e-6) : 0.0;
-        for (std::size_t i = 0; i < count; ++i) {
-          const double want = spec.expected(r, n, i, count, config.op);
-          if (std::isnan(want)) continue;
-          if (std::fabs(load(config.dtype, work.data(), i) - want) > tolerance * std::fabs(want)) {
+        const std::span<const char> output = b.output(layout);
+        for (std::size_t j = 0; j < layout.recv.count; ++j) {
+          const std::size_t i = layout.recv.offset + j;
+          const double want = shape.expected(r, n, i, count, config.op);
+          if (std::fabs(load(config.dtype, output.data(), j) - want) > tolerance * std::fabs(want)) {
             if (wrong == 0) first_wrong = i;
             ++wrong;
           }
         }
       }
       ResultRecord rec;
-      rec.params = {{"algorithm", to_string(config.algorithm)}, {"transport", t.name()}, {"bytes", bytes},
-                    {"count", count}, {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)},
-                    {"inplace", in_place}, {"ranks", n}};
-      rec.params.update(t.settings());
-      // The algorithm's own settings, as validated: a series is identified by all that shapes it.
-      if (config.algorithm == Algorithm::ring) rec.params["chunk_bytes"] = config.options.chunk_bytes;
-      if (config.algorithm == Algorithm::ps) rec.params["servers"] = config.options.servers;
+      rec.params = series;
+      rec.params.update(json{{"bytes", bytes}, {"count", count}, {"dtype", to_string(config.dtype)},
+                             {"op", to_string(config.op)}, {"inplace", in_place}, {"ranks", n}});
       if (wrong > 0) {
         ResultRecord bad = rec;
         bad.status = Status::fail;
@@ -176,12 +274,12 @@ std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const Collectiv
         record_ctx.record(bad);
       }
       double wrong_all = wrong;
-      allreduce(t, Algorithm::rd, &wrong_all, 1, DataType::float64, ReduceOp::sum, {}, deadline);
+      b.reduce({&wrong_all, 1}, ReduceOp::sum, deadline);
       total_wrong += static_cast<std::size_t>(wrong_all);
       if (r != 0) continue;
 
       const SweepTiming timing = sweep_timing(times_us);
-      rec.metrics = timing.metrics(bytes, bus_factor(spec.name, n));
+      rec.metrics = timing.metrics(bytes, bus_factor(shape.name, n));
       rec.metrics["wrong"] = wrong_all;
       rec.samples = to_json(timing.slowest_per_iteration);
       if (wrong_all > 0) {
@@ -189,9 +287,9 @@ std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const Collectiv
         rec.reason = fmt::format("{} wrong elements over all ranks", wrong_all);
       }
       record_ctx.record(rec);
-      std::cout << fmt::format("  {:>12} {:>12} {:>6} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count,
-                               in_place ? "in" : "out", timing.per_op_us, rec.metrics["algbw_GBps"].get<double>(),
-                               rec.metrics["busbw_GBps"].get<double>(), wrong_all)
+      std::cout << fmt::format("  {:>12} {:>12} {}{:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count,
+                               placements ? fmt::format("{:>6} ", in_place ? "in" : "out") : "", timing.per_op_us,
+                               rec.metrics["algbw_GBps"].get<double>(), rec.metrics["busbw_GBps"].get<double>(), wrong_all)
                 << std::flush;
     }
   }

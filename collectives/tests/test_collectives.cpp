@@ -403,6 +403,100 @@ TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheMeanOfEachIterationsSlowe
   EXPECT_THROW(sweep_timing(std::vector<double>{30}), std::logic_error) << "a loop total without iterations";
 }
 
+namespace {
+
+// What each rank receives when every rank r hands NCCL its send block (as layout(count, r, ranks)
+// places it) with the counts the NCCL backend passes; the collectives as NCCL documents them.
+std::vector<std::vector<double>> nccl_received(const std::string& collective, std::size_t count, int ranks, ReduceOp op) {
+  const CollectiveShape& shape = collective_shape(collective);
+  std::vector<std::vector<double>> send(static_cast<std::size_t>(ranks));
+  std::vector<Layout> layouts;
+  for (int r = 0; r < ranks; ++r) {
+    layouts.push_back(shape.layout(count, r, ranks));
+    for (std::size_t j = 0; j < layouts.back().send.count; ++j) send[r].push_back(sweep_input(r, layouts.back().send.offset + j));
+  }
+  auto reduce = [&](std::size_t at) {
+    double sum = 0, max = 0;
+    for (const auto& s : send) {
+      sum += s.at(at);
+      max = std::max(max, s.at(at));
+    }
+    return op == ReduceOp::max ? max : sum;
+  };
+  std::vector<std::vector<double>> recv(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const Layout& l = layouts[r];
+    auto& out = recv[r];
+    if (collective == "allreduce") {
+      for (std::size_t i = 0; i < l.count; ++i) out.push_back(reduce(i));
+    } else if (collective == "allgather") {  // ncclAllGather(send, recv, sendcount): rank k's block lands at k * sendcount
+      for (int k = 0; k < ranks; ++k) out.insert(out.end(), send[k].begin(), send[k].begin() + l.send.count);
+    } else if (collective == "reduce_scatter") {  // ncclReduceScatter(send, recv, recvcount): block r of the reduction
+      for (std::size_t j = 0; j < l.recv.count; ++j) out.push_back(reduce(r * l.recv.count + j));
+    } else if (collective == "broadcast") {
+      out = send[0];
+    } else {  // alltoall: ncclSend of block k to rank k, ncclRecv of rank k's into block k
+      for (int k = 0; k < ranks; ++k) {
+        for (std::size_t j = 0; j < l.block; ++j) out.push_back(send[k].at(r * l.block + j));
+      }
+    }
+  }
+  return recv;
+}
+
+}  // namespace
+
+TEST(SweepShape, EachCollectiveExpectsWhatNcclDelivers) {
+  // Blocks of 3 elements: an offset off by a block changes the (rank + i) % 2 pattern of the input.
+  const int ranks = 3;
+  const std::size_t count = 9;
+  for (const std::string collective : {"allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall"}) {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+      const auto received = nccl_received(collective, count, ranks, op);
+      for (int r = 0; r < ranks; ++r) {
+        const Layout l = collective_shape(collective).layout(count, r, ranks);
+        ASSERT_EQ(received[r].size(), l.recv.count) << collective << " rank " << r;
+        for (std::size_t j = 0; j < l.recv.count; ++j) {
+          EXPECT_EQ(received[r][j], collective_shape(collective).expected(r, ranks, l.recv.offset + j, count, op))
+              << collective << " " << to_string(op) << " rank " << r << " element " << l.recv.offset + j;
+        }
+      }
+    }
+  }
+}
+
+TEST(SweepShape, BlocksSentAndReceivedAreNcclTestsCounts) {
+  // Rank 1 of 3, 9 elements (nccl-tests: allgather sends a block, reduce_scatter receives one).
+  auto at = [](const std::string& collective) {
+    const Layout l = collective_shape(collective).layout(9, 1, 3);
+    return std::vector<std::size_t>{l.block, l.send.offset, l.send.count, l.recv.offset, l.recv.count};
+  };
+  EXPECT_EQ(at("allreduce"), (std::vector<std::size_t>{3, 0, 9, 0, 9}));
+  EXPECT_EQ(at("allgather"), (std::vector<std::size_t>{3, 3, 3, 0, 9}));
+  EXPECT_EQ(at("reduce_scatter"), (std::vector<std::size_t>{3, 0, 9, 3, 3}));
+  EXPECT_EQ(at("broadcast"), (std::vector<std::size_t>{3, 0, 9, 0, 9}));
+  EXPECT_EQ(at("alltoall"), (std::vector<std::size_t>{3, 0, 9, 0, 9}));
+  EXPECT_THROW(collective_shape("gather"), InputError);
+}
+
+TEST(SweepShape, ExpectedValuesByHand) {
+  // Inputs: rank r, element i holds 1 + (r + i) % 2. Three ranks, blocks of 3, as rank 1 sees them.
+  auto expect = [](const std::string& collective, std::size_t i, ReduceOp op = ReduceOp::sum) {
+    return collective_shape(collective).expected(1, 3, i, 9, op);
+  };
+  EXPECT_EQ(expect("allreduce", 0), 4);  // 1 + 2 + 1
+  EXPECT_EQ(expect("allreduce", 1), 5);  // 2 + 1 + 2
+  EXPECT_EQ(expect("allreduce", 1, ReduceOp::max), 2);
+  EXPECT_EQ(expect("reduce_scatter", 3), 5);  // rank 1's block starts at element 3 (odd)
+  EXPECT_EQ(expect("allgather", 3), 1);  // block 1 from rank 1: 1 + (1 + 3) % 2
+  EXPECT_EQ(expect("allgather", 6), 1);  // block 2 from rank 2: 1 + (2 + 6) % 2
+  EXPECT_EQ(expect("broadcast", 3), 2);  // rank 0's element 3
+  EXPECT_EQ(expect("alltoall", 0), 2);   // from rank 0, its element 3 (block 1 = rank 1's): 1 + 3 % 2
+  EXPECT_EQ(expect("alltoall", 1), 1);   // from rank 0, its element 4: 1 + 4 % 2
+  EXPECT_EQ(expect("alltoall", 4), 2);   // from rank 1, its element 4: 1 + (1 + 4) % 2
+  EXPECT_EQ(expect("alltoall", 8), 2);   // from rank 2, its element 5: 1 + (2 + 5) % 2
+}
+
 TEST(Sweep, RecordsBusBandwidthAndValidRecords) {
   std::string host_congestion;
   std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control"), host_congestion);

@@ -1,6 +1,7 @@
 #pragma once
 // Collective algorithms, each written once against the Transport interface (transport/transport.hpp).
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "rocebench/collectives/dtype.hpp"
@@ -37,6 +38,8 @@ void ring_allgather(transport::Transport& t, void* data, std::size_t count, Data
 // Refuses (InputError, on every rank) to go on when the ranks hold different values of `what` —
 // a size, a dtype — which would otherwise end as garbled data or a deadline.
 void require_same(transport::Transport& t, double value, const std::string& what, const Deadline& deadline);
+// Its verdict, for any way of reducing across ranks: `range` is the max of {value, -value} over the ranks.
+void refuse_unless_same(int rank, double value, std::span<const double, 2> range, const std::string& what);
 
 // Segment boundaries as the ring uses them (element index where segment s starts; s = n gives count).
 std::size_t segment_begin(std::size_t count, int segments, int s);
