@@ -1,15 +1,17 @@
 #include "rocebench/collectives/nccl_sweep.hpp"
 
-#include <cmath>
-#include <iostream>
+#include <exception>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
-#include "rocebench/common/bus_bandwidth.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/stats.hpp"
+#include "rocebench/common/host_buffer.hpp"
 
 #ifdef ROCEBENCH_HAVE_NCCL
 #include <cuda_runtime_api.h>
@@ -64,30 +66,50 @@ ncclDataType_t nccl_type(DataType t) {
 }
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::max ? ncclMax : op == ReduceOp::avg ? ncclAvg : ncclSum; }
 
-// Input of rank r at element i, and what element i of rank r's output must be.
-double input_of(int r, std::size_t i) { return 1.0 + static_cast<double>((static_cast<std::size_t>(r) + i) % 2); }
-
-double expected_of(const std::string& c, int r, int n, std::size_t i, std::size_t count, ReduceOp op) {
-  const std::size_t block = count / static_cast<std::size_t>(n);
-  if (c == "broadcast") return input_of(0, i);
-  if (c == "allgather") return input_of(static_cast<int>(i / block), i);
-  if (c == "alltoall") {
-    const int source = static_cast<int>(i / block);
-    return input_of(source, static_cast<std::size_t>(r) * block + i % block);
-  }
-  const std::size_t at = c == "reduce_scatter" ? static_cast<std::size_t>(r) * block + i : i;
-  double sum = 0, max = 0;
-  for (int k = 0; k < n; ++k) {
-    sum += input_of(k, at);
-    max = std::max(max, input_of(k, at));
-  }
-  return op == ReduceOp::max ? max : op == ReduceOp::avg ? sum / n : sum;
+struct CudaFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+using DeviceBuffer = std::unique_ptr<void, CudaFree>;
+DeviceBuffer device_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc");
+  return DeviceBuffer(p);
 }
+struct StreamDestroy {
+  void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+struct EventDestroy {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroy>;
 
-void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig& config) {
-  int devices = 0;
-  cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  cuda_ok(cudaSetDevice(ctx.local_rank % devices), "cudaSetDevice");
+// The communicator of one step. Left by an error, it is aborted: a destroy would wait for operations
+// that peers may never join.
+class Communicator {
+ public:
+  Communicator(int world, const ncclUniqueId& id, int rank) {
+    nccl_ok(ncclCommInitRank(&comm_, world, id, rank), "ncclCommInitRank");
+  }
+  ~Communicator() {
+    if (comm_ == nullptr) return;
+    if (std::uncaught_exceptions() > unwinding_) abort();
+    else ncclCommDestroy(comm_);
+  }
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  void abort() {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+  ncclComm_t get() const { return comm_; }
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  int unwinding_ = std::uncaught_exceptions();
+};
+
+ncclUniqueId shared_id(StepContext& ctx) {
   ncclUniqueId id;
   if (ctx.rank == 0) {
     nccl_ok(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -96,102 +118,131 @@ void run_nccl(StepContext& ctx, const std::string& collective, const SweepConfig
     const std::string bytes = ctx.rendezvous->get(ctx.scope + "/nccl_id", ctx.deadline);
     std::copy(bytes.begin(), bytes.end(), id.internal);
   }
-  ncclComm_t comm;
-  nccl_ok(ncclCommInitRank(&comm, ctx.world, id, ctx.rank), "ncclCommInitRank");
-  cudaStream_t stream;
-  cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
-  const int n = ctx.world;
-  const std::size_t esize = size_of(config.dtype);
-  StepContext rc = ctx;
-  rc.step = "collectives." + collective;
+  return id;
+}
 
-  for (const std::size_t bytes : sweep_sizes(config, n)) {
-    const std::size_t count = bytes / esize, block = count / static_cast<std::size_t>(n);
-    // nccl-tests' sizes: the whole buffer; allgather sends a block, reduce_scatter receives one.
-    const std::size_t send_count = collective == "allgather" ? block : count;
-    const std::size_t recv_count = collective == "reduce_scatter" ? block : count;
-    std::vector<char> host(send_count * esize);
-    const std::size_t offset = collective == "allgather" ? static_cast<std::size_t>(ctx.rank) * block : 0;
-    for (std::size_t i = 0; i < send_count; ++i) store(config.dtype, host.data(), i, input_of(ctx.rank, offset + i));
-    void *send = nullptr, *recv = nullptr;
-    cuda_ok(cudaMalloc(&send, send_count * esize), "cudaMalloc");
-    cuda_ok(cudaMalloc(&recv, recv_count * esize), "cudaMalloc");
-    cuda_ok(cudaMemcpy(send, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+int select_device(int local_rank) {
+  int devices = 0;
+  cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  cuda_ok(cudaSetDevice(local_rank % devices), "cudaSetDevice");
+  return local_rank % devices;
+}
 
-    auto launch = [&] {
-      const auto t = nccl_type(config.dtype);
-      if (collective == "allreduce") nccl_ok(ncclAllReduce(send, recv, count, t, nccl_op(config.op), comm, stream), "ncclAllReduce");
-      else if (collective == "allgather") nccl_ok(ncclAllGather(send, recv, block, t, comm, stream), "ncclAllGather");
-      else if (collective == "reduce_scatter") nccl_ok(ncclReduceScatter(send, recv, block, t, nccl_op(config.op), comm, stream), "ncclReduceScatter");
-      else if (collective == "broadcast") nccl_ok(ncclBroadcast(send, recv, count, t, 0, comm, stream), "ncclBroadcast");
-      else {
-        nccl_ok(ncclGroupStart(), "ncclGroupStart");
-        for (int peer = 0; peer < n; ++peer) {
-          nccl_ok(ncclSend(static_cast<char*>(send) + peer * block * esize, block, t, peer, comm, stream), "ncclSend");
-          nccl_ok(ncclRecv(static_cast<char*>(recv) + peer * block * esize, block, t, peer, comm, stream), "ncclRecv");
-        }
-        nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
-      }
-    };
-    for (int i = 0; i < config.warmup; ++i) launch();
-    std::vector<cudaEvent_t> events(static_cast<std::size_t>(config.iters) + 1);
-    for (auto& e : events) cuda_ok(cudaEventCreate(&e), "cudaEventCreate");
-    cuda_ok(cudaEventRecord(events[0], stream), "cudaEventRecord");
-    for (int i = 0; i < config.iters; ++i) {
-      launch();
-      cuda_ok(cudaEventRecord(events[static_cast<std::size_t>(i) + 1], stream), "cudaEventRecord");
-    }
-    cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::vector<double> times_us;
-    for (int i = 0; i < config.iters; ++i) {
-      float ms = 0;
-      cuda_ok(cudaEventElapsedTime(&ms, events[static_cast<std::size_t>(i)], events[static_cast<std::size_t>(i) + 1]), "cudaEventElapsedTime");
-      times_us.push_back(ms * 1e3);
-    }
-    for (auto& e : events) cudaEventDestroy(e);
-    // Max-reduced on the GPUs themselves (see SweepTiming).
-    times_us = with_loop_total(std::move(times_us));
-    double* dev_times = nullptr;
-    cuda_ok(cudaMalloc(&dev_times, times_us.size() * sizeof(double)), "cudaMalloc");
-    cuda_ok(cudaMemcpy(dev_times, times_us.data(), times_us.size() * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
-    nccl_ok(ncclAllReduce(dev_times, dev_times, times_us.size(), ncclFloat64, ncclMax, comm, stream), "ncclAllReduce");
-    cuda_ok(cudaMemcpyAsync(times_us.data(), dev_times, times_us.size() * sizeof(double), cudaMemcpyDeviceToHost, stream), "cudaMemcpy");
-    cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    cudaFree(dev_times);
-
-    double wrong = 0;
-    if (config.check) {
-      std::vector<char> out(recv_count * esize);
-      cuda_ok(cudaMemcpy(out.data(), recv, out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-      const double tolerance = config.op == ReduceOp::avg ? (esize == 2 ? 1e-2 : 1e-6) : 0.0;
-      for (std::size_t i = 0; i < recv_count; ++i) {
-        const double want = expected_of(collective, ctx.rank, n, i, count, config.op);
-        if (std::fabs(load(config.dtype, out.data(), i) - want) > tolerance * std::fabs(want)) ++wrong;
-      }
-    }
-    cudaFree(send);
-    cudaFree(recv);
-    const SweepTiming timing = sweep_timing(times_us);
-    ResultRecord r;
-    r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", bytes}, {"count", count},
-                {"dtype", to_string(config.dtype)}, {"op", to_string(config.op)}, {"inplace", false}, {"ranks", n},
-                {"collective", collective}};
-    r.metrics = timing.metrics(bytes, bus_factor(collective, n));
-    r.metrics["wrong"] = wrong;
-    r.samples = to_json(timing.slowest_per_iteration);
-    if (wrong > 0) {
-      r.status = Status::fail;
-      r.reason = fmt::format("rank {} on host {}: {} wrong elements", ctx.rank, ctx.host, wrong);
-    }
-    if (ctx.rank == 0 || wrong > 0) rc.record(r);
-    if (ctx.rank == 0) {
-      std::cout << fmt::format("  {:>12} {:>12} {:>10.1f} {:>9.3f} {:>9.3f} {:>7}\n", bytes, count, timing.per_op_us,
-                               r.metrics["algbw_GBps"].get<double>(), r.metrics["busbw_GBps"].get<double>(), wrong)
-                << std::flush;
+// NCCL as a sweep backend: one GPU per rank, send and receive buffers on the device (out of place),
+// CUDA events on the step's stream for timing, and NCCL itself for the reductions across ranks.
+// NCCL's calls only enqueue; the stream is synchronised where the host reads (times, reductions, output).
+class NcclBackend final : public SweepBackend {
+ public:
+  NcclBackend(StepContext& ctx, std::string collective, const SweepConfig& config)
+      : rank_(ctx.rank), world_(ctx.world), collective_(std::move(collective)), config_(config),
+        esize_(size_of(config.dtype)), device_(select_device(ctx.local_rank)), comm_(ctx.world, shared_id(ctx), ctx.rank),
+        stream_(new_stream()), reduce_capacity_(static_cast<std::size_t>(config.iters) + 1),
+        reduce_buffer_(device_buffer(reduce_capacity_ * sizeof(double))) {
+    for (int i = 0; i <= config.iters; ++i) {
+      cudaEvent_t e = nullptr;
+      cuda_ok(cudaEventCreate(&e), "cudaEventCreate");
+      events_.emplace_back(e);
     }
   }
-  cudaStreamDestroy(stream);
-  ncclCommDestroy(comm);
+  ~NcclBackend() override {
+    if (std::uncaught_exceptions() > unwinding_) comm_.abort();  // before the frees, which would wait for the stream
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  json params() const override { return {{"algorithm", "nccl"}, {"transport", "nccl"}, {"collective", collective_}}; }
+  bool runs_in_place() const override { return false; }
+  void allocate(std::size_t max_bytes) override {
+    send_ = device_buffer(max_bytes);
+    recv_ = device_buffer(max_bytes);
+    host_in_ = HostBuffer(max_bytes);
+    host_out_ = HostBuffer(max_bytes);
+  }
+  std::span<char> input(const Layout& l) override { return {host_in_.data(), l.send.count * esize_}; }
+  void commit_input(const Layout& l) override {
+    cuda_ok(cudaMemcpy(send_.get(), host_in_.data(), l.send.count * esize_, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  void start(const Layout&, bool) override {}
+  void run(const Layout& l, bool, const Deadline&) override {
+    void* send = send_.get();
+    void* recv = recv_.get();
+    const auto t = nccl_type(config_.dtype);
+    ncclComm_t comm = comm_.get();
+    cudaStream_t stream = stream_.get();
+    if (collective_ == "allreduce") nccl_ok(ncclAllReduce(send, recv, l.count, t, nccl_op(config_.op), comm, stream), "ncclAllReduce");
+    else if (collective_ == "allgather") nccl_ok(ncclAllGather(send, recv, l.send.count, t, comm, stream), "ncclAllGather");
+    else if (collective_ == "reduce_scatter") nccl_ok(ncclReduceScatter(send, recv, l.recv.count, t, nccl_op(config_.op), comm, stream), "ncclReduceScatter");
+    else if (collective_ == "broadcast") nccl_ok(ncclBroadcast(send, recv, l.count, t, 0, comm, stream), "ncclBroadcast");
+    else {
+      nccl_ok(ncclGroupStart(), "ncclGroupStart");
+      for (int peer = 0; peer < world_; ++peer) {
+        const std::size_t at = static_cast<std::size_t>(peer) * l.block * esize_;
+        nccl_ok(ncclSend(static_cast<char*>(send) + at, l.block, t, peer, comm, stream), "ncclSend");
+        nccl_ok(ncclRecv(static_cast<char*>(recv) + at, l.block, t, peer, comm, stream), "ncclRecv");
+      }
+      nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
+    }
+  }
+  void mark() override {
+    if (marked_ == events_.size()) throw std::logic_error("NcclBackend: more marks than timed iterations + 1");
+    cuda_ok(cudaEventRecord(events_[marked_++].get(), stream_.get()), "cudaEventRecord");
+  }
+  std::vector<double> iteration_us() override {
+    cuda_ok(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    std::vector<double> times_us;
+    for (std::size_t i = 1; i < marked_; ++i) {
+      float ms = 0;
+      cuda_ok(cudaEventElapsedTime(&ms, events_[i - 1].get(), events_[i].get()), "cudaEventElapsedTime");
+      times_us.push_back(ms * 1e3);
+    }
+    marked_ = 0;
+    return times_us;
+  }
+  // On the GPUs themselves, through NCCL.
+  void reduce(std::span<double> values, ReduceOp op, const Deadline&) override {
+    if (values.size() > reduce_capacity_) throw std::logic_error("NcclBackend: more values to reduce than timed iterations + 1");
+    const std::size_t bytes = values.size_bytes();
+    cuda_ok(cudaMemcpy(reduce_buffer_.get(), values.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    nccl_ok(ncclAllReduce(reduce_buffer_.get(), reduce_buffer_.get(), values.size(), ncclFloat64, nccl_op(op), comm_.get(), stream_.get()),
+            "ncclAllReduce");
+    cuda_ok(cudaMemcpyAsync(values.data(), reduce_buffer_.get(), bytes, cudaMemcpyDeviceToHost, stream_.get()), "cudaMemcpy");
+    cuda_ok(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  }
+  std::span<const char> output(const Layout& l) override {
+    cuda_ok(cudaMemcpy(host_out_.data(), recv_.get(), l.recv.count * esize_, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return {host_out_.data(), l.recv.count * esize_};
+  }
+
+ private:
+  static Stream new_stream() {
+    cudaStream_t s = nullptr;
+    cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate");
+    return {s, StreamDestroy{}};
+  }
+
+  const int unwinding_ = std::uncaught_exceptions();
+  const int rank_, world_;
+  const std::string collective_;
+  const SweepConfig& config_;
+  const std::size_t esize_;
+  const int device_;  // chosen before the communicator, stream and buffers, which live on it
+  // Destroyed in reverse: events and buffers, then the stream, then the communicator (as before #20).
+  Communicator comm_;
+  Stream stream_;
+  const std::size_t reduce_capacity_;  // the most values reduce() is given: the timed iterations and their total
+  DeviceBuffer reduce_buffer_;
+  std::vector<Event> events_;  // the marks: one before the first timed operation and one after each
+  std::size_t marked_ = 0;
+  DeviceBuffer send_, recv_;
+  HostBuffer host_in_, host_out_;
+};
+
+void run_nccl(StepContext& ctx, const std::string& collective, SweepConfig config) {
+  config.in_place = false;  // NCCL's operations write a receive buffer of their own
+  StepContext step_ctx = ctx;
+  step_ctx.step = "collectives." + collective;
+  NcclBackend backend(ctx, collective, config);
+  run_sweep(step_ctx, backend, collective_shape(collective), config);
 }
 
 std::string local_skip_reason(int ranks_on_host) {
@@ -208,7 +259,7 @@ std::string local_skip_reason(int ranks_on_host) {
 #else
 
 std::string local_skip_reason(int) { return "built without NCCL (no CUDA toolkit with NCCL was found at build time)"; }
-void run_nccl(StepContext&, const std::string&, const SweepConfig&) {}
+void run_nccl(StepContext&, const std::string&, SweepConfig) {}
 
 #endif
 
