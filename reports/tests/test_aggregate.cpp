@@ -133,7 +133,8 @@ TEST(Scaling, WithoutAOneGpuPointSpeedupIsRelativeToTheSmallest) {
   for (const auto& [gpus, ips] : std::vector<std::pair<int, double>>{{8, 800}, {16, 1520}, {32, 2880}}) {
     records.push_back(train("r", "vgg16", "allreduce-tcp", gpus, ips));
   }
-  const auto& s = aggregate_of(records).scaling.at(0);
+  const Aggregate a = aggregate_of(records);  // held: `s` refers into it
+  const auto& s = a.scaling.at(0);
   EXPECT_EQ(s.base_gpus, 8);
   EXPECT_DOUBLE_EQ(s.points[0].ideal, 1);
   EXPECT_NEAR(*s.points[1].speedup, 1.9, 1e-12);      // 1520 / 800
