@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
 # Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer: builds the `sanitize` preset
 # (build-sanitize/: gcc -O1, any UBSan finding aborts) and runs the gtest binaries of the modules that
-# read user input without starting processes: common, reports and netcheck.
+# read user input without starting processes: common, transport, reports and netcheck.
 # Why only those: collectives_tests and harness_tests start the rocebench binary, so sanitizing them
 # means building all of it (models and oneDNN included) a second time, and their tests run ranks over
 # sockets and namespaces for minutes; microbench and models are mostly timing and compute. The parsers
 # of every input (plans, hostfiles, wire, importers, netcheck) also run sanitized under ci/fuzz.sh.
-# CI runs the common and netcheck binaries sanitized through ci/fuzz.sh --ci, built in build-fuzz/ beside
-# the fuzz targets (clang, the same sanitizers, the libraries compiled once for both):
-#   ci/sanitize.sh --tests-in build-fuzz common netcheck
-# This script's own build (all three, reports_tests' 39 objects among them) does not fit CI's time.
-# Run it by hand: ci/sanitize.sh [GTEST_FILTER]
+# CI runs them (and transport's) sanitized through ci/fuzz.sh --ci, built in build-fuzz/ beside the fuzz
+# targets (clang, the same sanitizers, the libraries compiled once for both):
+#   ci/sanitize.sh --tests-in build-fuzz common transport netcheck reports
+# Its own gcc build, by hand: ci/sanitize.sh [GTEST_FILTER]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 start=$SECONDS
-build=build-sanitize modules=(common reports netcheck) filter='*'
+build=build-sanitize modules=(common transport reports netcheck) filter='*'
 if [[ ${1:-} == --tests-in ]]; then  # built already (by ci/fuzz.sh): run those modules' tests
   build=${2:?--tests-in DIR MODULE...} modules=("${@:3}")
 else
