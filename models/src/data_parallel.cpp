@@ -158,21 +158,73 @@ struct ScalingConfig {
   int threads = 1;
 };
 
+}  // namespace
+
+const OptionTable& data_parallel_options() {
+  static const OptionTable table = [] {
+    const ScalingConfig d;
+    return OptionTable({
+        {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list, .rules = {{"minimum", 1}},
+         .help = "data-parallel training at each of these rank counts, e.g. 1,2,4; a plan's default: 1, 2, 4 … and "
+                 "every rank"},
+        {.key = "sync", .flag = "--sync", .type = OptionType::text, .rules = {{"enum", {"ring", "ps", "rd"}}},
+         .fallback = collectives::to_string(d.buckets.algorithm),
+         .help = "data parallel: how buckets are averaged: ring | ps (parameter server) | rd", .metavar = "NAME"},
+        {.key = "bucket_mb", .flag = "--bucket-mb", .type = OptionType::number,
+         .rules = {{"minimum", 0}, {"maximum", 4096}}, .fallback = d.bucket_mb,
+         .help = "data parallel: bucket size after the first one; 0: one reduction after backward, no overlap",
+         .metavar = "MB"},
+        {.key = "first_bucket_mb", .flag = "--first-bucket-mb", .type = OptionType::number,
+         .rules = {{"exclusiveMinimum", 0}, {"maximum", 4096}}, .fallback = d.first_bucket_mb,
+         .help = "data parallel: the first bucket's size (DDP's)", .metavar = "MB"},
+        {.key = "servers", .flag = "--servers", .rules = {{"minimum", 1}}, .fallback = d.buckets.collective.servers,
+         .help = "data parallel, ps: parameter-server ranks"},
+        {.key = "threads", .flag = "--threads", .rules = {{"minimum", 1}, {"maximum", 1024}}, .fallback = d.threads,
+         .help = "data parallel, cpu engine: oneDNN threads per rank"},
+        {.key = "lr", .type = OptionType::number, .rules = {{"exclusiveMinimum", 0}}, .fallback = d.lr,
+         .help = "learning rate for 256 images in total, scaled to the global batch"},
+        {.key = "lr_scaling", .type = OptionType::text, .rules = {{"enum", {"linear", "sqrt", "none"}}},
+         .fallback = d.lr_scaling, .help = "how the learning rate follows the global batch"},
+        {.key = "lr_warmup_steps", .rules = {{"minimum", 0}}, .fallback = d.lr_warmup_steps,
+         .help = "steps of linear learning-rate warm-up"},
+        {.key = "predict", .type = OptionType::boolean, .fallback = d.predict,
+         .help = "predict each step time from the one-rank timeline and the fitted bucket cost"},
+        {.key = "trace_steps", .rules = {{"minimum", 0}, {"maximum", 1000}}, .fallback = d.trace_steps,
+         .help = "last steps of each rank written as Chrome trace events beside the results (0: none)"},
+    });
+  }();
+  return table;
+}
+
+namespace {
+
+// models.scaling's options: the training options, the data-parallel ones and the transport's.
+const OptionTable& scaling_options() {
+  static const OptionTable table = [] {
+    std::vector<OptionSpec> more = data_parallel_options().specs();
+    const auto& transport = collectives::transport_options().specs();
+    more.insert(more.end(), transport.begin(), transport.end());
+    return training_table(more);
+  }();
+  return table;
+}
+
 ScalingConfig scaling_config_from(const json& p) {
+  const OptionTable& o = scaling_options();
   ScalingConfig c;
   c.train = training_config_from(p);
-  c.bucket_mb = p.value("bucket_mb", c.bucket_mb);
-  c.first_bucket_mb = p.value("first_bucket_mb", c.first_bucket_mb);
+  c.bucket_mb = o.get<double>(p, "bucket_mb");
+  c.first_bucket_mb = o.get<double>(p, "first_bucket_mb");
   c.buckets.bucket_bytes = static_cast<std::size_t>(c.bucket_mb * kMiB);
   c.buckets.first_bucket_bytes = c.bucket_mb > 0 ? static_cast<std::size_t>(c.first_bucket_mb * kMiB) : 0;
-  c.buckets.algorithm = collectives::parse_algorithm(p.value("sync", "ring"));
-  c.buckets.collective.servers = p.value("servers", c.buckets.collective.servers);
-  c.lr = p.value("lr", c.lr);
-  c.lr_scaling = p.value("lr_scaling", c.lr_scaling);
-  c.lr_warmup_steps = p.value("lr_warmup_steps", c.lr_warmup_steps);
-  c.predict = p.value("predict", c.predict);
-  c.trace_steps = p.value("trace_steps", c.trace_steps);
-  c.threads = p.value("threads", c.threads);
+  c.buckets.algorithm = collectives::parse_algorithm(o.get<std::string>(p, "sync"));
+  c.buckets.collective.servers = o.get<int>(p, "servers");
+  c.lr = o.get<double>(p, "lr");
+  c.lr_scaling = o.get<std::string>(p, "lr_scaling");
+  c.lr_warmup_steps = o.get<int>(p, "lr_warmup_steps");
+  c.predict = o.get<bool>(p, "predict");
+  c.trace_steps = o.get<int>(p, "trace_steps");
+  c.threads = o.get<int>(p, "threads");
   validate(c.train);
   return c;
 }
@@ -449,25 +501,6 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
             << std::flush;
 }
 
-json scaling_params_schema() {
-  json schema = training_params_schema();
-  schema["properties"].update(json::parse(R"({
-      "sync": {"enum": ["ring", "ps", "rd"]},
-      "servers": {"type": "integer", "minimum": 1},
-      "bucket_mb": {"type": "number", "minimum": 0, "maximum": 4096},
-      "first_bucket_mb": {"type": "number", "exclusiveMinimum": 0, "maximum": 4096},
-      "lr": {"type": "number", "exclusiveMinimum": 0},
-      "lr_scaling": {"enum": ["linear", "sqrt", "none"]},
-      "lr_warmup_steps": {"type": "integer", "minimum": 0},
-      "predict": {"type": "boolean"},
-      "trace_steps": {"type": "integer", "minimum": 0, "maximum": 1000},
-      "threads": {"type": "integer", "minimum": 1, "maximum": 1024},
-      "world_sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
-  })"));
-  collectives::add_transport_params(schema);
-  return schema;
-}
-
 void run_scaling(StepContext& ctx) {
   const ScalingConfig c = scaling_config_from(ctx.params);
   const Graph graph = build_model(c.train.model);
@@ -488,7 +521,7 @@ void run_scaling(StepContext& ctx) {
 StepKind scaling_step() {
   return {"models.scaling",
           "data-parallel training at each world size: images/s, speedup, exposed communication, predicted step time",
-          scaling_params_schema(), run_scaling};
+          training_schema(scaling_options()), run_scaling};
 }
 
 }  // namespace rocebench::models

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
@@ -39,84 +39,99 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
                        m["input_wait_ms_per_step"].get<double>());
 }
 
+// models.train's own options: images from a folder instead of a fixed random batch, and profiling.
+const OptionTable& input_options() {
+  static const OptionTable table = [] {
+    const TrainConfig d;
+    return OptionTable({
+        {.key = "data", .flag = "--data", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .help = "train on the images of DIR/<class>/<image> (JPEG, PNG, PPM) through the data loader instead of a "
+                 "fixed random batch",
+         .metavar = "DIR"},
+        {.key = "loader_threads", .flag = "--loader-threads", .rules = {{"minimum", 1}, {"maximum", 1024}},
+         .fallback = d.loader_threads, .help = "data loader: decoding threads"},
+        {.key = "prefetch", .flag = "--prefetch", .rules = {{"minimum", 2}, {"maximum", 1024}}, .fallback = d.prefetch,
+         .help = "data loader: batches in flight, 2 = double buffering"},
+        {.key = "profile", .flag = "--profile", .type = OptionType::boolean, .fallback = d.profile,
+         .help = "time every layer of the timed steps (gpu engine) and print the table to stderr"},
+    });
+  }();
+  return table;
+}
+
+const OptionTable& train_options() {
+  static const OptionTable table = training_table(input_options().specs());
+  return table;
+}
+
+TrainConfig train_config_from(const json& p) {
+  const OptionTable& o = train_options();
+  TrainConfig c = training_config_from(p);
+  c.data = o.find<std::string>(p, "data").value_or(c.data);
+  c.loader_threads = o.get<int>(p, "loader_threads");
+  c.prefetch = o.get<int>(p, "prefetch");
+  c.profile = o.get<bool>(p, "profile");
+  return c;
+}
+
+// A flag of the other step's own options is refused rather than ignored (--sync without --world-sizes).
+void refuse_flags_of(const OptionTable& table, const OptionFlags& flags, const std::string& why) {
+  for (const auto& spec : table.specs()) {
+    if (flags.given(spec.key)) throw UsageError(fmt::format("{}: {} {}", kProgram, spec.flag, why));
+  }
+}
+
 // `train --world-sizes …`: the models.scaling step as a one-step plan, on as many ranks as the
 // largest world size unless the launcher flags say otherwise.
-int run_scaling(const TrainConfig& c, const std::string& world_sizes, const std::string& sync,
-                const std::string& transport, double bucket_mb, double first_bucket_mb, int servers, int threads,
-                const LauncherFlags& launcher) {
-  json params{{"model", c.model}, {"engine", c.engine}, {"precision", c.precision}, {"layout", c.layout},
-              {"batch", c.batch}, {"iters", c.steps}, {"warmup", c.warmup}, {"sync", sync},
-              {"transport", transport}, {"bucket_mb", bucket_mb}, {"first_bucket_mb", first_bucket_mb},
-              {"servers", servers}, {"threads", threads}};
-  if (!c.timeline.empty()) params["timeline"] = c.timeline;
-  params["world_sizes"] = json::array();
-  int largest = 0;
-  std::stringstream in(world_sizes);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < 1)
-      throw UsageError(fmt::format("{}: --world-sizes takes rank counts like 1,2,4, not '{}'", kProgram, world_sizes));
-    params["world_sizes"].push_back(std::stoi(item));
-    largest = std::max(largest, std::stoi(item));
-  }
+int run_scaling(json params, const LauncherFlags& launcher) {
+  const auto sizes = params["world_sizes"].get<std::vector<int>>();
   Args launch = launcher.to_args();
   const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
     return a == "--ranks" || a == "--launcher" || a == "--hostfile";
   });
-  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(largest)});
-  const CommandOrigin origin{kProgram, {{"model", "--model"}, {"engine", "--engine"}, {"precision", "--precision"},
-                                        {"layout", "--layout"}, {"batch", "--batch"}, {"iters", "--iters"},
-                                        {"warmup", "--warmup"}, {"sync", "--sync"}, {"transport", "--transport"},
-                                        {"bucket_mb", "--bucket-mb"}, {"first_bucket_mb", "--first-bucket-mb"},
-                                        {"servers", "--servers"}, {"threads", "--threads"},
-                                        {"timeline", "--timeline"}, {"world_sizes", "--world-sizes"}}};
+  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(*std::max_element(sizes.begin(), sizes.end()))});
+  CommandOrigin origin{kProgram, training_options().flag_of()};
+  origin.flag_of.merge(data_parallel_options().flag_of());
+  origin.flag_of.merge(collectives::transport_options().flag_of());
   return run_step_as_plan("models.scaling", params, launch, origin);
 }
 
 int train_main(const Args& args) {
-  TrainConfig c;
   bool list = false;
-  std::string out, run_id, host, world_sizes, sync = "ring", transport = "tcp";
-  double bucket_mb = 25, first_bucket_mb = 1;
-  int servers = 1, threads = 1;
+  std::string out, run_id, host;
+  int gpu = TrainConfig{}.device;
   LauncherFlags launcher;
   ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
                              "data-parallel training at each world size (the models.scaling step): images/s, speedup,\n"
                              "exposed communication and the predicted step time.");
-  parser.flag("--list", &list, "print the models with parameters, gradient tensors and FLOPs per image, and exit")
-      .option("--model", &c.model, "model from --list (default resnet50)", "NAME")
-      .option("--engine", &c.engine, "cpu (oneDNN), gpu (cuDNN) or replay (a measured timeline) (default cpu)", "NAME")
-      .option("--timeline", &c.timeline, "replay engine: a shipped timeline's name or a results file with a "
-                                         "`train --profile` record", "NAME|FILE")
-      .option("--precision", &c.precision, "fp32, tf32, bf16 or fp16 (default fp32)", "NAME")
-      .option("--layout", &c.layout, "cpu: blocked (oneDNN's preferred layouts) or plain (NCHW throughout) (default blocked)", "NAME")
-      .option("--batch", &c.batch, "images per step on this rank (default 32)")
-      .option("--iters", &c.steps, "timed training steps (default 20)")
-      .renamed("--steps", "--iters")
-      .option("--warmup", &c.warmup, "untimed steps first (default 5)")
-      .option("--data", &c.data, "train on the images of DIR/<class>/<image> (JPEG, PNG, PPM) through the data loader "
-                                 "instead of a fixed random batch", "DIR")
-      .option("--loader-threads", &c.loader_threads, "data loader: decoding threads (default 4)")
-      .option("--prefetch", &c.prefetch, "data loader: batches in flight, 2 = double buffering (default 2)")
-      .option("--gpu", &c.device, "gpu engine: the GPU to train on (default 0)", "N")
-      .flag("--profile", &c.profile, "time every layer of the timed steps (gpu engine) and print the table to stderr")
+  parser.flag("--list", &list, "print the models with parameters, gradient tensors and FLOPs per image, and exit");
+  const OptionFlags training(training_options(), parser);
+  parser.renamed("--steps", "--iters");
+  const OptionFlags input(input_options(), parser);
+  parser.option("--gpu", &gpu, "gpu engine: the GPU to train on (default 0)", "N")
       .option("--host", &host, "host name in records (default: this host's name)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
-      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE")
-      .option("--world-sizes", &world_sizes, "data-parallel training at each of these rank counts, e.g. 1,2,4", "LIST")
-      .option("--sync", &sync, "data parallel: how buckets are averaged: ring | ps (parameter server) | rd (default ring)", "NAME")
-      .option("--transport", &transport, "data parallel: tcp | verbs (default tcp)", "NAME")
-      .option("--bucket-mb", &bucket_mb, "data parallel: bucket size after the 1 MiB first one; 0: one reduction after "
-                                         "backward, no overlap (default 25)", "MB")
-      .option("--first-bucket-mb", &first_bucket_mb, "data parallel: the first bucket's size (default 1, as DDP's)", "MB")
-      .option("--servers", &servers, "data parallel, ps: parameter-server ranks (default 1)")
-      .option("--threads", &threads, "data parallel, cpu engine: oneDNN threads per rank (default 1)");
+      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
+  const OptionFlags data_parallel(data_parallel_options(), parser);
+  const OptionFlags transport(collectives::transport_options(), parser);
   launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
-  if (!world_sizes.empty()) return run_scaling(c, world_sizes, sync, transport, bucket_mb, first_bucket_mb, servers, threads, launcher);
+  json params = training.params(kProgram);
+  if (data_parallel.given("world_sizes")) {
+    refuse_flags_of(input_options(), input, "is models.train's: not with --world-sizes");
+    params.update(data_parallel.params(kProgram));
+    params.update(transport.params(kProgram));
+    return run_scaling(params, launcher);
+  }
+  refuse_flags_of(data_parallel_options(), data_parallel, "is for data-parallel training: it needs --world-sizes");
+  refuse_flags_of(collectives::transport_options(), transport, "is for data-parallel training: it needs --world-sizes");
   if (list) {
     std::cout << zoo_table();
     return kExitOk;
   }
+  params.update(input.params(kProgram));
+  TrainConfig c = train_config_from(params);
+  c.device = gpu;
   ResultRecord r = measure_training(c, 1);
   r.host = host.empty() ? this_hostname() : host;
   if (!out.empty()) {
@@ -128,24 +143,8 @@ int train_main(const Args& args) {
   return kExitOk;
 }
 
-json params_schema() {
-  json schema = training_params_schema();
-  schema["properties"].update(json::parse(R"({
-      "data": {"type": "string", "minLength": 1},
-      "loader_threads": {"type": "integer", "minimum": 1},
-      "prefetch": {"type": "integer", "minimum": 2},
-      "profile": {"type": "boolean"}
-  })"));
-  return schema;
-}
-
 void run_step(StepContext& ctx) {
-  const json& p = ctx.params;
-  TrainConfig c = training_config_from(p);
-  c.data = p.value("data", c.data);
-  c.loader_threads = p.value("loader_threads", c.loader_threads);
-  c.prefetch = p.value("prefetch", c.prefetch);
-  c.profile = p.value("profile", c.profile);
+  TrainConfig c = train_config_from(ctx.params);
   c.device = ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
   ctx.record(measure_training(c, ctx.world));
 }
@@ -159,7 +158,7 @@ std::vector<Subcommand> subcommands() {
 
 std::vector<StepKind> steps() {
   return {{"models.train", "images/sec of one model on each rank (forward, backward, SGD) on a fixed random batch",
-           params_schema(), run_step},
+           training_schema(train_options()), run_step},
           scaling_step()};
 }
 

@@ -36,35 +36,57 @@ json identity(const TrainConfig& c) {
 
 }  // namespace
 
-json training_params_schema() {
-  return json::parse(R"({
-    "type": "object",
-    "required": ["model"],
-    "additionalProperties": false,
-    "properties": {
-      "model": {"type": "string", "minLength": 1},
-      "engine": {"enum": ["cpu", "gpu", "replay"]},
-      "timeline": {"type": "string", "minLength": 1},
-      "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"]},
-      "layout": {"enum": ["blocked", "plain"]},
-      "batch": {"type": "integer", "minimum": 1},
-      "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
-      "warmup": {"type": "integer", "minimum": 0, "maximum": 100000},
-      "steps": {"not": {}, "errorMessage": "'steps' is now 'iters'"}
-    }
-  })");
+const OptionTable& training_options() {
+  static const OptionTable table = [] {
+    const TrainConfig d;
+    return OptionTable({
+        {.key = "model", .flag = "--model", .type = OptionType::text, .rules = {{"minLength", 1}}, .fallback = d.model,
+         .help = "model from --list", .metavar = "NAME"},
+        {.key = "engine", .flag = "--engine", .type = OptionType::text, .rules = {{"enum", {"cpu", "gpu", "replay"}}},
+         .fallback = d.engine, .help = "cpu (oneDNN), gpu (cuDNN) or replay (a measured timeline)", .metavar = "NAME"},
+        {.key = "timeline", .flag = "--timeline", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .help = "replay engine: a shipped timeline's name or a results file with a `train --profile` record",
+         .metavar = "NAME|FILE"},
+        {.key = "precision", .flag = "--precision", .type = OptionType::text,
+         .rules = {{"enum", {"fp32", "tf32", "bf16", "fp16"}}}, .fallback = d.precision, .help = "arithmetic precision",
+         .metavar = "NAME"},
+        {.key = "layout", .flag = "--layout", .type = OptionType::text, .rules = {{"enum", {"blocked", "plain"}}},
+         .fallback = d.layout, .help = "cpu: blocked (oneDNN's preferred layouts) or plain (NCHW throughout)",
+         .metavar = "NAME"},
+        {.key = "batch", .flag = "--batch", .rules = {{"minimum", 1}}, .fallback = d.batch,
+         .help = "images per step on each rank"},
+        {.key = "iters", .flag = "--iters", .rules = {{"minimum", 1}, {"maximum", 100000}}, .fallback = d.steps,
+         .help = "timed training steps"},
+        {.key = "warmup", .flag = "--warmup", .rules = {{"minimum", 0}, {"maximum", 100000}}, .fallback = d.warmup,
+         .help = "untimed steps first"},
+    });
+  }();
+  return table;
+}
+
+OptionTable training_table(const std::vector<OptionSpec>& more) {
+  std::vector<OptionSpec> specs = training_options().specs();
+  specs.insert(specs.end(), more.begin(), more.end());
+  return OptionTable(std::move(specs), {{"steps", "iters"}});
+}
+
+json training_schema(const OptionTable& table) {
+  json schema = table.schema();
+  schema["required"] = {"model"};
+  return schema;
 }
 
 TrainConfig training_config_from(const json& p) {
+  const OptionTable& o = training_options();
   TrainConfig c;
-  c.model = p.at("model").get<std::string>();
-  c.engine = p.value("engine", c.engine);
-  c.timeline = p.value("timeline", c.timeline);
-  c.precision = p.value("precision", c.precision);
-  c.layout = p.value("layout", c.layout);
-  c.batch = p.value("batch", c.batch);
-  c.steps = p.value("iters", c.steps);
-  c.warmup = p.value("warmup", c.warmup);
+  c.model = o.get<std::string>(p, "model");
+  c.engine = o.get<std::string>(p, "engine");
+  c.timeline = o.find<std::string>(p, "timeline").value_or(c.timeline);
+  c.precision = o.get<std::string>(p, "precision");
+  c.layout = o.get<std::string>(p, "layout");
+  c.batch = o.get<int>(p, "batch");
+  c.steps = o.get<int>(p, "iters");
+  c.warmup = o.get<int>(p, "warmup");
   return c;
 }
 

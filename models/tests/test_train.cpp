@@ -146,6 +146,34 @@ TEST(Train, StepKindRecordsOneResultPerRank) {
   EXPECT_EQ(rec.records[0]["rank"], 1);
 }
 
+// Each option is declared once: the flag takes the plan field's range, both steps refuse the old
+// spelling, and a flag of the other step is refused rather than ignored.
+TEST(Train, FlagsTakeThePlanFieldsRangesAndTheOtherStepsFlagsAreRefused) {
+  const auto main = subcommands().at(0).main;
+  const auto error_of = [&](const std::vector<std::string>& args) {
+    testing::internal::CaptureStderr();
+    const int rc = main(args);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(rc, 2) << err;
+    return err.substr(0, err.find('\n'));
+  };
+  EXPECT_EQ(error_of({"--iters", "0"}), "rocebench train: --iters: 0 is not in [1, 100000]");
+  EXPECT_EQ(error_of({"--prefetch", "1"}), "rocebench train: --prefetch: 1 is not in [2, 1024]");
+  EXPECT_EQ(error_of({"--world-sizes", "2", "--first-bucket-mb", "0"}), "rocebench train: --first-bucket-mb: 0 is not in (0, 4096]");
+  EXPECT_EQ(error_of({"--sync", "ps"}), "rocebench train: --sync is for data-parallel training: it needs --world-sizes");
+  EXPECT_EQ(error_of({"--spin-us", "0"}), "rocebench train: --spin-us is for data-parallel training: it needs --world-sizes");
+  EXPECT_EQ(error_of({"--world-sizes", "2", "--data", "d"}), "rocebench train: --data is models.train's: not with --world-sizes");
+  for (const auto& kind : steps()) {
+    const JsonSchema schema(kind.params_schema);
+    EXPECT_FALSE(schema.validate({{"model", "alexnet"}, {"iters", 0}}).empty()) << kind.name;
+    const auto old = schema.validate({{"model", "alexnet"}, {"steps", 5}});
+    ASSERT_FALSE(old.empty()) << kind.name;
+    EXPECT_EQ(old[0].message, "'steps' is now 'iters'") << kind.name;
+    EXPECT_FALSE(schema.validate({{"batch", 2}}).empty()) << kind.name << ": a plan names its model";
+  }
+  EXPECT_TRUE(JsonSchema(steps()[1].params_schema).validate({{"model", "alexnet"}, {"spin_us", 0}, {"lr", 0.2}}).empty());
+}
+
 TEST(Train, CommandLineExitsTwoOnUnknownModel) {
   const auto commands = subcommands();
   ASSERT_EQ(commands.at(0).name, "train");

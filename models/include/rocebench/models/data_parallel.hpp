@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rocebench/collectives/buckets.hpp"
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
 #include "rocebench/models/engine.hpp"
 #include "rocebench/models/timeline.hpp"
@@ -77,6 +78,10 @@ struct Prediction {
 };
 Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms,
                         const collectives::BucketOptions& options, const CostModel& cost);
+
+// models.scaling's own options (world sizes, bucket sync, learning rate …): with the training
+// options and the transport's, the step's params; the ones with a flag are `rocebench train`'s too.
+const OptionTable& data_parallel_options();
 
 // The models.scaling plan step.
 StepKind scaling_step();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/models/engine.hpp"
 
@@ -28,9 +29,16 @@ struct TrainConfig {
   std::string timeline{};  // replay engine: a shipped timeline's name or a results file (timeline.hpp)
 };
 
-// The params every training step shares (model, engine, precision, layout, timeline, batch, steps,
-// warmup): their JSON Schema (a step adds its own), and read into a config (after validation).
-json training_params_schema();
+// The options every training step shares (model, engine, timeline, precision, layout, batch, iters,
+// warmup), declared once for both steps and for `rocebench train`'s flags.
+const OptionTable& training_options();
+// A training step's table: the shared options, then the step's own (`more`); the old 'steps' is
+// refused with a hint naming 'iters'.
+OptionTable training_table(const std::vector<OptionSpec>& more);
+// A training step's params schema: its table's, with the model required (a plan names what it
+// trains; only the flag has a default).
+json training_schema(const OptionTable& table);
+// The shared options of validated params (or a command line's), read into a config.
 TrainConfig training_config_from(const json& params);
 
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
