@@ -45,7 +45,7 @@ if [[ $parts == *" profile "* ]]; then
     set -- $run
     echo "== ResNet-50 $1, batch $2: time per layer"
     timeout 180 "$bin" train --engine gpu --model resnet50 --precision "$1" --batch "$2" --iters 10 --warmup 3 --profile \
-      --out "$out/profile.jsonl" >"$out/profile-$1.log" 2>&1 || { echo "profile $1: exit $?"; status=1; }
+      --results-dir "$out/profile-$1" >"$out/profile-$1.log" 2>&1 || { echo "profile $1: exit $?"; status=1; }
     cat "$out/profile-$1.log"
   done
 fi
@@ -54,12 +54,12 @@ if [[ $parts == *" zoo "* ]]; then
   echo "== every zoo model, bf16, batch 64"
   for model in $("$bin" train --list | awk '$2 ~ /^[0-9]+$/ {print $1}'); do
     timeout 120 "$bin" train --engine gpu --model "$model" --precision bf16 --batch 64 --iters 5 --warmup 2 \
-      --out "$out/zoo.jsonl" 2>&1 | tail -1 || { echo "zoo $model: exit $?"; status=1; }
+      --results "$out/zoo" 2>&1 | grep "^$model gpu " || { echo "zoo $model: exit $?"; status=1; }
   done
   for precision in fp32 bf16; do
     echo "== resnet20_cifar $precision, batch 128: time per layer"
     timeout 60 "$bin" train --engine gpu --model resnet20_cifar --precision "$precision" --batch 128 --iters 20 --warmup 5 \
-      --profile 2>&1 | awk 'NR <= 14' || { echo "profile resnet20 $precision: exit $?"; status=1; }
+      --profile --results "$out/profile-cifar" 2>&1 | grep -v '^rocebench run:' | awk 'NR <= 14' || { echo "profile resnet20 $precision: exit $?"; status=1; }
   done
 fi
 

@@ -5,7 +5,7 @@
 #   fp32: rocebench blocked layouts, rocebench plain NCHW, PyTorch fp32
 #   bf16: rocebench bf16 (blocked), PyTorch bf16 autocast  (only where the CPU has bf16)
 # Usage: models/bench/compare_pytorch.sh ROCEBENCH_BINARY [BATCH=64] [THREADS=1] [STEPS=20] [WARMUP=5] [ROUNDS=3]
-# ROCEBENCH_BINARY: build/harness/rocebench, or build/models/models_train (the same `train` alone).
+# ROCEBENCH_BINARY: build/harness/rocebench.
 set -euo pipefail
 bin=${1:?usage: $0 ROCEBENCH_BINARY [BATCH] [THREADS] [STEPS] [WARMUP] [ROUNDS]}
 batch=${2:-64} threads=${3:-1} steps=${4:-20} warmup=${5:-5} rounds=${6:-3}
@@ -16,12 +16,16 @@ out=$(mktemp -d) && trap 'rm -rf "$out"' EXIT
 have_torch=1
 /usr/bin/python3 -c 'import torch' 2>/dev/null || have_torch=0
 have_bf16=1
-OMP_NUM_THREADS=1 "$bin" train --model resnet20_cifar --precision bf16 --batch 1 --iters 1 --warmup 0 >/dev/null 2>&1 || have_bf16=0
+OMP_NUM_THREADS=1 "$bin" train --model resnet20_cifar --precision bf16 --batch 1 --iters 1 --warmup 0 \
+  --results-dir "$out/bf16.run" >/dev/null 2>&1 || have_bf16=0
 
 ours() {  # NAME ARGS...: one rocebench run, its record appended to $out/NAME.jsonl
   local name=$1; shift
   OMP_NUM_THREADS=$threads "$bin" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
-    --warmup "$warmup" --out "$out/$name.jsonl" "$@" >/dev/null
+    --warmup "$warmup" --results-dir "$out/$name.run" "$@" >/dev/null 2>"$out/$name.err" || {
+    echo "rocebench train failed:" >&2; tail -5 "$out/$name.err" >&2; exit 1; }
+  grep '"step":"models.train"' "$out/$name.run/results.jsonl" >>"$out/$name.jsonl"
+  rm -rf "$out/$name.run"
 }
 theirs() {  # NAME ARGS...: one PyTorch run, its JSON line appended to $out/NAME.jsonl
   local name=$1; shift

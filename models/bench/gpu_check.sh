@@ -44,7 +44,9 @@ tail -3 "$out/gpu_tests.log"
 
 train() {  # MODEL PRECISION BATCH STEPS WARMUP: one record appended to $out/train.jsonl
   OMP_NUM_THREADS=4 timeout "${TRAIN_TIMEOUT:-300}" "$bin" train --engine gpu --model "$1" --precision "$2" --batch "$3" --iters "$4" \
-    --warmup "$5" --out "$out/train.jsonl" >>"$out/train.log" 2>&1 || { echo "train $*: exit $?"; status=1; }
+    --warmup "$5" --results-dir "$out/train.run" >>"$out/train.log" 2>&1 || { echo "train $*: exit $?"; status=1; }
+  grep -s '"step":"models.train"' "$out/train.run/results.jsonl" >>"$out/train.jsonl"
+  rm -rf "$out/train.run"
 }
 
 echo "== resnet20_cifar, a few steps per precision"

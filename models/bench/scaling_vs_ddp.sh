@@ -109,7 +109,8 @@ fi
 if [[ $part == overhead ]]; then
   for ((round = 1; round <= rounds; round++)); do
     OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
-      --warmup "$warmup" --out "$out/plain.jsonl" >"$out/plain.log" 2>&1 || { echo "train failed:" >&2; tail -5 "$out/plain.log" >&2; exit 1; }
+      --warmup "$warmup" --results-dir "$out/plain.run" >"$out/plain.log" 2>&1 || { echo "train failed:" >&2; tail -5 "$out/plain.log" >&2; exit 1; }
+    grep '"step":"models.train"' "$out/plain.run/results.jsonl" >>"$out/plain.jsonl" && rm -rf "$out/plain.run"
     ours ws1 --model resnet20_cifar --engine cpu --batch "$batch"
     echo "overhead round $round of $rounds done" >&2
   done

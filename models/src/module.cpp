@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
-#include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/hostname.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/train.hpp"
 
@@ -39,7 +38,7 @@ void print_summary(std::ostream& out, const ResultRecord& r) {
                        m["input_wait_ms_per_step"].get<double>());
 }
 
-// models.train's own options: images from a folder instead of a fixed random batch, and profiling.
+// models.train's own options: images from a folder instead of a fixed random batch, the GPU, profiling.
 const OptionTable& input_options() {
   static const OptionTable table = [] {
     const TrainConfig d;
@@ -52,6 +51,8 @@ const OptionTable& input_options() {
          .fallback = d.loader_threads, .help = "data loader: decoding threads"},
         {.key = "prefetch", .flag = "--prefetch", .rules = {{"minimum", 2}, {"maximum", 1024}}, .fallback = d.prefetch,
          .help = "data loader: batches in flight, 2 = double buffering"},
+        {.key = "gpu", .flag = "--gpu", .rules = {{"minimum", 0}, {"maximum", 1023}}, .fallback = d.device,
+         .help = "gpu engine: the GPU of a host's first rank; its other ranks take the next ones"},
         {.key = "profile", .flag = "--profile", .type = OptionType::boolean, .fallback = d.profile,
          .help = "time every layer of the timed steps (gpu engine) and print the table to stderr"},
     });
@@ -81,47 +82,44 @@ void refuse_flags_of(const OptionTable& table, const OptionFlags& flags, const s
   }
 }
 
-// `train --world-sizes …`: the models.scaling step as a one-step plan, on as many ranks as the
-// largest world size unless the launcher flags say otherwise.
-int run_scaling(json params, const LauncherFlags& launcher) {
-  const auto sizes = params["world_sizes"].get<std::vector<int>>();
+// The launcher flags given, and as many local ranks as the step needs unless they place the ranks.
+Args launch_args(const LauncherFlags& launcher, int ranks) {
   Args launch = launcher.to_args();
   const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
     return a == "--ranks" || a == "--launcher" || a == "--hostfile";
   });
-  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(*std::max_element(sizes.begin(), sizes.end()))});
-  CommandOrigin origin{kProgram, training_options().flag_of()};
-  origin.flag_of.merge(data_parallel_options().flag_of());
-  origin.flag_of.merge(collectives::transport_options().flag_of());
-  return run_step_as_plan("models.scaling", params, launch, origin);
+  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(ranks)});
+  return launch;
 }
 
+// `rocebench train` runs its step as a one-step plan, as every measuring command does: models.train
+// on one rank, or with --world-sizes models.scaling on as many ranks as the largest world size.
 int train_main(const Args& args) {
   bool list = false;
-  std::string out, run_id, host;
-  int gpu = TrainConfig{}.device;
   LauncherFlags launcher;
   ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
                              "data-parallel training at each world size (the models.scaling step): images/s, speedup,\n"
-                             "exposed communication and the predicted step time.");
+                             "exposed communication and the predicted step time. Records to rocebench-results/<run>/.");
   parser.flag("--list", &list, "print the models with parameters, gradient tensors and FLOPs per image, and exit");
   const OptionFlags training(training_options(), parser);
   parser.renamed("--steps", "--iters");
   const OptionFlags input(input_options(), parser);
-  parser.option("--gpu", &gpu, "gpu engine: the GPU to train on (default 0)", "N")
-      .option("--host", &host, "host name in records (default: this host's name)", "NAME")
-      .option("--run-id", &run_id, "run id in records (default: train-<time>)", "ID")
-      .option("--out", &out, "append the result record (JSON Lines) to FILE", "FILE");
   const OptionFlags data_parallel(data_parallel_options(), parser);
   const OptionFlags transport(collectives::transport_options(), parser);
   launcher.add_to(parser);
+  parser.renamed("--out", "--results");
   if (!parser.parse(args)) return kExitOk;
   json params = training.params(kProgram);
+  CommandOrigin origin{kProgram, training_options().flag_of()};
   if (data_parallel.given("world_sizes")) {
     refuse_flags_of(input_options(), input, "is models.train's: not with --world-sizes");
     params.update(data_parallel.params(kProgram));
     params.update(transport.params(kProgram));
-    return run_scaling(params, launcher);
+    origin.flag_of.merge(data_parallel_options().flag_of());
+    origin.flag_of.merge(collectives::transport_options().flag_of());
+    const auto sizes = params["world_sizes"].get<std::vector<int>>();
+    return run_step_as_plan("models.scaling", params, launch_args(launcher, *std::max_element(sizes.begin(), sizes.end())),
+                            origin);
   }
   refuse_flags_of(data_parallel_options(), data_parallel, "is for data-parallel training: it needs --world-sizes");
   refuse_flags_of(collectives::transport_options(), transport, "is for data-parallel training: it needs --world-sizes");
@@ -130,23 +128,19 @@ int train_main(const Args& args) {
     return kExitOk;
   }
   params.update(input.params(kProgram));
-  TrainConfig c = train_config_from(params);
-  c.device = gpu;
-  ResultRecord r = measure_training(c, 1);
-  r.host = host.empty() ? this_hostname() : host;
-  if (!out.empty()) {
-    RecordWriter writer(out);
-    writer.append(to_json(r, run_id.empty() ? "train-" + utc_now_rfc3339() : run_id));
-    writer.sync();
-  }
-  print_summary(std::cout, r);
-  return kExitOk;
+  origin.flag_of.merge(input_options().flag_of());
+  return run_step_as_plan("models.train", params, launch_args(launcher, 1), origin);
 }
 
 void run_step(StepContext& ctx) {
   TrainConfig c = train_config_from(ctx.params);
-  c.device = ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
-  ctx.record(measure_training(c, ctx.world));
+  c.device = train_options().get<int>(ctx.params, "gpu") + ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
+  const ResultRecord r = measure_training(c, ctx.world);
+  std::ostringstream line;
+  if (ctx.world > 1) line << fmt::format("rank {} on {}: ", ctx.rank, ctx.host);
+  print_summary(line, r);
+  std::cout << line.str() << std::flush;
+  ctx.record(r);
 }
 
 }  // namespace

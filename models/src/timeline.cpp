@@ -51,7 +51,7 @@ Timeline parse_timeline(std::istream& lines, const std::string& file, const Grap
       if (params.contains(key)) t.source[key] = params[key];
     return t;
   }
-  throw InputError(file, 0, "", "no models.train record with samples.layers (written by `rocebench train --profile --out FILE`)");
+  throw InputError(file, 0, "", "no models.train record with samples.layers (`rocebench train --profile` records one in its results folder)");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../harness/tests/process_util.hpp"
 #include "data_image.hpp"
 #include "data_loader.hpp"
 #include "rocebench/common/errors.hpp"
@@ -207,8 +208,10 @@ TEST(DataLoader, TrainRecordsLoaderThroughputAndInputWait) {
 }
 
 TEST(DataLoader, TrainCommandLineExitsTwoOnABadDataFolder) {
-  const auto commands = subcommands();
-  EXPECT_EQ(commands.at(0).main({"--model", "resnet20_cifar", "--batch", "2", "--iters", "1", "--data", "/nonexistent/rb"}), 2);
+  const auto dir = rbtest::temp_dir("train-data");
+  EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "train", "--model", "resnet20_cifar", "--batch", "2", "--iters", "1", "--data",
+                         "/nonexistent/rb", "--results-dir", (dir / "r").string()}, dir, "bad"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "bad.err").find("/nonexistent/rb"), std::string::npos) << rbtest::slurp(dir / "bad.err");
   Folder f;
   for (int k = 0; k < 11; ++k) fs::create_directory(f.root / ("extra" + std::to_string(k)));
   for (int k = 0; k < 11; ++k) write_jpeg(f.root / ("extra" + std::to_string(k)) / "x.jpg", 8, 8, {0, 0, 0});

@@ -1,7 +1,10 @@
 // The models.train measurement, its records, the step kind and the command line's bad input.
 #include <gtest/gtest.h>
 
+#include "../../harness/tests/process_util.hpp"
+
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/models/module.hpp"
 #include "rocebench/models/graph.hpp"
@@ -174,11 +177,39 @@ TEST(Train, FlagsTakeThePlanFieldsRangesAndTheOtherStepsFlagsAreRefused) {
   EXPECT_TRUE(JsonSchema(steps()[1].params_schema).validate({{"model", "alexnet"}, {"spin_us", 0}, {"lr", 0.2}}).empty());
 }
 
-TEST(Train, CommandLineExitsTwoOnUnknownModel) {
-  const auto commands = subcommands();
-  ASSERT_EQ(commands.at(0).name, "train");
-  EXPECT_EQ(commands[0].main({"--model", "nope"}), 2);
-  EXPECT_EQ(commands[0].main({"--list"}), 0);
+// `rocebench train` is a one-step plan: its record lands in the results folder after the run's,
+// bad input found by the rank still exits 2, and the old --out is refused naming --results.
+TEST(Train, CommandLineRunsAsAOneStepPlanIntoTheResultsFolder) {
+  const auto dir = rbtest::temp_dir("train-cli");
+  const std::string binary = ROCEBENCH_BINARY;
+  const std::vector<std::string> tiny_run = {binary, "train", "--model", "resnet20_cifar", "--batch", "2", "--iters", "2",
+                                             "--warmup", "0"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), tiny_run.begin(), tiny_run.end());
+    return more;
+  };
+  ASSERT_EQ(rbtest::run(with({"--results-dir", (dir / "ok").string()}), dir, "ok"), 0) << rbtest::slurp(dir / "ok.err");
+  EXPECT_NE(rbtest::slurp(dir / "ok.out").find("resnet20_cifar cpu fp32 batch 2: "), std::string::npos) << rbtest::slurp(dir / "ok.out");
+  const RecordFile f = read_records(dir / "ok" / "results.jsonl", &result_schema());
+  EXPECT_TRUE(f.issues.empty());
+  ASSERT_FALSE(f.records.empty());
+  EXPECT_EQ(f.records[0]["kind"], "run");
+  std::vector<json> results;
+  for (const auto& r : f.records)
+    if (r["kind"] == "result") results.push_back(r);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["step"], "models.train");
+  EXPECT_EQ(results[0]["world"], 1);
+  EXPECT_EQ(results[0]["status"], "ok");
+  EXPECT_EQ(results[0]["samples"]["n"], 2);
+
+  EXPECT_EQ(rbtest::run({binary, "train", "--model", "nope", "--results-dir", (dir / "bad").string()}, dir, "bad"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "bad.err").find("unknown model 'nope'"), std::string::npos) << rbtest::slurp(dir / "bad.err");
+  EXPECT_EQ(rbtest::run(with({"--out", (dir / "r.jsonl").string()}), dir, "out"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "out.err").find("rocebench train: '--out' is now '--results'"), std::string::npos)
+      << rbtest::slurp(dir / "out.err");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.jsonl"));
+  EXPECT_EQ(subcommands().at(0).main({"--list"}), 0);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ struct TrainConfig {
   int loader_threads = 4;
   int prefetch = 2;
   bool profile = false;  // time every layer of the timed steps; the table goes to standard error
-  int device = 0;        // gpu engine: GPU index (modulo the GPUs present); plan steps use the local rank
+  int device = 0;        // gpu engine: GPU index (modulo the GPUs present); a step adds each rank's local rank
   std::string timeline{};  // replay engine: a shipped timeline's name or a results file (timeline.hpp)
 };
 
