@@ -42,25 +42,26 @@ ArgParser& ArgParser::option(const std::string& name, std::string* target, const
 
 ArgParser& ArgParser::option(const std::string& name, int* target, const std::string& help, const std::string& metavar) {
   options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<int>(name, v); }});
-  options_.back().numeric = true;
+  options_.back().numbers = [name](const std::string& v) { return std::vector<double>{parse_number<double>(name, v)}; };
   return *this;
 }
 
 ArgParser& ArgParser::option(const std::string& name, double* target, const std::string& help,
                              const std::string& metavar) {
   options_.push_back({name, metavar, help, true, [name, target](const std::string& v) { *target = parse_number<double>(name, v); }});
-  options_.back().numeric = true;
+  options_.back().numbers = [name](const std::string& v) { return std::vector<double>{parse_number<double>(name, v)}; };
   return *this;
 }
 
 ArgParser& ArgParser::range(double min, double max) {
-  if (options_.empty() || !options_.back().numeric) throw std::logic_error("ArgParser::range follows a number option");
+  if (options_.empty() || !options_.back().numbers) throw std::logic_error("ArgParser::range follows a number option");
   options_.back().min = min;
   options_.back().max = max;
   return *this;
 }
 
-ArgParser& ArgParser::range(const nlohmann::json& schema) {
+ArgParser& ArgParser::range(const nlohmann::json& schema, Numbers numbers) {
+  if (numbers && !options_.empty()) options_.back().numbers = std::move(numbers);
   range(schema.value("minimum", schema.value("exclusiveMinimum", -std::numeric_limits<double>::infinity())),
         schema.value("maximum", schema.value("exclusiveMaximum", std::numeric_limits<double>::infinity())));
   options_.back().min_open = schema.contains("exclusiveMinimum");
@@ -73,7 +74,11 @@ bool ArgParser::Option::admits(double x) const {
 }
 
 std::string ArgParser::Option::interval() const {
-  return fmt::format("{}{}, {}{}", min_open ? "(" : "[", min, max, max_open ? ")" : "]");
+  const bool low = std::isfinite(min), high = std::isfinite(max);
+  if (low && high) return fmt::format("{}{}, {}{}", min_open ? "(" : "[", min, max, max_open ? ")" : "]");
+  if (low) return fmt::format("{} {}", min_open ? ">" : ">=", min);
+  if (high) return fmt::format("{} {}", max_open ? "<" : "<=", max);
+  return "";
 }
 
 ArgParser& ArgParser::option(const std::string& name, std::vector<std::string>* target, const std::string& help,
@@ -136,15 +141,18 @@ bool ArgParser::parse(const Args& args) {
       } else if (eq != std::string::npos) {
         fail(name + " takes no value");
       }
+      std::vector<double> numbers;
       try {
         it->set(value);
-        if (it->numeric) {
-          if (!it->admits(parse_number<double>(name, value))) {
-            throw UsageError(fmt::format("{}: {} is not in {}", name, value, it->interval()));
-          }
-        }
+        if (it->numbers) numbers = it->numbers(value);
       } catch (const UsageError& e) {
         fail(e.what());
+      }
+      for (const double x : numbers) {
+        // One line, without the usage: the range is all the user needs to see.
+        if (!it->admits(x)) {
+          throw UsageError(fmt::format("{}: {}: {} is out of range {}", program_, name, printable_excerpt(value), it->interval()));
+        }
       }
       continue;
     }
@@ -169,9 +177,9 @@ std::string ArgParser::usage() const {
   if (has_rest_) out += fmt::format("  {:<24} {}\n", rest_.name, rest_.help);
   out += "\noptions:\n";
   for (const auto& o : options_) {
-    const bool bounded = std::isfinite(o.min) || std::isfinite(o.max);
+    const std::string range = o.interval();
     out += fmt::format("  {:<24} {}{}\n", o.takes_value ? o.name + " " + o.metavar : o.name, o.help,
-                       bounded ? " " + o.interval() : "");
+                       range.empty() ? "" : " " + range);
   }
   out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help and exit");
   return out;

@@ -55,11 +55,11 @@ TEST(ArgParser, NumbersOutsideTheirRangeAreRefusedNamingTheFlagAndTheRange) {
     }
     return "accepted";
   };
-  EXPECT_EQ(error_of({"--ranks", "0"}), "rocebench run: --ranks: 0 is not in [1, 4096]");
-  EXPECT_EQ(error_of({"--ranks", "-1"}), "rocebench run: --ranks: -1 is not in [1, 4096]");
-  EXPECT_EQ(error_of({"--ranks", "99999"}), "rocebench run: --ranks: 99999 is not in [1, 4096]");
-  EXPECT_EQ(error_of({"--deadline", "0"}), "rocebench run: --deadline: 0 is not in (0, 86400]");
-  EXPECT_EQ(error_of({"--deadline", "-1"}), "rocebench run: --deadline: -1 is not in (0, 86400]");
+  EXPECT_EQ(error_of({"--ranks", "0"}), "rocebench run: --ranks: 0 is out of range [1, 4096]");
+  EXPECT_EQ(error_of({"--ranks", "-1"}), "rocebench run: --ranks: -1 is out of range [1, 4096]");
+  EXPECT_EQ(error_of({"--ranks", "99999"}), "rocebench run: --ranks: 99999 is out of range [1, 4096]");
+  EXPECT_EQ(error_of({"--deadline", "0"}), "rocebench run: --deadline: 0 is out of range (0, 86400]");
+  EXPECT_EQ(error_of({"--deadline", "-1"}), "rocebench run: --deadline: -1 is out of range (0, 86400]");
   EXPECT_EQ(error_of({"--deadline", "nan"}), "rocebench run: --deadline: 'nan' is not a valid number");
   EXPECT_EQ(error_of({"--deadline", "inf"}), "rocebench run: --deadline: 'inf' is not a valid number");
   EXPECT_EQ(error_of({"--ranks", "1", "--deadline", "86400", "--ranks=4096", "--deadline", "0.001"}), "accepted");
@@ -68,6 +68,27 @@ TEST(ArgParser, NumbersOutsideTheirRangeAreRefusedNamingTheFlagAndTheRange) {
   EXPECT_NE(p.usage().find("--ranks N"), std::string::npos);
   EXPECT_NE(p.usage().find("ranks [1, 4096]"), std::string::npos) << p.usage();
   EXPECT_NE(p.usage().find("s (0, 86400]"), std::string::npos) << p.usage();
+}
+
+TEST(ArgParser, OneSidedRangesAreRefusedInOneLineAndShownInTheUsage) {
+  double rate = 1, loss = 0;
+  ArgParser p("rocebench x", "does x");
+  p.option("--rate", &rate, "Gbit/s").range(nlohmann::json{{"exclusiveMinimum", 0}});
+  p.option("--loss", &loss, "fraction").range(nlohmann::json{{"maximum", 0.5}});
+  auto error_of = [&](const Args& args) -> std::string {
+    try {
+      p.parse(args);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  // The whole message: the range says what the usage would, so the usage does not follow.
+  EXPECT_EQ(error_of({"--rate", "0"}), "rocebench x: --rate: 0 is out of range > 0");
+  EXPECT_EQ(error_of({"--loss", "0.6"}), "rocebench x: --loss: 0.6 is out of range <= 0.5");
+  EXPECT_EQ(error_of({"--rate", "1e9", "--loss", "-3"}), "accepted");
+  EXPECT_NE(p.usage().find("Gbit/s > 0\n"), std::string::npos) << p.usage();
+  EXPECT_NE(p.usage().find("fraction <= 0.5\n"), std::string::npos) << p.usage();
 }
 
 TEST(ArgParser, ByteSizes) {

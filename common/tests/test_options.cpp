@@ -67,16 +67,20 @@ TEST(Options, UsageShowsDefaultAndRange) {
   ArgParser p("prog", "a test");
   OptionFlags flags(table(), p);
   const std::string usage = p.usage();
-  EXPECT_NE(usage.find("microseconds a wait polls (default 50; [0, 10000])"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("microseconds a wait polls (default 50) [0, 10000]\n"), std::string::npos) << usage;
   EXPECT_NE(usage.find("--chunk SIZE"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("pipelining chunk (default 1048576) >= 64\n"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("rank counts >= 1\n"), std::string::npos) << usage;
   EXPECT_NE(usage.find("ring | ps (default ring; ring | ps)"), std::string::npos) << usage;
 }
 
 TEST(Options, OutOfRangeNamesTheFlagOrTheField) {
-  EXPECT_NE(usage_error({"--spin-us", "-4"}).find("prog: --spin-us: -4 is not in [0, 10000]"), std::string::npos)
+  EXPECT_NE(usage_error({"--spin-us", "-4"}).find("prog: --spin-us: -4 is out of range [0, 10000]"), std::string::npos)
       << usage_error({"--spin-us", "-4"});
-  EXPECT_NE(usage_error({"--chunk", "1"}).find("prog: --chunk: 1 must be >= 64"), std::string::npos)
-      << usage_error({"--chunk", "1"});
+  // The parser's range check, one line: the flag, what was typed, the range.
+  EXPECT_EQ(usage_error({"--chunk", "1"}), "prog: --chunk: 1 is out of range >= 64");
+  EXPECT_EQ(usage_error({"--chunk", "64K", "--iters", "0"}), "prog: --iters: 0 is out of range >= 1");
+  EXPECT_EQ(usage_error({"--world-sizes", "2,0,4"}), "prog: --world-sizes: 2,0,4 is out of range >= 1");
   EXPECT_NE(usage_error({"--algorithm", "tree"}).find("prog: --algorithm \"tree\": must be one of"), std::string::npos)
       << usage_error({"--algorithm", "tree"});
   EXPECT_NE(usage_error({"--spin-us", "lots"}).find("--spin-us: 'lots' is not a valid number"), std::string::npos);

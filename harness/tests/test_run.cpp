@@ -185,12 +185,12 @@ TEST(RunCommand, NumbersOutOfRangeAreRefusedBeforeAnythingStarts) {
   // Each flag takes the range its plan field declares (plan.schema.json); nothing starts, nothing is written.
   const path dir = rbtest::temp_dir("ranges");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
-      {{"--ranks", "0"}, "--ranks: 0 is not in [1, 4096]"},
-      {{"--ranks", "99999"}, "--ranks: 99999 is not in [1, 4096]"},
-      {{"--ranks-per-host", "100000"}, "--ranks-per-host: 100000 is not in [1, 1024]"},
-      {{"--deadline", "-1"}, "--deadline: -1 is not in (0, 86400]"},
+      {{"--ranks", "0"}, "--ranks: 0 is out of range [1, 4096]"},
+      {{"--ranks", "99999"}, "--ranks: 99999 is out of range [1, 4096]"},
+      {{"--ranks-per-host", "100000"}, "--ranks-per-host: 100000 is out of range [1, 1024]"},
+      {{"--deadline", "-1"}, "--deadline: -1 is out of range (0, 86400]"},
       {{"--deadline", "nan"}, "--deadline: 'nan' is not a valid number"},
-      {{"--timeout", "0"}, "--timeout: 0 is not in (0, 604800]"}};
+      {{"--timeout", "0"}, "--timeout: 0 is out of range (0, 604800]"}};
   for (const auto& [flags, error] : cases) {
     std::vector<std::string> argv{kBinary, "run", "--results", (dir / "out").string()};
     argv.insert(argv.end(), flags.begin(), flags.end());

@@ -96,7 +96,7 @@ TEST(ProbeCli, BadUsageExits2) {
   for (const auto& [flag, value, range] : {std::tuple{"--port", "99999", "[0, 65535]"}, std::tuple{"--iters", "0", "[1, 1000000000]"},
                                            std::tuple{"--duration", "-3", "[0.001, 86400]"}, std::tuple{"--tx-depth", "0", "[1, 16384]"}}) {
     EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "bw", "--server", flag, value}, dir, "h", {}, 10), 2) << flag;
-    EXPECT_NE(rbtest::slurp(dir / "h.err").find(fmt::format("{}: {} is not in {}", flag, value, range)), std::string::npos)
+    EXPECT_NE(rbtest::slurp(dir / "h.err").find(fmt::format("{}: {} is out of range {}", flag, value, range)), std::string::npos)
         << rbtest::slurp(dir / "h.err");
   }
   rbtest::fs::remove_all(dir);

@@ -39,11 +39,17 @@ class ArgParser {
                     const std::string& metavar = "X");
   ArgParser& option(const std::string& name, std::vector<std::string>* target, const std::string& help,
                     const std::string& metavar = "VALUE");  // repeatable
-  // The range the number option added last must lie in, checked as it is parsed; the usage shows it.
-  // Both ends are allowed, or as a JSON schema says (minimum, exclusiveMinimum, maximum,
-  // exclusiveMaximum): a flag that sets a plan field takes the field's range. Numbers are always finite.
+  // The numbers a value holds: one, or each item of a list ("1,2,4"). Throws UsageError for a value
+  // that is not one.
+  using Numbers = std::function<std::vector<double>(const std::string&)>;
+  // The range the number option added last must lie in, checked as it is parsed; the usage shows it,
+  // and a value outside it is refused in one line naming the flag, the value and the range
+  // ("--chunk: 1 is out of range >= 64"). Both ends are allowed, or as a JSON schema says (minimum,
+  // exclusiveMinimum, maximum, exclusiveMaximum; one end may be missing): a flag that sets a plan
+  // field takes the field's range. A text option says how its value reads as numbers (`numbers`: a
+  // size "64K", a list). Numbers are always finite.
   ArgParser& range(double min, double max);
-  ArgParser& range(const nlohmann::json& schema);
+  ArgParser& range(const nlohmann::json& schema, Numbers numbers = {});
   ArgParser& flag(const std::string& name, bool* target, const std::string& help);
   // An old spelling, refused with a hint naming the new one ("'--out' is now '--results'").
   ArgParser& renamed(const std::string& old_name, const std::string& new_name);
@@ -61,11 +67,11 @@ class ArgParser {
     std::string name, metavar, help;
     bool takes_value;
     std::function<void(const std::string&)> set;
-    bool numeric = false;
+    Numbers numbers = {};  // empty: not a number, range() does not apply
     double min = -std::numeric_limits<double>::infinity(), max = std::numeric_limits<double>::infinity();
     bool min_open = false, max_open = false;  // the end itself is out of range
     bool admits(double x) const;
-    std::string interval() const;  // "[1, 4096]", "(0, 86400]"
+    std::string interval() const;  // "[1, 4096]", "(0, 86400]", ">= 64"; "" when unbounded
   };
   struct Positional {
     std::string name, help;

@@ -82,10 +82,10 @@ class OptionFlags {
  public:
   // Adds a flag for each declared option that has one and is not of `drop_family`.
   OptionFlags(const OptionTable& table, ArgParser& parser, const std::string& drop_family = "");
+  // The parser refuses a number outside the declared range as it reads the flag (ArgParser::range).
   // After ArgParser::parse: the params the flags say: each flag given, and each other option's
-  // default (with_defaults) when it has one. A number out of its range throws UsageError naming
-  // `program`, the flag, what was typed and the range ("--iters: 0 is not in [1, 1000000000]"); any
-  // other value the table's schema refuses, the flag and the schema's complaint.
+  // default (with_defaults) when it has one. A value the table's schema refuses throws UsageError
+  // naming `program`, the flag, the value and the schema's complaint.
   nlohmann::json params(const std::string& program, bool with_defaults = true) const;
   bool given(const std::string& key) const;
   std::string text(const std::string& key) const;  // as typed ("" if not given)
