@@ -12,7 +12,7 @@ namespace rocebench::collectives {
 
 namespace {
 
-// The step's transport over the first k ranks: tcp (default) or verbs. Throws transport::Unavailable on
+// The step's transport over the first k ranks: tcp (default) or verbs. Throws Unavailable on
 // every one of them when a rank has no RDMA device: the step then records a skip, never falls back.
 std::unique_ptr<transport::Transport> connect_mesh(StepContext& ctx, int k, std::size_t index) {
   const OptionTable& o = transport_options();
@@ -98,7 +98,7 @@ void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const 
       std::unique_ptr<transport::Transport> transport;
       try {
         transport = connect_mesh(ctx, k, i);
-      } catch (const transport::Unavailable& e) {
+      } catch (const Unavailable& e) {
         record_unavailable(ctx, k, e.what());
       }
       if (transport) body(*transport);

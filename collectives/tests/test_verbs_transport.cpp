@@ -47,7 +47,7 @@ TEST(VerbsTransport, NoDeviceMakesEveryRankSkipNamingTheHost) {
     rbtest::LocalRendezvous::Rank rdv(shared, r);
     try {
       verbs::connect_mesh(rdv, r, 3, "127.0.0.1", "host" + std::to_string(r), verbs::RingOptions{}, Deadline(10s));
-    } catch (const transport::Unavailable& e) {
+    } catch (const Unavailable& e) {
       reasons[r] = e.what();
     }
   });

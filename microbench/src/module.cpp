@@ -13,7 +13,6 @@
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/microbench/allpairs.hpp"
 #include "rocebench/microbench/probe.hpp"
-#include "rocebench/transport/transport.hpp"
 
 namespace rocebench::microbench {
 
@@ -73,7 +72,7 @@ int probe_main(const Args& args) {
       } else {
         probe = connect_probe(spec, client, port);
       }
-    } catch (const transport::Unavailable& e) {
+    } catch (const Unavailable& e) {
       emit(skip_record(spec.driver.step, spec_params(spec), e.what()));
       std::cout << fmt::format("skip: {}\n", e.what());
       return kExitOk;
@@ -111,7 +110,7 @@ void run_probe_step(StepContext& ctx) {
       std::unique_ptr<ProbeServer> listener;
       try {
         listener = listen_probe(spec, ctx.address, 0);
-      } catch (const transport::Unavailable&) {
+      } catch (const Unavailable&) {
         ctx.rendezvous->set(key, "skip");  // the partner records nothing and moves on
         throw;
       }
@@ -133,7 +132,7 @@ void run_probe_step(StepContext& ctx) {
         ctx.record(std::move(r));
       });
     }
-  } catch (const transport::Unavailable& e) {
+  } catch (const Unavailable& e) {
     ctx.record(skip_record(ctx.step, spec_params(spec), e.what()));
   }
 }

@@ -28,7 +28,6 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/microbench/counters.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
-#include "rocebench/transport/transport.hpp"
 #include "rocebench/transport/verbs/device.hpp"
 #include "rocebench/transport/verbs/rc.hpp"
 #include "gpu_buffer.hpp"
@@ -42,12 +41,12 @@ constexpr char kLast = 'L';
 constexpr std::uint32_t kMaxInline = 220;  // what perftest asks for; retried with 0 if refused
 constexpr int kMaxRdAtomic = 16;
 
-// The device the options name (or the first); transport::Unavailable when this host has none.
+// The device the options name (or the first); Unavailable when this host has none.
 std::string pick_device(const VerbsProbeOptions& o) {
   const std::string name = verbs::choose_device(o.device);
-  if (name.empty()) throw transport::Unavailable("no RDMA device on this host (ibv_get_device_list found none)");
+  if (name.empty()) throw Unavailable("no RDMA device on this host (ibv_get_device_list found none)");
   if (o.gpu >= 0) {
-    if (auto why = gpu_buffer_unavailable(o.gpu)) throw transport::Unavailable(*why);
+    if (auto why = gpu_buffer_unavailable(o.gpu)) throw Unavailable(*why);
   }
   return name;
 }

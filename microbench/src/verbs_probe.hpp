@@ -8,7 +8,7 @@
 namespace rocebench::microbench {
 
 json verbs_params(const ProbeSpec& spec);
-// Both throw transport::Unavailable when this host has no RDMA device, InputError for an unknown
+// Both throw Unavailable when this host has no RDMA device, InputError for an unknown
 // device, port or GID index (listing what exists).
 std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::string& address, int port);
 std::unique_ptr<Probe> verbs_connect(const ProbeSpec& spec, const std::string& host, int port);

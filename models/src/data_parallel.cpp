@@ -372,7 +372,7 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
                          {.batch = c.train.batch, .precision = parse_precision(c.train.precision), .seed = c.train.seed,
                           .plain_layout = c.train.layout == "plain", .profile = c.train.engine != "replay",
                           .device = ctx.local_rank, .timeline = c.train.timeline});
-  } catch (const EngineUnavailable& e) {
+  } catch (const Unavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();
     if (t.rank() == 0) rc.record(r);

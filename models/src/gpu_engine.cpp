@@ -732,11 +732,11 @@ class GpuEngine final : public Engine {
 std::unique_ptr<Engine> make_gpu_engine(const Graph& graph, const EngineOptions& options) {
   int devices = 0;
   const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) throw EngineUnavailable(fmt::format("engine gpu: no GPU ({})", cudaGetErrorString(err)));
-  if (devices == 0) throw EngineUnavailable("engine gpu: no GPU (CUDA sees no devices)");
+  if (err != cudaSuccess) throw Unavailable(fmt::format("engine gpu: no GPU ({})", cudaGetErrorString(err)));
+  if (devices == 0) throw Unavailable("engine gpu: no GPU (CUDA sees no devices)");
   // The engine works on the calling thread's current device: a rank takes its own GPU.
   if (cudaSetDevice(options.device % devices) != cudaSuccess)
-    throw EngineUnavailable(fmt::format("engine gpu: cannot use GPU {} of {}", options.device % devices, devices));
+    throw Unavailable(fmt::format("engine gpu: cannot use GPU {} of {}", options.device % devices, devices));
   return std::make_unique<gpu::GpuEngine>(graph, options);
 }
 

@@ -126,7 +126,7 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
     engine = make_engine(c.engine, graph, {.batch = c.batch, .precision = parse_precision(c.precision), .seed = c.seed,
                                             .plain_layout = c.layout == "plain", .profile = c.profile,
                                             .device = c.device, .timeline = c.timeline});
-  } catch (const EngineUnavailable& e) {
+  } catch (const Unavailable& e) {
     r.status = Status::skip;
     r.reason = e.what();
     return r;

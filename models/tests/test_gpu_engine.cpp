@@ -21,7 +21,7 @@ namespace {
   std::unique_ptr<Engine> var;                               \
   try {                                                      \
     var = make_gpu_engine(graph, __VA_ARGS__);               \
-  } catch (const EngineUnavailable& e) {                     \
+  } catch (const Unavailable& e) {                           \
     GTEST_SKIP() << e.what();                                \
   }
 
@@ -244,7 +244,7 @@ TEST(GpuEngine, ABatchThatDoesNotFitIsAnInputErrorNamingIt) {
   try {
     auto engine = make_gpu_engine(g, {.batch = 1'000'000, .precision = Precision::bf16});
     ADD_FAILURE() << "a million ResNet-50 images fit";
-  } catch (const EngineUnavailable& e) {
+  } catch (const Unavailable& e) {
     GTEST_SKIP() << e.what();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("batch 1000000 of resnet50 does not fit on the GPU"), std::string::npos)

@@ -355,7 +355,7 @@ TEST(GpuEngine, WithoutAGpuTheEngineIsUnavailableWithTheReason) {
   try {
     auto engine = make_engine("gpu", g, {.batch = 2});
     GTEST_SKIP() << "a GPU is here: models_gpu_tests covers the engine";
-  } catch (const EngineUnavailable& e) {
+  } catch (const Unavailable& e) {
     EXPECT_EQ(std::string(e.what()).rfind("engine gpu: ", 0), 0u) << e.what();
   }
 }

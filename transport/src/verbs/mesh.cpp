@@ -135,7 +135,7 @@ class VerbsTransport final : public transport::Transport {
   // Set up by connect_mesh.
   void open(const std::string& address, const std::string& host) {
     context_ = open_device(options_.device);
-    if (!context_) throw transport::Unavailable(fmt::format("no RDMA device on host {} (ibv_get_device_list found none)", host));
+    if (!context_) throw Unavailable(fmt::format("no RDMA device on host {} (ibv_get_device_list found none)", host));
     device_ = ::ibv_get_device_name(context_->device);
     check_device_port(options_.root, device_, options_.ib_port);
     gid_index_ = choose_gid(read_gids(options_.root, device_, options_.ib_port), options_.gid_index,
@@ -466,7 +466,7 @@ std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int r
   // Every rank publishes either its attributes or why it has none, so all ranks skip together.
   try {
     mesh->open(address, host);
-  } catch (const transport::Unavailable& e) {
+  } catch (const Unavailable& e) {
     rendezvous.set(key("qp", rank), std::string("skip ") + e.what());
     throw;
   }
@@ -474,7 +474,7 @@ std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int r
   std::vector<VerbsRankInfo> all(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
     const std::string text = rendezvous.get(key("qp", r), timeout());
-    if (text.rfind("skip ", 0) == 0) throw transport::Unavailable(fmt::format("rank {}: {}", r, text.substr(5)));
+    if (text.rfind("skip ", 0) == 0) throw Unavailable(fmt::format("rank {}: {}", r, text.substr(5)));
     if (r != rank) all[r] = decode_rank_info(text, r, world);
   }
   mesh->connect(all);

@@ -41,6 +41,14 @@ class DeadlineExceeded : public InfraError {
   using InfraError::InfraError;
 };
 
+// A device or library the step needs is missing here (no RDMA device, no GPU, built without CUDA):
+// not an exit code but a skip. Whoever runs the step records `status: "skip"` with this reason; it
+// never falls back to something else or pretends.
+class Unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // "file:line: field 'x': message", leaving out the parts that are unknown (line 0, empty field).
 std::string located_message(const std::string& file, int line, const std::string& field, const std::string& message);
 

@@ -33,7 +33,7 @@ class ProbeServer {
   virtual std::unique_ptr<Probe> accept() = 0;  // one client, within the spec's wait
 };
 
-// Both throw transport::Unavailable when this host cannot run the probe at all (no RDMA device): a
+// Both throw Unavailable when this host cannot run the probe at all (no RDMA device): a
 // skip, with the reason.
 std::unique_ptr<ProbeServer> listen_probe(const ProbeSpec& spec, const std::string& address, int port);
 std::unique_ptr<Probe> connect_probe(const ProbeSpec& spec, const std::string& host, int port);

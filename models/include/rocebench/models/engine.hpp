@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,12 +53,6 @@ struct GradientReady {
 };
 using GradientCallback = std::function<void(const GradientReady&)>;
 
-// The engine cannot run here (no GPU, not built with cuDNN): the step records `skip` with why.
-class EngineUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -95,7 +88,7 @@ std::vector<std::string> engine_names();
 // Bytes an engine will allocate for `graph` at `batch` (parameters ×3 for weights, gradients and
 // momentum; every activation and its gradient; one scratch activation).
 std::int64_t bytes_needed(const Graph& graph, int batch);
-// Throws InputError for an unknown engine or precision, EngineUnavailable when it cannot run here.
+// Throws InputError for an unknown engine or precision, Unavailable (errors.hpp) when it cannot run here.
 std::unique_ptr<Engine> make_engine(const std::string& name, const Graph& graph, const EngineOptions& options);
 
 std::unique_ptr<Engine> make_cpu_engine(const Graph& graph, const EngineOptions& options);

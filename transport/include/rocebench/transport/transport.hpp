@@ -6,22 +6,15 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rocebench/common/record.hpp"
 
 namespace rocebench::transport {
 
 using Request = std::uint64_t;
-
-// Thrown when this host cannot take part at all (no RDMA device, no GPU for the buffers): a skip with
-// the reason, never a fallback to another transport.
-class Unavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class Transport {
  public:
