@@ -398,7 +398,7 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   EXPECT_NE(rbtest::slurp(dir / "c.err").find("field 'world_sizes': 4 ranks asked for, but the run has 2"), std::string::npos)
       << rbtest::slurp(dir / "c.err");
   EXPECT_EQ(rbtest::run(with({"--world-sizes", "2", "--bucket-mb", "-1", "--results-dir", (dir / "d").string()}), dir, "d"), 2);
-  EXPECT_NE(rbtest::slurp(dir / "d.err").find("rocebench train: --bucket-mb: -1 is not in [0, 4096]"), std::string::npos) << rbtest::slurp(dir / "d.err");
+  EXPECT_NE(rbtest::slurp(dir / "d.err").find("rocebench train: --bucket-mb: -1 is out of range [0, 4096]"), std::string::npos) << rbtest::slurp(dir / "d.err");
   EXPECT_EQ(rbtest::run({kBinary, "train", "--model", "resnet50", "--engine", "replay", "--timeline", timeline, "--world-sizes",
                          "1,2", "--results-dir", (dir / "e").string()}, dir, "e"), 2);
   EXPECT_NE(rbtest::slurp(dir / "e.err").find("field 'params.model': the timeline is of model 'resnet20_cifar', not 'resnet50'"),

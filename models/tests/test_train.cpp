@@ -160,9 +160,9 @@ TEST(Train, FlagsTakeThePlanFieldsRangesAndTheOtherStepsFlagsAreRefused) {
     EXPECT_EQ(rc, 2) << err;
     return err.substr(0, err.find('\n'));
   };
-  EXPECT_EQ(error_of({"--iters", "0"}), "rocebench train: --iters: 0 is not in [1, 100000]");
-  EXPECT_EQ(error_of({"--prefetch", "1"}), "rocebench train: --prefetch: 1 is not in [2, 1024]");
-  EXPECT_EQ(error_of({"--world-sizes", "2", "--first-bucket-mb", "0"}), "rocebench train: --first-bucket-mb: 0 is not in (0, 4096]");
+  EXPECT_EQ(error_of({"--iters", "0"}), "rocebench train: --iters: 0 is out of range [1, 100000]");
+  EXPECT_EQ(error_of({"--prefetch", "1"}), "rocebench train: --prefetch: 1 is out of range [2, 1024]");
+  EXPECT_EQ(error_of({"--world-sizes", "2", "--first-bucket-mb", "0"}), "rocebench train: --first-bucket-mb: 0 is out of range (0, 4096]");
   EXPECT_EQ(error_of({"--sync", "ps"}), "rocebench train: --sync is for data-parallel training: it needs --world-sizes");
   EXPECT_EQ(error_of({"--spin-us", "0"}), "rocebench train: --spin-us is for data-parallel training: it needs --world-sizes");
   EXPECT_EQ(error_of({"--world-sizes", "2", "--data", "d"}), "rocebench train: --data is models.train's: not with --world-sizes");
