@@ -205,7 +205,8 @@ bool read_samples(Scanner& s, ResultView& r) {
     double v = 0;
     bool integral = false;
     if (key == "n") {
-      if (!once(1) || !s.number(v, integral) || !integral || v < 0) return false;
+      // Beyond 2^53 a double holds no exact count, and beyond 2^64 the conversion is undefined (fuzz_records).
+      if (!once(1) || !s.number(v, integral) || !integral || v < 0 || v > 0x1p53) return false;
       spread.n = static_cast<std::size_t>(v);
       return true;
     }

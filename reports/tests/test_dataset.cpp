@@ -176,7 +176,8 @@ TEST(RecordScan, ReadsWhatTheGeneralPathReadsOrDeclines) {
   const std::vector<std::string> general = {
       with("\"host\":\"node01\"", "\"host\":\"node\\\"01\""), with("\"rank\":0", "\"rank\":0.0"),
       with("\"world\":4", "\"world\":4e0"), "\xEF\xBB\xBF" + good, with("\"host\":\"node01\"", "\"host\":\"n\\u00f6de\""),
-      with("\"metrics\":{", "\"metrics\":{\"busbw_GBps\":1,")};  // a repeated key: the general parser keeps the last
+      with("\"metrics\":{", "\"metrics\":{\"busbw_GBps\":1,"),  // a repeated key: the general parser keeps the last
+      with("\"n\":5", "\"n\":19" + std::string(121, '0'))};  // a count no size_t holds (UBSan, found by fuzz_records)
   // Lines that are not valid JSON records, which the fast reader must never accept.
   const std::vector<std::string> broken = {
       with("\"rank\":0", "\"rank\":01"),      with("\"world\":4", "\"world\":4."),
