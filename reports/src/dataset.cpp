@@ -65,7 +65,10 @@ struct Line {
 
 Spread read_spread(const json& samples) {
   Spread s;
-  if (auto it = samples.find("n"); it != samples.end() && it->is_number()) s.n = it->get<std::size_t>();
+  if (auto it = samples.find("n"); it != samples.end() && it->is_number()) {
+    // 5.0 counts as 5; beyond 2^53 a double holds no exact count, and beyond 2^64 the conversion is undefined.
+    if (const double n = it->get<double>(); n >= 0 && n <= 0x1p53) s.n = static_cast<std::size_t>(n);
+  }
   if (auto it = samples.find("median"); it != samples.end() && it->is_number()) s.median = it->get<double>();
   if (auto it = samples.find("median_ci95"); it != samples.end() && it->is_array() && it->size() == 2 &&
                                              (*it)[0].is_number() && (*it)[1].is_number()) {

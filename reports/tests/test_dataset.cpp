@@ -61,6 +61,20 @@ TEST(Dataset, KeepsSampleSummaries) {
   EXPECT_EQ(s.n, 5u);
 }
 
+// A count written as a float is read when it is one, and one beyond any count is not (UBSan on the
+// general path, found by fuzz_records).
+TEST(Dataset, SampleCountsOutsideWhatACountHoldsAreNotRead) {
+  const auto dir = temp_dir();
+  json whole = collective("r", "allreduce", 4, 1024, 100, 8), huge = whole;
+  whole["samples"]["n"] = 5.0;
+  huge["samples"]["n"] = 1.9e122;
+  Dataset d;
+  d.load(write_records(dir / "r.jsonl", {whole, huge}));
+  ASSERT_EQ(d.results.size(), 2u);
+  EXPECT_EQ(d.results[0].samples.n, 5u);
+  EXPECT_EQ(d.results[1].samples.n, 0u);
+}
+
 // The fast check may only say "valid" where the schema agrees.
 TEST(FastCheck, NeverAcceptsWhatTheSchemaRejects) {
   std::vector<json> cases;
