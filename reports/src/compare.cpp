@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -56,10 +57,54 @@ bool inverse_of(const StepShape* shape, const std::string& metric, const std::st
   return m && m->inverse_of_sampled && !sampled.empty() && sampled == shape->sampled;
 }
 
+struct Machine {
+  std::string name;
+  std::int64_t cpus = 0;
+  std::vector<std::int64_t> ranks;
+};
+
+// The machines of each run (by run id), from its run record: one per host, except emulated hosts,
+// which are network namespaces of one machine.
+std::map<std::string, std::vector<Machine>> machines_of_runs(const Dataset& data) {
+  std::set<std::string> emulated;
+  for (const json& e : data.events) {
+    if (e.value("event", "") == "hosts.emulated" && e.contains("run") && e["run"].is_string()) emulated.insert(e["run"].get<std::string>());
+  }
+  std::map<std::string, std::vector<Machine>> out;
+  for (const json& r : data.runs) {
+    if (!r.contains("run") || !r["run"].is_string() || !r.contains("hosts") || !r["hosts"].is_array()) continue;
+    const std::string& run = r["run"].get_ref<const std::string&>();
+    auto& machines = out[run];
+    const bool one_machine = emulated.count(run) > 0;
+    for (const json& h : r["hosts"]) {
+      const json* cpu = h.is_object() && h.contains("cpu") ? &h["cpu"] : nullptr;
+      if (!cpu || !cpu->is_object() || !cpu->contains("cores") || !(*cpu)["cores"].is_number_integer()) continue;
+      if (machines.empty() || !one_machine) machines.push_back({h.value("hostname", "?"), (*cpu)["cores"].get<std::int64_t>(), {}});
+      if (one_machine) machines.front().name = "one machine (emulated hosts)";
+      if (!h.contains("ranks") || !h["ranks"].is_array()) continue;
+      for (const json& rank : h["ranks"]) {
+        if (rank.is_number_integer()) machines.back().ranks.push_back(rank.get<std::int64_t>());
+      }
+    }
+  }
+  return out;
+}
+
+// "4 ranks on 2 CPUs of host0" when a step of `world` ranks (ranks 0 .. world-1) put more ranks on a
+// machine than it has CPUs; empty otherwise.
+std::string cpus_shared(const std::vector<Machine>& machines, int world) {
+  for (const Machine& m : machines) {
+    const auto ranks = std::count_if(m.ranks.begin(), m.ranks.end(), [&](std::int64_t r) { return r >= 0 && r < world; });
+    if (m.cpus > 0 && ranks > m.cpus) return fmt::format("{} ranks on {} CPU{} of {}", ranks, m.cpus, m.cpus == 1 ? "" : "s", m.name);
+  }
+  return "";
+}
+
 }  // namespace
 
 EvidenceMap collect_evidence(const Dataset& data) {
   EvidenceMap out;
+  const auto machines = machines_of_runs(data);
   for (const auto& o : data.results) {
     if (o.status != Status::ok && o.status != Status::warn) continue;
     const std::string sampled = o.samples.of == kNoName ? "" : data.names.str(o.samples.of);
@@ -67,6 +112,10 @@ EvidenceMap collect_evidence(const Dataset& data) {
     for (const auto& [id, value] : o.metrics) {
       MetricKey key{data.names.str(o.step), data.params_of(o), o.world, data.names.str(id)};
       auto& [k, e] = out[key.id()];
+      if (e.cpus_shared.empty()) {
+        const auto run = machines.find(data.names.str(o.run));
+        if (run != machines.end()) e.cpus_shared = cpus_shared(run->second, o.world);
+      }
       if (e.values.empty()) k = std::move(key);
       e.values.push_back(value);
       const bool same = k.metric == sampled;
@@ -197,6 +246,10 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
         c.change = Change::unknown;
         c.noise = std::max(c.noise.value_or(0), history->second);
         c.significance = fmt::format("runs vary ±{:.0f}% here: rerun", history->second * 100);
+      } else if (history == options.run_noise.end() && !(en.cpus_shared.empty() && eb.cpus_shared.empty())) {
+        // Oversubscribed ranks run when the scheduler lets them, so two runs of one build can differ many times over.
+        c.change = Change::unknown;
+        c.significance = fmt::format("{}: rerun with a CPU per rank", en.cpus_shared.empty() ? eb.cpus_shared : en.cpus_shared);
       } else if (c.noise && *c.noise >= std::abs(c.effect)) {
         c.change = Change::unknown;
         c.significance = fmt::format("noise ±{:.0f}% > effect: rerun", *c.noise * 100);

@@ -107,6 +107,35 @@ TEST(Compare, MissingMetricFailsAndNewMetricIsListed) {
   EXPECT_FALSE(all_passed(vs));
 }
 
+// Ranks that outnumber their machine's CPUs run when the scheduler lets them: an A/A pair of the default
+// plan (4 ranks on 4 emulated hosts of a 2-CPU machine) differed 17x with disjoint intervals. That is
+// UNKNOWN, named, unless each rank had a CPU.
+TEST(Compare, RanksSharingCpusAreUnknownNotARegression) {
+  auto run = [](const std::string& id, double time_us, std::int64_t cpus, bool emulated) {
+    json hosts = run_record(id, "2026-12-02T14:00:00Z", {{"host0", 0}, {"host1", 0}});  // ranks 0,1 and 2,3
+    for (auto& h : hosts["hosts"]) h["cpu"]["cores"] = cpus;
+    std::vector<json> records{hosts, collective(id, "allreduce", 4, 1024, time_us, 8), collective(id, "allreduce", 2, 1024, time_us, 8)};
+    if (emulated) records.push_back(event_record(id, "hosts.emulated", "rank i ran in emulated host i", json::object()));
+    Dataset d;
+    d.load(write_records(temp_dir() / (id + ".jsonl"), records));
+    return collect_evidence(d);
+  };
+  auto time_at = [](const std::vector<Comparison>& cs, int world) {
+    for (const auto& c : cs) {
+      if (c.key.metric == "time_us" && c.key.world == world) return c;
+    }
+    throw std::runtime_error("no time_us");
+  };
+  const auto emulated = compare(run("a", 100, 2, true), run("b", 1700, 2, true), {});
+  EXPECT_EQ(time_at(emulated, 4).change, Change::unknown);
+  EXPECT_EQ(time_at(emulated, 4).significance, "4 ranks on 2 CPUs of one machine (emulated hosts): rerun with a CPU per rank");
+  EXPECT_EQ(time_at(emulated, 2).change, Change::regressed) << "2 ranks had 2 CPUs";
+  const auto own_machines = compare(run("a", 100, 2, false), run("b", 1700, 2, false), {});
+  EXPECT_EQ(time_at(own_machines, 4).change, Change::regressed) << "2 ranks on each 2-CPU host";
+  const auto one_cpu = compare(run("a", 100, 1, false), run("b", 1700, 1, false), {});
+  EXPECT_EQ(time_at(one_cpu, 2).significance, "2 ranks on 1 CPU of host0: rerun with a CPU per rank");
+}
+
 // A tool's output that did not say how many ranks ran is labelled so, never world=1 (#19).
 TEST(Compare, ASeriesOfUnknownRanksIsLabelledSo) {
   const MetricKey unknown{"collectives.allreduce", {{"bytes", 1024}, {"ranks", "unknown"}}, 1, "busbw_GBps"};

@@ -32,6 +32,9 @@ struct Evidence {
   std::vector<double> samples;  // raw samples of the metric, when records kept them
   std::optional<std::pair<double, double>> ci;  // 95% interval of the median, from a record's summary
   std::size_t n = 0;            // samples behind the values (a record without a summary counts 1)
+  // "4 ranks on 2 CPUs of host0": more of the step's ranks shared a machine than it has CPUs, so its
+  // times follow the scheduler more than what was measured; empty when each rank had a CPU.
+  std::string cpus_shared;
   double median() const;        // of `values`
 };
 
