@@ -1,5 +1,7 @@
 #include "metadata.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <map>
 #include <sstream>
 
@@ -83,6 +85,19 @@ json collect_rdma_info(const HostFs& host) {
 }  // namespace
 
 json build_info() { return {{"version", kRocebenchVersion}, {"git_revision", kRocebenchGitRevision}}; }
+
+std::optional<std::uint64_t> cpu_pressure_total_us(const HostFs& host) {
+  const auto text = host.read("/proc/pressure/cpu");
+  if (!text || text->rfind("some ", 0) != 0) return std::nullopt;
+  const auto at = text->find(" total=");
+  if (at == std::string::npos) return std::nullopt;
+  const char* first = text->data() + at + 7;
+  const char* last = text->data() + std::min(text->find('\n'), text->size());
+  std::uint64_t total = 0;
+  const auto [end, error] = std::from_chars(first, last, total);
+  if (error != std::errc() || end == first) return std::nullopt;
+  return total;
+}
 
 json collect_host_info(const std::string& hostname, const HostFs& host) {
   const auto kib = host.read_field("/proc/meminfo", "MemTotal");

@@ -1,5 +1,7 @@
 #pragma once
 // What the first record of a run says about each host: enough to tell later why two runs differ.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,10 @@ json collect_gpu_info();
 
 // Merges per-rank host infos into one entry per hostname, with the ranks on it.
 json merge_hosts(const std::vector<json>& per_rank);
+
+// Microseconds in which some task of the machine waited for a CPU since boot (/proc/pressure/cpu,
+// "some ... total="); nullopt where the kernel keeps no pressure stall information.
+std::optional<std::uint64_t> cpu_pressure_total_us(const HostFs& host = HostFs());
 
 // rocebench version and the git revision it was built from.
 json build_info();

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,11 +44,40 @@ std::chrono::milliseconds millis(double seconds) {
 
 // ---- the rank side -------------------------------------------------------------------------
 
+// Stamps each result record of a step with the share of the step's time, so far, in which some task
+// of this rank's machine waited for a CPU (`cpu_pressure_pct`), so that compare can tell a machine
+// that was busy from code that got slower. Nothing is stamped where the kernel keeps no such count.
+class PressureStamp final : public Recorder {
+ public:
+  explicit PressureStamp(Recorder& inner) : inner_(inner), start_(now()) {}
+  void emit(const json& record) override {
+    const auto end = now();
+    if (!start_ || !end || record.value("kind", "") != "result" || end->second <= start_->second) return inner_.emit(record);
+    const double wall_us = std::chrono::duration<double, std::micro>(end->second - start_->second).count();
+    const double waited_us = static_cast<double>(end->first - start_->first);
+    json stamped = record;
+    stamped["cpu_pressure_pct"] = std::round(std::clamp(100 * waited_us / wall_us, 0.0, 100.0) * 10) / 10;
+    inner_.emit(stamped);
+  }
+  void end_step() override { inner_.end_step(); }
+
+ private:
+  using Mark = std::pair<std::uint64_t, std::chrono::steady_clock::time_point>;
+  static std::optional<Mark> now() {
+    const auto total = cpu_pressure_total_us();
+    if (!total) return std::nullopt;
+    return Mark{*total, std::chrono::steady_clock::now()};
+  }
+  Recorder& inner_;
+  const std::optional<Mark> start_;
+};
+
 // Runs every step of the plan on this rank. Throws InfraError when the run cannot go on.
 void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, const std::string& host,
                StoreClient& client, double deadline_s, const fs::path& results_dir) {
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
+    PressureStamp recorder(client);
     StepContext ctx;
     ctx.run_id = run_id;
     ctx.step = step.kind->name;
@@ -59,7 +90,7 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
     ctx.params = step.params;
     ctx.deadline = millis(deadline_s);
     ctx.rendezvous = &client;
-    ctx.recorder = &client;
+    ctx.recorder = &recorder;
     ctx.results_dir = results_dir;
     try {
       step.kind->run(ctx);

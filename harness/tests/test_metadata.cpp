@@ -56,3 +56,15 @@ TEST(Metadata, AnEmptyTreeHasNoRdmaDeviceAndSaysWhere) {
   EXPECT_EQ(host["rdma"]["devices"], json::array());
   EXPECT_EQ(host["rdma"]["reason"], "no RDMA device: " + (root / "sys/class/infiniband").string() + " lists none");
 }
+
+TEST(Metadata, CpuPressureIsTheKernelsCountOfTimeSomeTaskWaitedForACpu) {
+  const fs::path root = rbtest::temp_dir("pressure");
+  EXPECT_EQ(cpu_pressure_total_us(HostFs(root)), std::nullopt) << "a kernel without pressure stall information";
+  rbtest::write_file(root / "proc/pressure/cpu", "some avg10=86.71 avg60=78.39 avg300=87.56 total=44969113208\n"
+                                                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  EXPECT_EQ(cpu_pressure_total_us(HostFs(root)), 44969113208u);
+  rbtest::write_file(root / "proc/pressure/cpu", "some avg10=1.00 total=\n");
+  EXPECT_EQ(cpu_pressure_total_us(HostFs(root)), std::nullopt);
+  rbtest::write_file(root / "proc/pressure/cpu", "full avg10=0.00 total=5\n");
+  EXPECT_EQ(cpu_pressure_total_us(HostFs(root)), std::nullopt) << "only 'some' counts a task waiting";
+}

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "launch.hpp"
+#include "metadata.hpp"
 #include "rocebench/common/errors.hpp"
 #include "process_util.hpp"
 #include "../../common/tests/setup_required.hpp"
@@ -164,6 +165,15 @@ TEST(RunCommand, EightLocalRanks) {
   const RecordFile f = checked_results(dir / "out" / "results.jsonl");
   EXPECT_EQ(f.records.front()["world"], 8);
   EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 8);
+  // Each result says how busy the machine's CPUs were during its step, where the kernel counts it.
+  if (cpu_pressure_total_us()) {
+    for (const json& r : f.records) {
+      if (r["kind"] != "result") continue;
+      ASSERT_TRUE(r.contains("cpu_pressure_pct")) << r.dump();
+      EXPECT_GE(r["cpu_pressure_pct"].get<double>(), 0);
+      EXPECT_LE(r["cpu_pressure_pct"].get<double>(), 100);
+    }
+  }
 }
 
 TEST(RunCommand, BadUsageExitsTwo) {

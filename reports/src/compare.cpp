@@ -117,6 +117,7 @@ EvidenceMap collect_evidence(const Dataset& data) {
         if (run != machines.end()) e.cpus_shared = cpus_shared(run->second, o.world);
       }
       if (e.values.empty()) k = std::move(key);
+      e.cpu_pressure_pct = std::max(e.cpu_pressure_pct, static_cast<double>(o.cpu_pressure_pct));
       e.values.push_back(value);
       const bool same = k.metric == sampled;
       if (!same && !inverse_of(shape, k.metric, sampled)) {
@@ -250,6 +251,11 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
         // Oversubscribed ranks run when the scheduler lets them, so two runs of one build can differ many times over.
         c.change = Change::unknown;
         c.significance = fmt::format("{}: rerun with a CPU per rank", en.cpus_shared.empty() ? eb.cpus_shared : en.cpus_shared);
+      } else if (history == options.run_noise.end() && std::max(eb.cpu_pressure_pct, en.cpu_pressure_pct) >= kCpuContendedPct) {
+        c.change = Change::unknown;
+        const bool in_new = en.cpu_pressure_pct >= eb.cpu_pressure_pct;
+        c.significance = fmt::format("CPU busy in {}: a task waited for a CPU {:.0f}% of the time: rerun on a quiet machine",
+                                     in_new ? "NEW" : "BASE", in_new ? en.cpu_pressure_pct : eb.cpu_pressure_pct);
       } else if (c.noise && *c.noise >= std::abs(c.effect)) {
         c.change = Change::unknown;
         c.significance = fmt::format("noise ±{:.0f}% > effect: rerun", *c.noise * 100);

@@ -108,6 +108,9 @@ ResultView view_of(const json& r, const std::string& params_text) {
     v.sampled = declared->get_ref<const std::string&>();
   }
   v.samples = read_spread(samples);
+  if (const auto pressure = r.find("cpu_pressure_pct"); pressure != r.end() && pressure->is_number()) {
+    v.cpu_pressure_pct = pressure->get<double>();
+  }
   return v;
 }
 
@@ -246,6 +249,7 @@ void Dataset::add(ResultView&& r, std::uint32_t file, int line) {
   o.metrics.reserve(r.metrics.size());
   for (const auto& [name, value] : r.metrics) o.metrics.emplace_back(names.id(name), value);
   o.samples = std::move(r.samples);
+  o.cpu_pressure_pct = static_cast<float>(r.cpu_pressure_pct);
   o.samples.of = r.sampled.empty() ? default_sampled(o.step, o.params) : names.id(r.sampled);
   results.push_back(std::move(o));
 }

@@ -242,7 +242,7 @@ bool scan_result(std::string_view line, ResultView& r) {
   std::string_view schema, kind, time, status;
   enum : unsigned {
     kSchema = 1, kRun = 2, kKind = 4, kTime = 8, kStep = 16, kHost = 32, kRank = 64, kWorld = 128, kParams = 256,
-    kMetrics = 512, kSamples = 1024, kStatus = 2048, kReason = 4096
+    kMetrics = 512, kSamples = 1024, kStatus = 2048, kReason = 4096, kPressure = 8192
   };
   unsigned seen = 0;
   // A repeated key is left to the general parser, which keeps the last one.
@@ -273,6 +273,10 @@ bool scan_result(std::string_view line, ResultView& r) {
       });
     }
     if (key == "samples") return once(kSamples) && read_samples(s, r);
+    if (key == "cpu_pressure_pct") {
+      bool integral = false;
+      return once(kPressure) && s.number(r.cpu_pressure_pct, integral) && r.cpu_pressure_pct >= 0 && r.cpu_pressure_pct <= 100;
+    }
     return s.skip_value();
   });
   constexpr unsigned kRequired = kSchema | kRun | kKind | kTime | kStep | kHost | kRank | kWorld | kParams | kMetrics |

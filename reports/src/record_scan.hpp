@@ -22,6 +22,7 @@ struct ResultView {
   std::vector<std::pair<std::string_view, double>> metrics;  // sorted by name, as a JSON object holds them
   std::string_view sampled;  // samples.metric, when the record names it
   Spread samples;
+  double cpu_pressure_pct = -1;  // -1: not recorded
 };
 
 // Fills `out` and returns true when `line` is a result record that surely meets the schema.

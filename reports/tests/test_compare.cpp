@@ -136,6 +136,28 @@ TEST(Compare, RanksSharingCpusAreUnknownNotARegression) {
   EXPECT_EQ(time_at(one_cpu, 2).significance, "2 ranks on 1 CPU of host0: rerun with a CPU per rank");
 }
 
+// A run measured while other work kept the machine's CPUs busy says as much about the machine as
+// about the code: an A/A pair of the default plan beside a build gave training 24% faster, disjoint.
+TEST(Compare, ARunOnABusyMachineIsUnknownNotARegression) {
+  auto run = [](const std::string& id, double time_us, double pressure_pct) {
+    json r = collective(id, "allreduce", 4, 1024, time_us, 8);
+    r["cpu_pressure_pct"] = pressure_pct;
+    Dataset d;
+    d.load(write_records(temp_dir() / (id + ".jsonl"), {r}));
+    return collect_evidence(d);
+  };
+  const auto busy = compare(run("a", 100, 3), run("b", 124, 85), {});
+  EXPECT_EQ(find(busy, "time_us").change, Change::unknown);
+  EXPECT_EQ(find(busy, "time_us").significance, "CPU busy in NEW: a task waited for a CPU 85% of the time: rerun on a quiet machine");
+  EXPECT_EQ(find(compare(run("a", 100, 85), run("b", 124, 3), {}), "time_us").significance,
+            "CPU busy in BASE: a task waited for a CPU 85% of the time: rerun on a quiet machine");
+  const auto quiet = compare(run("a", 100, 3), run("b", 124, 5), {});
+  EXPECT_EQ(find(quiet, "time_us").change, Change::regressed) << find(quiet, "time_us").significance;
+  const auto history = compare(run("a", 100, 3), run("b", 124, 85), {.min_effect = 0.05, .alpha = 0.05,
+                                                                      .run_noise = {{find(busy, "time_us").key.id(), 0.01}}});
+  EXPECT_EQ(find(history, "time_us").change, Change::regressed) << "the history knows how much runs vary here";
+}
+
 // A tool's output that did not say how many ranks ran is labelled so, never world=1 (#19).
 TEST(Compare, ASeriesOfUnknownRanksIsLabelledSo) {
   const MetricKey unknown{"collectives.allreduce", {{"bytes", 1024}, {"ranks", "unknown"}}, 1, "busbw_GBps"};

@@ -159,6 +159,7 @@ void expect_same_view(const ResultView& v, const json& r, const std::string& lin
   EXPECT_EQ(v.samples.median, s.value("median", 0.0)) << line;
   EXPECT_EQ(v.samples.has_ci, s.contains("median_ci95")) << line;
   EXPECT_EQ(v.samples.values, s.value("values", std::vector<double>{})) << line;
+  EXPECT_EQ(v.cpu_pressure_pct, r.value("cpu_pressure_pct", -1.0)) << line;
 }
 
 }  // namespace
@@ -178,7 +179,10 @@ TEST(RecordScan, ReadsWhatTheGeneralPathReadsOrDeclines) {
   sampled["samples"]["metric"] = "time_us";
   sampled["reason"] = "ünïcode → fine";
   lines.push_back(sampled.dump());
-  ++results;
+  json pressured = collective("r", "allreduce", 4, 1024, 100, 8);
+  pressured["cpu_pressure_pct"] = 42.5;
+  lines.push_back(pressured.dump());
+  results += 2;
   const std::string good = collective("r", "allreduce", 4, 1024, 100, 8).dump();
   auto with = [&](const std::string& from, const std::string& to) {
     std::string line = good;
@@ -203,6 +207,7 @@ TEST(RecordScan, ReadsWhatTheGeneralPathReadsOrDeclines) {
       with("\"rank\":0", "\"rank\":-1"),      with("\"world\":4", "\"world\":0"),
       with("\"status\":\"ok\"", "\"status\":\"fail\""), with("\"step\":\"collectives.allreduce\"", "\"step\":\"Collectives\""),
       with("\"wrong\":0", "\"wrong\":\"0\""),  with("\"params\":{", "\"params\":[{"),
+      good.substr(0, good.size() - 1) + ",\"cpu_pressure_pct\":100.5}", good.substr(0, good.size() - 1) + ",\"cpu_pressure_pct\":-1}",
   };
   for (const auto& l : general) lines.push_back(l);
   for (const auto& l : broken) lines.push_back(l);

@@ -35,6 +35,9 @@ struct Evidence {
   // "4 ranks on 2 CPUs of host0": more of the step's ranks shared a machine than it has CPUs, so its
   // times follow the scheduler more than what was measured; empty when each rank had a CPU.
   std::string cpus_shared;
+  // The most any of its records says some task of the machine waited for a CPU during the step, in
+  // percent of the time (the record's cpu_pressure_pct); -1 when no record says.
+  double cpu_pressure_pct = -1;
   double median() const;        // of `values`
 };
 
@@ -68,6 +71,10 @@ struct CompareOptions {
 // Two single runs differ by more than this many run-to-run sigmas (sqrt(2) z of p = 0.005) before
 // the history's noise lets a change through.
 inline constexpr double kRunNoiseSigmas = 2.8 * 1.4142;
+
+// A run whose machine kept some task waiting for a CPU this share of the time or more measured the
+// scheduler as much as itself: its changes are UNKNOWN without a history of such runs.
+inline constexpr double kCpuContendedPct = 20;
 
 // One Comparison per key in either map, in key order.
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options);

@@ -51,6 +51,7 @@ struct Observation {
   Status status = Status::ok;
   std::vector<std::pair<std::uint32_t, double>> metrics;
   Spread samples;
+  float cpu_pressure_pct = -1;  // share of the step's time some task of the machine waited for a CPU; -1: not recorded
 
   std::optional<double> metric(std::uint32_t name) const;
 };
