@@ -16,20 +16,19 @@
 
 namespace rocebench {
 
-namespace {
-
 template <typename T>
 T parse_number(const std::string& option, const std::string& text) {
   T value{};
   const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (ec != std::errc() || ptr != end || !std::isfinite(static_cast<double>(value))) {
-    throw UsageError(fmt::format("{}: '{}' is not a valid number", option, text));
+    throw UsageError(fmt::format("{}: '{}' is not a valid number", option, printable_excerpt(text)));
   }
   return value;
 }
-
-}  // namespace
+template int parse_number<int>(const std::string&, const std::string&);
+template long long parse_number<long long>(const std::string&, const std::string&);
+template double parse_number<double>(const std::string&, const std::string&);
 
 ArgParser::ArgParser(std::string program, std::string description)
     : program_(std::move(program)), description_(std::move(description)) {}

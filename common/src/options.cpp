@@ -1,8 +1,5 @@
 #include "rocebench/common/options.hpp"
 
-#include <charconv>
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
@@ -44,17 +41,6 @@ bool bounded(const OptionSpec& spec) {
     if (spec.rules.contains(bound)) return true;
   }
   return false;
-}
-
-template <typename T>
-T parse_number(const std::string& flag, const std::string& text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || !std::isfinite(static_cast<double>(value))) {
-    throw UsageError(fmt::format("{}: '{}' is not a valid number", flag, text));
-  }
-  return value;
 }
 
 json value_of(const OptionSpec& spec, const std::string& text) {

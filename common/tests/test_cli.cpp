@@ -4,6 +4,7 @@
 #include "rocebench/common/errors.hpp"
 
 #include <filesystem>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,28 @@ TEST(ArgParser, OneSidedRangesAreRefusedInOneLineAndShownInTheUsage) {
   EXPECT_EQ(error_of({"--rate", "1e9", "--loss", "-3"}), "accepted");
   EXPECT_NE(p.usage().find("Gbit/s > 0\n"), std::string::npos) << p.usage();
   EXPECT_NE(p.usage().find("fraction <= 0.5\n"), std::string::npos) << p.usage();
+}
+
+TEST(ArgParser, OneNumberReaderNamesTheOptionAndWhatWasTyped) {
+  EXPECT_EQ(parse_number<int>("--ranks", "-3"), -3);
+  EXPECT_EQ(parse_number<long long>("--iters", "9000000000"), 9'000'000'000LL);
+  EXPECT_DOUBLE_EQ(parse_number<double>("--deadline", "1e3"), 1000);
+  const auto error_of = [](const std::function<void()>& read) -> std::string {
+    try {
+      read();
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(error_of([] { parse_number<int>("--ranks", "1.5"); }), "--ranks: '1.5' is not a valid number");
+  EXPECT_EQ(error_of([] { parse_number<int>("--ranks", "9000000000"); }), "--ranks: '9000000000' is not a valid number");
+  EXPECT_EQ(error_of([] { parse_number<long long>("--iters", "4 "); }), "--iters: '4 ' is not a valid number");
+  EXPECT_EQ(error_of([] { parse_number<double>("--rate", "nan"); }), "--rate: 'nan' is not a valid number");
+  EXPECT_EQ(error_of([] { parse_number<double>("--rate", ""); }), "--rate: '' is not a valid number");
+  // What was typed, quoted short and printable.
+  EXPECT_EQ(error_of([] { parse_number<double>("--rate", std::string(100, '7') + "\x01"); }),
+            "--rate: '" + std::string(80, '7') + "… (101 bytes)' is not a valid number");
 }
 
 TEST(ArgParser, ByteSizes) {

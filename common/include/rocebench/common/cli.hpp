@@ -100,6 +100,12 @@ class LauncherFlags {
       {"--results", ""}, {"--results-dir", ""}, {"--deadline", ""}};
 };
 
+// The number all of `text` is, finite: "42", "-3"; for a double also "0.5", "1e3". Throws UsageError
+// naming the option and what was typed ("--chunk: 'lots' is not a valid number") for anything else,
+// including a whole number too large for T. Defined for int, long long and double.
+template <typename T>
+T parse_number(const std::string& option, const std::string& text);
+
 // "8", "64K", "1M", "2G", "4T" (binary multiples, as nccl-tests' -b/-e; "KB" and "KiB" mean "K") ->
 // bytes. Throws UsageError naming the option for anything else, a sign, or a size that overflows.
 std::size_t parse_bytes(const std::string& option, const std::string& text);
