@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -60,6 +61,13 @@ ArgParser& ArgParser::range(double min, double max) {
 }
 
 ArgParser& ArgParser::range(const nlohmann::json& schema, Numbers numbers) {
+  // Nothing to check: a schema without bounds, or of something other than a number (JSON Schema's
+  // bounds apply to numbers only); the option keeps the reader it has, or none.
+  const auto bounds = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+  if (!schema.is_object() || std::none_of(bounds.begin(), bounds.end(), [&](const char* b) { return schema.contains(b); })) {
+    return *this;
+  }
+  if (const auto type = schema.find("type"); type != schema.end() && *type != "integer" && *type != "number") return *this;
   if (numbers && !options_.empty()) options_.back().numbers = std::move(numbers);
   range(schema.value("minimum", schema.value("exclusiveMinimum", -std::numeric_limits<double>::infinity())),
         schema.value("maximum", schema.value("exclusiveMaximum", std::numeric_limits<double>::infinity())));

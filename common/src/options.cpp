@@ -36,12 +36,8 @@ std::string usage_help(const OptionSpec& spec) {
   return notes.empty() ? spec.help : fmt::format("{} ({})", spec.help, fmt::join(notes, "; "));
 }
 
-bool bounded(const OptionSpec& spec) {
-  for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    if (spec.rules.contains(bound)) return true;
-  }
-  return false;
-}
+// Whether the flag's text is read as numbers (value_of); a text flag's is not, whatever its rules say.
+bool holds_numbers(OptionType type) { return type != OptionType::text && type != OptionType::object && type != OptionType::boolean; }
 
 json value_of(const OptionSpec& spec, const std::string& text) {
   switch (spec.type) {
@@ -129,8 +125,8 @@ OptionFlags::OptionFlags(const OptionTable& table, ArgParser& parser, const std:
       parser.flag(spec.flag, &e.on, spec.help);
     } else {
       parser.option(spec.flag, &e.text, usage_help(spec), spec.metavar.empty() ? default_metavar(spec.type) : spec.metavar);
-      if (bounded(spec)) {
-        // The parser checks the declared range as it reads the flag, as for any number flag.
+      if (holds_numbers(spec.type)) {
+        // The parser checks the declared range, if any, as it reads the flag, as for any number flag.
         parser.range(spec.rules, [&spec](const std::string& text) {
           const json value = value_of(spec, text);
           return value.is_array() ? value.get<std::vector<double>>() : std::vector<double>{value.get<double>()};

@@ -92,6 +92,21 @@ TEST(ArgParser, OneSidedRangesAreRefusedInOneLineAndShownInTheUsage) {
   EXPECT_NE(p.usage().find("fraction <= 0.5\n"), std::string::npos) << p.usage();
 }
 
+TEST(ArgParser, ASchemaWithoutBoundsAddsNoRangeAndNoReader) {
+  int count = 0;
+  std::string name, label;
+  const auto never = [](const std::string& text) -> std::vector<double> { throw UsageError("read '" + text + "' as a number"); };
+  ArgParser p("rocebench x", "does x");
+  p.option("--count", &count, "how many").range(nlohmann::json{{"type", "integer"}});
+  p.option("--name", &name, "a name").range(nlohmann::json{{"enum", {"a", "b"}}}, never);
+  p.option("--label", &label, "a label").range(nlohmann::json{{"type", "string"}, {"minimum", 1}}, never);
+  ASSERT_NO_THROW(p.parse({"--count", "-7", "--name", "c", "--label", "x"}));
+  EXPECT_EQ(count, -7);
+  EXPECT_EQ(label, "x");
+  EXPECT_NE(p.usage().find("how many\n"), std::string::npos) << p.usage();
+  EXPECT_NE(p.usage().find("a label\n"), std::string::npos) << p.usage();
+}
+
 TEST(ArgParser, OneNumberReaderNamesTheOptionAndWhatWasTyped) {
   EXPECT_EQ(parse_number<int>("--ranks", "-3"), -3);
   EXPECT_EQ(parse_number<long long>("--iters", "9000000000"), 9'000'000'000LL);

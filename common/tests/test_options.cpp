@@ -93,6 +93,17 @@ TEST(Options, OutOfRangeNamesTheFlagOrTheField) {
   EXPECT_EQ(errors[0].message, "must be <= 10000");
 }
 
+TEST(Options, OnlyNumberFlagsAreReadAsNumbers) {
+  // A bound in a text option's rules (JSON Schema applies it to numbers only) must not make its
+  // flag's value read as a number.
+  const OptionTable t({{.key = "host", .flag = "--host", .type = OptionType::text, .rules = {{"minimum", 1}}, .help = "a host"},
+                       {.key = "n", .flag = "--n", .help = "a count without bounds"}});
+  ArgParser p("prog", "a test");
+  OptionFlags flags(t, p);
+  ASSERT_NO_THROW(p.parse({"--host", "node7", "--n", "-5"}));
+  EXPECT_EQ(flags.params("prog"), json({{"host", "node7"}, {"n", -5}}));
+}
+
 TEST(Options, OldSpellingsAreRefusedWithTheNewOne) {
   const auto errors = JsonSchema(table().schema()).validate({{"iterations", 5}});
   ASSERT_EQ(errors.size(), 1u);

@@ -47,7 +47,8 @@ class ArgParser {
   // ("--chunk: 1 is out of range >= 64"). Both ends are allowed, or as a JSON schema says (minimum,
   // exclusiveMinimum, maximum, exclusiveMaximum; one end may be missing): a flag that sets a plan
   // field takes the field's range. A text option says how its value reads as numbers (`numbers`: a
-  // size "64K", a list). Numbers are always finite.
+  // size "64K", a list). A schema without bounds, or of a non-number ("type": "string"), adds nothing:
+  // neither a range nor the reader. Numbers are always finite.
   ArgParser& range(double min, double max);
   ArgParser& range(const nlohmann::json& schema, Numbers numbers = {});
   ArgParser& flag(const std::string& name, bool* target, const std::string& help);
