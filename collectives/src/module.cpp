@@ -105,11 +105,11 @@ int allreduce_main(const Args& args) {
   const std::string program = "rocebench allreduce";
   return run_guarded(program, [&]() -> int {
     std::string collective = "allreduce";
-    LauncherFlags launcher;
+    LauncherFlags launcher(2);
     ArgParser p(program,
                 "Size sweeps of collectives between ranks, as nccl-tests: time per operation (max over ranks),\n"
-                "algbw, busbw, and a check of every element. Starts its own ranks (default 2 local; --ranks,\n"
-                "--netns, --launcher mpirun|srun --hostfile) and records to rocebench-results/<run>/.");
+                "algbw, busbw, and a check of every element. Starts its own ranks (--ranks, --netns,\n"
+                "--launcher mpirun|srun --hostfile) and records to rocebench-results/<run>/.");
     p.option("--collective", &collective, "allreduce | allgather | reduce_scatter | nccl", "NAME");
     OptionFlags flags(sweep_options(), p), verbs_flags(verbs::ring_option_table(), p);
     launcher.add_to(p);

@@ -193,8 +193,8 @@ std::string ArgParser::usage() const {
 }
 
 void LauncherFlags::add_to(ArgParser& parser) {
-  static const std::map<std::string, std::pair<std::string, std::string>> help{
-      {"--ranks", {"local ranks to start (default 2)", "N"}},
+  const std::map<std::string, std::pair<std::string, std::string>> help{
+      {"--ranks", {fmt::format("local ranks to start (default {})", default_ranks_), "N"}},
       {"--netns", {"emulated hosts file (ci/testbeds/netns): rank i runs in host i", "FILE"}},
       {"--launcher", {"local | mpirun | srun", "NAME"}},
       {"--hostfile", {"hosts for mpirun / srun ('host slots=N' lines)", "FILE"}},
@@ -205,10 +205,11 @@ void LauncherFlags::add_to(ArgParser& parser) {
   for (auto& [flag, value] : values_) parser.option(flag, &value, help.at(flag).first, help.at(flag).second);
 }
 
-Args LauncherFlags::to_args() const {
+Args LauncherFlags::to_args(int ranks) const {
   Args out;
   for (const auto& [flag, value] : values_) {
     if (!value.empty()) out.insert(out.end(), {flag, value});
+    else if (flag == "--ranks") out.insert(out.end(), {flag, std::to_string(ranks)});
   }
   return out;
 }

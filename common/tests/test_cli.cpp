@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 using namespace rocebench;
@@ -127,6 +129,23 @@ TEST(ArgParser, OneNumberReaderNamesTheOptionAndWhatWasTyped) {
   // What was typed, quoted short and printable.
   EXPECT_EQ(error_of([] { parse_number<double>("--rate", std::string(100, '7') + "\x01"); }),
             "--rate: '" + std::string(80, '7') + "… (101 bytes)' is not a valid number");
+}
+
+TEST(LauncherFlags, TheHelpAndTheLaunchTakeTheCommandsDefaultRanks) {
+  for (const int ranks : {1, 2}) {
+    LauncherFlags launcher(ranks);
+    ArgParser p("rocebench x", "does x");
+    launcher.add_to(p);
+    EXPECT_NE(p.usage().find(fmt::format("local ranks to start (default {})\n", ranks)), std::string::npos) << p.usage();
+    ASSERT_TRUE(p.parse({"--deadline", "5"}));
+    EXPECT_EQ(launcher.to_args(), (Args{"--ranks", std::to_string(ranks), "--deadline", "5"}));
+    EXPECT_EQ(launcher.to_args(8), (Args{"--ranks", "8", "--deadline", "5"}));  // as many as a step needs
+  }
+  LauncherFlags launcher(1);
+  ArgParser p("rocebench x", "does x");
+  launcher.add_to(p);
+  ASSERT_TRUE(p.parse({"--launcher", "mpirun", "--ranks", "3"}));
+  EXPECT_EQ(launcher.to_args(8), (Args{"--ranks", "3", "--launcher", "mpirun"}));  // what was typed wins
 }
 
 TEST(ArgParser, ByteSizes) {

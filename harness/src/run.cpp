@@ -554,7 +554,8 @@ void install_step_runner() {
     refuse_bad_flags(step, params, origin);
     refuse_bad_launcher_flags(launcher_args, origin);
     // The plan is a file, like any other, so that the run's plan.json and hash describe it.
-    const json plan = {{"name", "cli-" + step}, {"launcher", {{"type", "local"}, {"ranks", 2}}},
+    // How many local ranks: the command's --ranks (LauncherFlags gives its default).
+    const json plan = {{"name", "cli-" + step}, {"launcher", {{"type", "local"}}},
                        {"steps", json::array({{{"step", step}, {"params", params}}})}};
     char name[] = "/tmp/rocebench-plan-XXXXXX";
     const int fd = ::mkstemp(name);

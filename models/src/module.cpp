@@ -82,21 +82,11 @@ void refuse_flags_of(const OptionTable& table, const OptionFlags& flags, const s
   }
 }
 
-// The launcher flags given, and as many local ranks as the step needs unless they place the ranks.
-Args launch_args(const LauncherFlags& launcher, int ranks) {
-  Args launch = launcher.to_args();
-  const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
-    return a == "--ranks" || a == "--launcher" || a == "--hostfile";
-  });
-  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(ranks)});
-  return launch;
-}
-
 // `rocebench train` runs its step as a one-step plan, as every measuring command does: models.train
 // on one rank, or with --world-sizes models.scaling on as many ranks as the largest world size.
 int train_main(const Args& args) {
   bool list = false;
-  LauncherFlags launcher;
+  LauncherFlags launcher(1);
   ArgParser parser(kProgram, "Training throughput (images/sec) of one rank on a fixed random batch; with --world-sizes,\n"
                              "data-parallel training at each world size (the models.scaling step): images/s, speedup,\n"
                              "exposed communication and the predicted step time. Records to rocebench-results/<run>/.");
@@ -118,7 +108,7 @@ int train_main(const Args& args) {
     origin.flag_of.merge(data_parallel_options().flag_of());
     origin.flag_of.merge(collectives::transport_options().flag_of());
     const auto sizes = params["world_sizes"].get<std::vector<int>>();
-    return run_step_as_plan("models.scaling", params, launch_args(launcher, *std::max_element(sizes.begin(), sizes.end())),
+    return run_step_as_plan("models.scaling", params, launcher.to_args(*std::max_element(sizes.begin(), sizes.end())),
                             origin);
   }
   refuse_flags_of(data_parallel_options(), data_parallel, "is for data-parallel training: it needs --world-sizes");
@@ -129,7 +119,7 @@ int train_main(const Args& args) {
   }
   params.update(input.params(kProgram));
   origin.flag_of.merge(input_options().flag_of());
-  return run_step_as_plan("models.train", params, launch_args(launcher, 1), origin);
+  return run_step_as_plan("models.train", params, launcher.to_args(), origin);
 }
 
 void run_step(StepContext& ctx) {

@@ -199,7 +199,11 @@ TEST(Train, CommandLineRunsAsAOneStepPlanIntoTheResultsFolder) {
     if (r["kind"] == "result") results.push_back(r);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0]["step"], "models.train");
-  EXPECT_EQ(results[0]["world"], 1);
+  EXPECT_EQ(results[0]["world"], 1);  // no --ranks: as many as the help says
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(subcommands().at(0).main({"--help"}), 0);
+  const std::string help = testing::internal::GetCapturedStdout();
+  EXPECT_NE(help.find("local ranks to start (default 1)\n"), std::string::npos) << help;
   EXPECT_EQ(results[0]["status"], "ok");
   EXPECT_EQ(results[0]["samples"]["n"], 2);
 

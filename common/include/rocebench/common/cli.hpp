@@ -89,13 +89,19 @@ class ArgParser {
 };
 
 // The options of `rocebench run` that say where ranks run, for module commands that launch their
-// step through run_step_as_plan(): added to their parser, handed on as run's arguments.
+// step through run_step_as_plan(): added to their parser, handed on as run's arguments. Each command
+// says how many local ranks it starts unless --ranks is given; its help shows that number.
 class LauncherFlags {
  public:
+  explicit LauncherFlags(int default_ranks) : default_ranks_(default_ranks) {}
   void add_to(ArgParser& parser);
-  Args to_args() const;  // only the flags that were given
+  // The flags that were given, and --ranks: as given, else `ranks` (run reads it for the local
+  // launcher only; mpirun and srun take the hostfile's).
+  Args to_args(int ranks) const;
+  Args to_args() const { return to_args(default_ranks_); }
 
  private:
+  int default_ranks_;
   std::vector<std::pair<std::string, std::string>> values_{
       {"--ranks", ""}, {"--netns", ""}, {"--launcher", ""}, {"--hostfile", ""}, {"--ranks-per-host", ""},
       {"--results", ""}, {"--results-dir", ""}, {"--deadline", ""}};
