@@ -389,7 +389,7 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
   const SgdOptions sgd;
   std::vector<StepTimes> steps;
   std::vector<LayerTime> layers_before;
-  const int total_steps = c.train.warmup + c.train.steps;
+  const int total_steps = c.train.warmup + c.train.iters;
   for (int i = 0; i < total_steps; ++i) {
     if (i == c.train.warmup) layers_before = engine->layer_times();
     const bool traced = i >= std::max(c.train.warmup, total_steps - c.trace_steps);
@@ -447,7 +447,7 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
   if (k == 1) {
     state.single_images_per_s = images_per_s;
     if (c.train.engine != "replay")
-      state.single_timeline = timeline_between(graph, layers_before, engine->layer_times(), c.train.steps);
+      state.single_timeline = timeline_between(graph, layers_before, engine->layer_times(), c.train.iters);
     if (state.single_timeline) {
       const Timeline& tl = *state.single_timeline;
       state.single_other_ms = std::max(0.0, s.median - tl.forward_ms() - tl.backward_ms() - tl.update_ms);

@@ -55,7 +55,7 @@ const OptionTable& training_options() {
          .metavar = "NAME"},
         {.key = "batch", .flag = "--batch", .rules = {{"minimum", 1}}, .fallback = d.batch,
          .help = "images per step on each rank"},
-        {.key = "iters", .flag = "--iters", .rules = {{"minimum", 1}, {"maximum", 100000}}, .fallback = d.steps,
+        {.key = "iters", .flag = "--iters", .rules = {{"minimum", 1}, {"maximum", 100000}}, .fallback = d.iters,
          .help = "timed training steps"},
         {.key = "warmup", .flag = "--warmup", .rules = {{"minimum", 0}, {"maximum", 100000}}, .fallback = d.warmup,
          .help = "untimed steps first"},
@@ -85,7 +85,7 @@ TrainConfig training_config_from(const json& p) {
   c.precision = o.get<std::string>(p, "precision");
   c.layout = o.get<std::string>(p, "layout");
   c.batch = o.get<int>(p, "batch");
-  c.steps = o.get<int>(p, "iters");
+  c.iters = o.get<int>(p, "iters");
   c.warmup = o.get<int>(p, "warmup");
   return c;
 }
@@ -100,8 +100,8 @@ void validate(const TrainConfig& c) {
     throw InputError("the replay engine needs a timeline (--timeline, plan field 'timeline'): a shipped one's name or a results file");
   if (c.layout != "blocked" && c.layout != "plain")
     throw InputError(fmt::format("unknown layout '{}'; layouts: blocked, plain", c.layout));
-  if (c.batch < 1 || c.steps < 1 || c.warmup < 0)
-    throw InputError(fmt::format("batch ({}) and iters ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.steps, c.warmup));
+  if (c.batch < 1 || c.iters < 1 || c.warmup < 0)
+    throw InputError(fmt::format("batch ({}) and iters ({}) must be at least 1, warmup ({}) at least 0", c.batch, c.iters, c.warmup));
   if (!c.data.empty() && (c.loader_threads < 1 || c.prefetch < 2))
     throw InputError(fmt::format("loader threads ({}) must be at least 1 and prefetch ({}) at least 2", c.loader_threads, c.prefetch));
   if (c.engine == "cpu") {
@@ -153,7 +153,7 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   std::int64_t timed_ns = 0;
   double waited_before_timing_s = 0;
   std::vector<LayerTime> layers_before_timing;  // taken when the first timed step starts
-  for (int i = 0; i < c.warmup + c.steps; ++i) {
+  for (int i = 0; i < c.warmup + c.iters; ++i) {
     if (loader && i == c.warmup) waited_before_timing_s = loader->stats().waited_s;
     if (i == c.warmup) layers_before_timing = engine->layer_times();
     const std::int64_t t0 = now_ns();
@@ -174,9 +174,9 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   if (c.profile) {
     const std::vector<LayerTime> after = engine->layer_times();
     std::cerr << (after.empty() ? fmt::format("--profile: engine {} does not time its layers\n", c.engine)
-                                : layer_time_table(graph, layers_before_timing, after, c.steps, s.median));
+                                : layer_time_table(graph, layers_before_timing, after, c.iters, s.median));
   }
-  const double images_per_s = static_cast<double>(c.batch) * c.steps / (static_cast<double>(timed_ns) / 1e9);
+  const double images_per_s = static_cast<double>(c.batch) * c.iters / (static_cast<double>(timed_ns) / 1e9);
   // The host's high-water mark for cpu; the gpu engine's device allocations (buffers and workspace).
   const std::int64_t peak = c.engine == "cpu" ? proc_kib_field("/proc/self/status", "VmHWM") : -1;
   r.metrics = {{"images_per_s", images_per_s},
@@ -187,11 +187,11 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
   if (loader) {
     const LoaderStats ls = loader->stats();
     r.metrics["loader_images_per_s"] = ls.images_per_s();
-    r.metrics["input_wait_ms_per_step"] = (ls.waited_s - waited_before_timing_s) * 1e3 / c.steps;
+    r.metrics["input_wait_ms_per_step"] = (ls.waited_s - waited_before_timing_s) * 1e3 / c.iters;
   }
   r.samples = to_json(s);
   if (const std::vector<LayerTime> after = engine->layer_times(); c.profile && !after.empty())
-    r.samples.update(to_samples(graph, timeline_between(graph, layers_before_timing, after, c.steps)));
+    r.samples.update(to_samples(graph, timeline_between(graph, layers_before_timing, after, c.iters)));
   return r;
 }
 

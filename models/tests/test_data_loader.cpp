@@ -194,7 +194,7 @@ TEST(DataLoader, BadFoldersAndFilesAreNamed) {
 
 TEST(DataLoader, TrainRecordsLoaderThroughputAndInputWait) {
   Folder f;
-  TrainConfig c{.model = "resnet20_cifar", .batch = 4, .steps = 3, .warmup = 1, .data = f.root.string(), .loader_threads = 2};
+  TrainConfig c{.model = "resnet20_cifar", .batch = 4, .iters = 3, .warmup = 1, .data = f.root.string(), .loader_threads = 2};
   ResultRecord r = measure_training(c, 1);
   r.host = "h";
   ASSERT_EQ(r.status, Status::ok) << r.reason;
@@ -215,7 +215,7 @@ TEST(DataLoader, TrainCommandLineExitsTwoOnABadDataFolder) {
   Folder f;
   for (int k = 0; k < 11; ++k) fs::create_directory(f.root / ("extra" + std::to_string(k)));
   for (int k = 0; k < 11; ++k) write_jpeg(f.root / ("extra" + std::to_string(k)) / "x.jpg", 8, 8, {0, 0, 0});
-  expect_input_error([&] { measure_training({.model = "resnet20_cifar", .batch = 2, .steps = 1, .data = f.root.string()}, 1); },
+  expect_input_error([&] { measure_training({.model = "resnet20_cifar", .batch = 2, .iters = 1, .data = f.root.string()}, 1); },
                      "has 13 classes; resnet20_cifar has 10 outputs");
 }
 

@@ -203,7 +203,7 @@ TEST(Timeline, ATimelineOfAnotherModelOrShapeIsRefusedNamingTheField) {
 
 TEST(Timeline, TrainProfileRecordsATimelineTheReplayEngineReads) {
   const auto dir = rbtest::temp_dir("profile");
-  TrainConfig c{.model = "resnet20_cifar", .batch = 2, .steps = 2, .warmup = 1, .profile = true};
+  TrainConfig c{.model = "resnet20_cifar", .batch = 2, .iters = 2, .warmup = 1, .profile = true};
   ResultRecord r = measure_training(c, 1);
   r.host = "h";
   ASSERT_TRUE(r.samples.contains("layers")) << r.samples.dump();

@@ -19,7 +19,7 @@ void expect_valid(const ResultRecord& r) {
   for (const auto& e : errors) ADD_FAILURE() << e.pointer << ": " << e.message << "\n" << j.dump();
 }
 
-TrainConfig tiny() { return {.model = "resnet20_cifar", .batch = 2, .steps = 3, .warmup = 1}; }
+TrainConfig tiny() { return {.model = "resnet20_cifar", .batch = 2, .iters = 3, .warmup = 1}; }
 
 TEST(Train, RecordKeepsTheReportsContract) {
   ResultRecord r = measure_training(tiny(), 4);

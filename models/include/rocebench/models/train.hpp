@@ -16,7 +16,7 @@ struct TrainConfig {
   std::string precision = "fp32";
   std::string layout = "blocked";  // cpu: oneDNN's preferred (blocked) layouts, or "plain" NCHW throughout
   int batch = 32;  // per rank
-  int steps = 20;  // timed
+  int iters = 20;  // timed steps
   int warmup = 5;
   std::uint64_t seed = 1;
   // Images from this folder (DIR/<class>/<image>) through the data loader instead of a fixed
