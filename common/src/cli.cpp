@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/launch_args.hpp"
 
 namespace rocebench {
 
@@ -211,7 +212,25 @@ Args LauncherFlags::to_args(int ranks) const {
     if (!value.empty()) out.insert(out.end(), {flag, value});
     else if (flag == "--ranks") out.insert(out.end(), {flag, std::to_string(ranks)});
   }
+  // --results once named a file that records were appended to; a file there now is the old usage.
+  const std::string& results =
+      std::find_if(values_.begin(), values_.end(), [](const auto& v) { return v.first == "--results"; })->second;
+  const std::filesystem::path path(results);
+  if (!results.empty() && !std::filesystem::is_directory(path) &&
+      (std::filesystem::exists(path) || path.extension() == ".jsonl" || path.extension() == ".json")) {
+    throw UsageError(fmt::format("--results {}: names a file; --results is now the folder that receives <run-id>/results.jsonl",
+                                 printable_excerpt(results)));
+  }
   return out;
+}
+
+Args launch_args(const LauncherFlags& launcher, int ranks) {
+  Args launch = launcher.to_args();
+  const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
+    return a == "--ranks" || a == "--launcher" || a == "--hostfile";
+  });
+  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(ranks)});
+  return launch;
 }
 
 std::size_t parse_bytes(const std::string& option, const std::string& text) {

@@ -1,8 +1,12 @@
 // One declaration per option: the flag, the plan's schema and the reader must agree.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "rocebench/common/launch_args.hpp"
 #include "rocebench/common/options.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/common/temp_dir.hpp"
 
 namespace rocebench {
 namespace {
@@ -118,6 +122,30 @@ TEST(Options, OldSpellingsAreRefusedWithTheNewOne) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("prog: '--out' is now '--results'"), std::string::npos) << e.what();
   }
+}
+
+// --results once named a file of records; a module command's --results is now the runs' folder.
+TEST(Options, LauncherResultsNamingAFileIsRefusedWithTheFolderMeaning) {
+  const auto dir = make_temp_dir("launcher-results");
+  std::ofstream(dir / "existing") << "{}\n";
+  for (const auto& given : {(dir / "r.jsonl").string(), (dir / "existing").string()}) {
+    LauncherFlags launcher;
+    ArgParser p("prog", "a test");
+    launcher.add_to(p);
+    ASSERT_TRUE(p.parse({"--results", given}));
+    try {
+      launcher.to_args();
+      ADD_FAILURE() << "--results " << given << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--results " + given + ": names a file; --results is now the folder"), std::string::npos)
+          << e.what();
+    }
+  }
+  LauncherFlags launcher;
+  ArgParser p("prog", "a test");
+  launcher.add_to(p);
+  ASSERT_TRUE(p.parse({"--results", dir.string()}));
+  EXPECT_EQ(launch_args(launcher, 1), (Args{"--results", dir.string(), "--ranks", "1"}));
 }
 
 TEST(Options, AFamilyLeavesTheSchemaOfAStepThatTakesNoneOfIt) {
