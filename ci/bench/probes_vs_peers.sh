@@ -60,9 +60,9 @@ rb_lat() {
   taskset -c "$scpu" "$rocebench" probe tcp lat --server --bind 127.0.0.1 --port "$p" --mode "$1" --deadline 30 2>/dev/null &
   servers+=($!)
   taskset -c "$ccpu" "$rocebench" probe tcp lat --client 127.0.0.1 --port "$p" --mode "$1" --size "$size" \
-    --duration "$seconds" --warmup 1000 --results "$work/rb-$1.jsonl" >/dev/null
+    --duration "$seconds" --warmup 1000 --results "$work/rb-$1" >/dev/null
   wait "${servers[-1]}"
-  samples_of "$work/rb-$1.jsonl" >"$work/rb-$1.samples"
+  samples_of "$(ls -t "$work/rb-$1"/*/results.jsonl | head -1)" >"$work/rb-$1.samples"
 }
 
 # One-way latency samples, us, from sockperf into $work/sp-KIND.samples: busy (--nonblocked --timeout 0 on both sides),
@@ -100,9 +100,9 @@ rb_bw() {
   taskset -c "$scpu" "$rocebench" probe tcp bw --server --bind 127.0.0.1 --port "$p" --deadline 30 2>/dev/null &
   servers+=($!)
   taskset -c "$ccpu" "$rocebench" probe tcp bw --client 127.0.0.1 --port "$p" --size "$bwsize" --duration "$seconds" \
-    --results "$work/rb-bw.jsonl" >/dev/null
+    --results "$work/rb-bw" >/dev/null
   wait "${servers[-1]}"
-  jget "$work/rb-bw.jsonl" bw_avg_Gbps
+  jget "$(ls -t "$work/rb-bw"/*/results.jsonl | head -1)" bw_avg_Gbps
 }
 
 ip_bw() {

@@ -72,7 +72,7 @@ fi
 
 if [[ $parts == *" probe "* ]]; then
 echo "== probe host: GPU micro-benchmarks"
-timeout 120 "$bin" probe host --filter gpu_ --repetitions 3 --min-time 0.05 --results "$out/probe_host.jsonl" \
+timeout 120 "$bin" probe host --filter gpu_ --repetitions 3 --min-time 0.05 --results "$out/probe_host" \
   >"$out/probe_host.log" 2>&1 || { echo "probe host: exit $?"; status=1; }
 grep -E 'gpu_' "$out/probe_host.log" | grep -v -E '_(mean|stddev|cv)' | head -40
 fi

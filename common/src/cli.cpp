@@ -233,6 +233,19 @@ Args launch_args(const LauncherFlags& launcher, int ranks) {
   return launch;
 }
 
+std::string launch_value(const Args& launch, const std::string& flag) {
+  for (std::size_t i = 0; i + 1 < launch.size(); i += 2) {
+    if (launch[i] == flag) return launch[i + 1];
+  }
+  return "";
+}
+
+std::filesystem::path run_results_file(const std::string& results, const std::string& run_id) {
+  const std::filesystem::path dir = std::filesystem::path(results) / run_id;
+  std::filesystem::create_directories(dir);
+  return dir / "results.jsonl";
+}
+
 std::size_t parse_bytes(const std::string& option, const std::string& text) {
   const std::string shown = text.size() > 40 ? text.substr(0, 40) + "…" : text;
   const auto bad = [&] { return UsageError(fmt::format("{}: '{}' is not a size (e.g. 8, 64K, 1M, 2G)", option, shown)); };

@@ -24,7 +24,7 @@ namespace {
 struct AcceptOptions {
   std::string hostfile, netns_file, launcher = "mpirun", mpirun = "mpirun";
   std::string profile = "auto";
-  std::string results_root = "rocebench-results", results_dir, run_id;
+  std::string results_root = kDefaultResultsRoot, results_dir, run_id;
   std::vector<std::string> netcheck_trees;  // HOST=DIR: that host's netcheck reads a saved tree
   double deadline_s = 30;
 };

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "plan.hpp"
+#include "rocebench/common/launch_args.hpp"
 
 namespace rocebench {
 
@@ -13,7 +14,7 @@ struct RunOptions {
   int ranks = 0;         // 0: the plan's
   std::string hostfile;
   int ranks_per_host = 0;
-  std::string results_root = "rocebench-results";
+  std::string results_root = kDefaultResultsRoot;
   std::string results_dir;  // set by the launcher for its ranks
   std::string run_id;
   std::string netns_file;

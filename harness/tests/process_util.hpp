@@ -37,6 +37,16 @@ inline std::string slurp(const fs::path& file) {
   return s.str();
 }
 
+// The results.jsonl of the one run that `--results DIR` put in DIR (DIR/<run-id>/results.jsonl);
+// an empty path when DIR holds no run or more than one.
+inline fs::path results_of_only_run(const fs::path& dir) {
+  std::vector<fs::path> runs;
+  if (fs::is_directory(dir)) {
+    for (const auto& entry : fs::directory_iterator(dir)) runs.push_back(entry.path());
+  }
+  return runs.size() == 1 ? runs.front() / "results.jsonl" : fs::path();
+}
+
 struct Process {
   pid_t pid = -1;
   fs::path out, err;

@@ -18,6 +18,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
+#include "rocebench/common/launch_args.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::microbench {
@@ -262,7 +263,10 @@ std::string hostbench_table(const std::vector<ResultRecord>& records) {
 
 std::optional<std::string> gpu_skip_reason() { return gpu_unavailable(); }
 
-json run_hostbench(const HostBenchOptions& o, const std::vector<SumKernel>& kernels) {
+namespace {
+
+// Throws UsageError naming the flag of the first option out of its bounds.
+void refuse_bad_options(const HostBenchOptions& o) {
   if (o.repetitions < 1) throw UsageError("--repetitions must be at least 1");
   if (o.min_time_s <= 0) throw UsageError("--min-time must be above 0");
   if (o.min_bytes > o.max_bytes) throw UsageError("--min-bytes is above --max-bytes");
@@ -271,6 +275,12 @@ json run_hostbench(const HostBenchOptions& o, const std::vector<SumKernel>& kern
   } catch (const std::regex_error& e) {
     throw UsageError(fmt::format("--filter '{}' is not a regular expression: {}", o.filter, e.what()));
   }
+}
+
+}  // namespace
+
+json run_hostbench(const HostBenchOptions& o, const std::vector<SumKernel>& kernels) {
+  refuse_bad_options(o);
   static const bool initialized = [] {
     // Repetitions of different benchmarks interleaved in random order: a load that comes and goes
     // on a shared machine then hits memcpy and the sums alike, which keeps their ratio honest.
@@ -340,44 +350,37 @@ std::vector<ResultRecord> records_of_run(const json& gbench, const std::string& 
 
 }  // namespace
 
-int hostbench_main(const Args& args, const std::vector<SumKernel>& kernels) {
-  return run_guarded("rocebench probe host", [&] {
+// `rocebench probe host`: the microbench.host step as a one-step plan, one rank unless told.
+int hostbench_main(const Args& args) {
+  const std::string program = "rocebench probe host";
+  return run_guarded(program, [&]() -> int {
     HostBenchOptions o;
-    std::string min_bytes = "4K", max_bytes = "256M", results, raw;
-    ArgParser p("rocebench probe host",
+    std::string min_bytes = "4K", max_bytes = "256M";
+    LauncherFlags launcher;
+    ArgParser p(program,
                 "Host memory bandwidth (memcpy) and the collectives' float sum kernels (float32; float16 and\n"
                 "bfloat16 summed in float32) in GB/s at sizes from L1 to DRAM, bytes counted as STREAM does\n"
                 "(read + written); with CUDA and a GPU also H2D / D2H / D2D copies, launch latency and cuBLAS\n"
-                "GEMM. Google Benchmark picks the iteration counts; the repetitions are the samples.");
+                "GEMM. Google Benchmark picks the iteration counts; the repetitions are the samples.\n"
+                "Runs the microbench.host step on one local rank (or once per host of --hostfile) and records to\n"
+                "rocebench-results/<run>/.");
     p.option("--min-bytes", &min_bytes, "smallest buffer (default 4K)", "BYTES")
         .option("--max-bytes", &max_bytes, "largest buffer (default 256M)", "BYTES")
         .option("--repetitions", &o.repetitions, "repetitions of each benchmark (default 5)")
         .option("--min-time", &o.min_time_s, "seconds each repetition runs at least (default 0.1)", "S")
         .option("--filter", &o.filter, "regular expression on benchmark names, e.g. 'memcpy|sum' (default all)",
-                "REGEX")
-        .option("--results", &results, "append result records (JSON Lines) to this file", "FILE")
-        .option("--gbench-json", &raw, "also write Google Benchmark's own JSON here", "FILE");
+                "REGEX");
+    launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
     o.min_bytes = parse_bytes("--min-bytes", min_bytes);
     o.max_bytes = parse_bytes("--max-bytes", max_bytes);
-    std::optional<RecordWriter> writer;
-    if (!results.empty()) writer.emplace(results);
-
-    json gbench = run_hostbench(o, kernels);
-    if (!raw.empty()) {
-      std::ofstream(raw) << gbench.dump(2) << "\n";
-    }
-    std::vector<ResultRecord> records = records_of_run(gbench, "microbench.host");
-    std::cout << hostbench_table(records);
-    const std::string run_id = fmt::format("probe-host-{}", utc_now_rfc3339());
-    const std::string host = this_hostname();
-    if (writer) {
-      for (ResultRecord& r : records) {
-        r.host = host;
-        writer->append(to_json(r, run_id));
-      }
-    }
-    return kExitOk;
+    refuse_bad_options(o);  // before any rank starts
+    json params = {{"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes}, {"repetitions", o.repetitions},
+                   {"min_time_s", o.min_time_s}};
+    if (!o.filter.empty()) params["filter"] = o.filter;
+    const CommandOrigin origin{program, {{"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"},
+                                         {"repetitions", "--repetitions"}, {"min_time_s", "--min-time"}, {"filter", "--filter"}}};
+    return run_step_as_plan("microbench.host", params, launch_args(launcher, 1), origin);
   });
 }
 
@@ -386,7 +389,9 @@ StepKind hostbench_step(std::vector<SumKernel> kernels) {
           "host memcpy and sum-kernel bandwidth, GPU copies / launch latency / GEMM (Google Benchmark), once per host",
           hostbench_params_schema(), [kernels = std::move(kernels)](StepContext& ctx) {
             if (ctx.local_rank != 0) return;  // one measurement per host: its ranks would share the memory bus
-            for (ResultRecord& r : records_of_run(run_hostbench(options_from(ctx.params), kernels), ctx.step)) ctx.record(std::move(r));
+            std::vector<ResultRecord> records = records_of_run(run_hostbench(options_from(ctx.params), kernels), ctx.step);
+            std::cout << hostbench_table(records) << std::flush;
+            for (ResultRecord& r : records) ctx.record(std::move(r));
           }};
 }
 

@@ -1,6 +1,9 @@
 // rocebench probe (CLI) and the microbench plan steps.
 #include "rocebench/microbench/module.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -11,6 +14,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
+#include "rocebench/common/launch_args.hpp"
 #include "rocebench/microbench/allpairs.hpp"
 #include "rocebench/microbench/probe.hpp"
 
@@ -20,52 +24,77 @@ namespace {
 
 constexpr int kDefaultPort = 18515;  // perftest's
 
-// `rocebench probe TRANSPORT TEST --server | --client HOST`.
+// A run id for a client's records outside a plan run: a folder name, unique per process.
+std::string client_run_id() {
+  std::string stamp = utc_now_rfc3339();
+  std::erase_if(stamp, [](char c) { return c == ':' || c == '-'; });
+  return fmt::format("probe-{}-{}", stamp, ::getpid());
+}
+
+// `rocebench probe TRANSPORT TEST`: the microbench.probe step as a one-step plan (ranks 2k serve,
+// 2k+1 measure), or perftest's two sides by hand with --server | --client HOST.
 int probe_main(const Args& args) {
-  return run_guarded("rocebench probe", [&] {
+  return run_guarded("rocebench probe", [&]() -> int {
     const std::string program = "rocebench probe";
-    std::string transport, test, client, bind = "0.0.0.0", results;
+    std::string transport, test, client, bind;
     bool server = false;
-    int port = kDefaultPort;
-    double deadline_s = 30;
-    ArgParser p(program, "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest:\n"
-                         "start one side with --server, the other with --client HOST.\n"
+    int port = -1;  // -1: not given
+    LauncherFlags launcher;
+    ArgParser p(program, "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest.\n"
+                         "Starts its own ranks and records to rocebench-results/<run>/: rank 2k serves, 2k+1 measures\n"
+                         "(default 2 local; --ranks, --netns, --launcher mpirun|srun --hostfile). Or by hand across two\n"
+                         "hosts: start one side with --server, the other with --client HOST.\n"
                          "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
                          "Subcommands: rocebench probe allpairs --help (all-pairs link matrix),\n"
                          "rocebench probe host --help (memory, sum-kernel and GPU micro-benchmarks).");
     p.positional("TRANSPORT", &transport, probe_options().at("transport").help)
         .positional("TEST", &test, probe_options().at("test").help)
-        .flag("--server", &server, "wait for one client, serve its tests")
-        .option("--client", &client, "connect to this server", "HOST")
-        .option("--port", &port, fmt::format("TCP / rdma_cm port (default {}; 0: any free one)", kDefaultPort))
+        .flag("--server", &server, "by hand: wait for one client, serve its tests")
+        .option("--client", &client, "by hand: connect to this server", "HOST")
+        .option("--port", &port, fmt::format("by hand: TCP / rdma_cm port (default {}; 0: any free one)", kDefaultPort))
         .range(0, 65535)
-        .option("--bind", &bind, "server: the address to listen on (verbs: picks the GID too)", "ADDR")
-        .option("--deadline", &deadline_s, "give up on any single wait after this long (default 30)", "S")
-        .range(0.001, 86400)
-        .option("--results", &results, "append result records (JSON Lines) to this file", "FILE");
+        .option("--bind", &bind, "--server: the address to listen on (verbs: picks the GID too)", "ADDR");
     OptionFlags flags(probe_options(), p);
+    launcher.add_to(p);
     if (!p.parse(args)) return kExitOk;
-    if (server == !client.empty()) throw UsageError("give exactly one of --server and --client HOST\n\n" + p.usage());
+    if (server && !client.empty()) throw UsageError("give --server or --client HOST, not both\n\n" + p.usage());
     if (flags.given("all") && flags.given("bytes")) throw UsageError("give --size or --all, not both");
     json params = flags.params(program);
     params["transport"] = transport;
     params["test"] = test;
+    const Args launch = launcher.to_args();
+    if (!server && client.empty()) {
+      if (port >= 0 || !bind.empty()) throw UsageError(program + ": --port and --bind are for --server / --client HOST");
+      return run_step_as_plan("microbench.probe", params, launch, {program, probe_options().flag_of()});
+    }
+    for (std::size_t i = 0; i < launch.size(); i += 2) {
+      if (launch[i] != "--results" && launch[i] != "--deadline") {
+        throw UsageError(fmt::format("{}: {} starts ranks; with --server / --client HOST you start each side", program, launch[i]));
+      }
+    }
+    if (port < 0) port = kDefaultPort;
+    double deadline_s = 30;  // a run's rank checks --deadline itself; here the parser does
+    ArgParser(program, "").option("--deadline", &deadline_s, "").range(0.001, 86400).parse(
+        launch_value(launch, "--deadline").empty() ? Args{} : Args{"--deadline", launch_value(launch, "--deadline")});
     ProbeSpec spec = spec_from_params(params);
-    spec.verbs.address = server ? (bind == "0.0.0.0" ? "" : bind) : "";
+    spec.verbs.address = server && bind != "0.0.0.0" ? bind : "";
     spec.wait = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));
 
-    const std::string run_id = fmt::format("probe-{}", utc_now_rfc3339());
+    // The client records what it measured into the results folder, as a run's rank 0 would.
+    const std::string results = launch_value(launch, "--results");
+    const std::string run_id = client_run_id();
     std::optional<RecordWriter> writer;
-    if (!results.empty()) writer.emplace(results);
     const std::string host = this_hostname();
     auto emit = [&](ResultRecord r) {
+      if (results.empty()) return;
+      if (!writer) writer.emplace(run_results_file(results, run_id));
       r.host = host;
-      if (writer) writer->append(to_json(r, run_id));
+      writer->append(to_json(r, run_id));
     };
     std::unique_ptr<Probe> probe;
     try {
       if (server) {
-        auto listener = listen_probe(spec, bind, port);
+        auto listener = listen_probe(spec, bind.empty() ? "0.0.0.0" : bind, port);
         std::cerr << fmt::format("rocebench probe: {} {} server on port {}, waiting up to {} s for a client\n",
                                  spec.transport, spec.test, listener->port(), deadline_s);
         probe = listener->accept();
@@ -87,13 +116,14 @@ int probe_main(const Args& args) {
       std::cout << table_row(r, probe->kind()) << std::flush;
       emit(r);
     });
+    if (writer) std::cerr << fmt::format("rocebench probe: results in {}\n", (std::filesystem::path(results) / run_id).string());
     return kExitOk;
   });
 }
 
-int probe_dispatch(const Args& args, const std::vector<SumKernel>& sum_kernels) {
+int probe_dispatch(const Args& args) {
   if (!args.empty() && args.front() == "allpairs") return allpairs_main(Args(args.begin() + 1, args.end()));
-  if (!args.empty() && args.front() == "host") return hostbench_main(Args(args.begin() + 1, args.end()), sum_kernels);
+  if (!args.empty() && args.front() == "host") return hostbench_main(Args(args.begin() + 1, args.end()));
   return probe_main(args);
 }
 
@@ -127,21 +157,26 @@ void run_probe_step(StepContext& ctx) {
       // The peer by host and rank, not by its address and ephemeral port: two runs of a plan line up.
       const std::string peer = fmt::format("{} rank {}", server_host, ctx.rank - 1);
       auto probe = connect_probe(spec, address, port);
+      // The table perftest would print, by the rank that measures (one per pair).
+      const std::string pair = ctx.world > 2 ? fmt::format("# {} -> {} rank {}\n", peer, ctx.host, ctx.rank) : "";
+      std::cout << pair + table_header(probe->kind()) << std::flush;
       run_active(*probe, spec.driver, [&](ResultRecord r) {
+        std::cout << table_row(r, probe->kind()) << std::flush;
         r.params["peer"] = peer;
         ctx.record(std::move(r));
       });
     }
   } catch (const Unavailable& e) {
+    std::cout << fmt::format("skip: {}\n", e.what()) << std::flush;
     ctx.record(skip_record(ctx.step, spec_params(spec), e.what()));
   }
 }
 
 }  // namespace
 
-std::vector<Subcommand> subcommands(std::vector<SumKernel> sum_kernels) {
+std::vector<Subcommand> subcommands() {
   return {{"probe", "verbs and TCP latency / bandwidth probes, all-pairs matrix, host/GPU micro-benchmarks",
-           [sum_kernels = std::move(sum_kernels)](const Args& args) { return probe_dispatch(args, sum_kernels); }}};
+           probe_dispatch}};
 }
 
 std::vector<StepKind> steps(std::vector<SumKernel> sum_kernels) {

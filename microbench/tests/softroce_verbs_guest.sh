@@ -74,8 +74,8 @@ for spec in "write_lat cm" "send_lat cm" "read_lat cm" "write_bw cm" "send_bw cm
   set -- $spec
   server "$1" --connect "$2"
   if timeout 120 "$RB" probe verbs "$1" --client $SOFTROCE_IP --connect "$2" --size 4K --iters 200 --deadline 20 \
-       --validate --results "func-$1-$2.jsonl" >client.log 2>&1 && wait $srv_pid &&
-     check_records "func-$1-$2.jsonl" "$1" 1; then
+       --validate --results "func-$1-$2" >client.log 2>&1 && wait $srv_pid &&
+     check_records func-$1-$2/*/results.jsonl "$1" 1; then
     pass "$1 over $2"
   else
     fail "$1 over $2"; cat client.log srv.log
@@ -88,8 +88,8 @@ for spec in "write_bw cm" "send_bw oob" "read_bw cm"; do
   set -- $spec
   server "$1" --connect "$2" --bidirectional
   if timeout 120 "$RB" probe verbs "$1" --client $SOFTROCE_IP --connect "$2" --bidirectional --size 4K --iters 200 \
-       --deadline 20 --validate --results "bidi-$1.jsonl" >client.log 2>&1 && wait $srv_pid &&
-     check_records "bidi-$1.jsonl" "$1" 1 && python3 - "bidi-$1.jsonl" <<'EOF'
+       --deadline 20 --validate --results "bidi-$1" >client.log 2>&1 && wait $srv_pid &&
+     check_records bidi-$1/*/results.jsonl "$1" 1 && python3 - bidi-$1/*/results.jsonl <<'EOF'
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])][-1]
 m = r["metrics"]
@@ -108,9 +108,9 @@ done
 
 echo "== read_lat in duration mode"
 server read_lat
-if timeout 120 "$RB" probe verbs read_lat --client $SOFTROCE_IP --size 64 --duration 1 --deadline 20 --results dur.jsonl \
+if timeout 120 "$RB" probe verbs read_lat --client $SOFTROCE_IP --size 64 --duration 1 --deadline 20 --results dur \
      >client.log 2>&1 && python3 -c '
-import json; r = [json.loads(l) for l in open("dur.jsonl")][-1]
+import json; import glob; r = [json.loads(l) for l in open(glob.glob("dur/*/results.jsonl")[0])][-1]
 assert r["status"] == "ok" and r["params"]["duration_s"] == 1 and r["samples"]["n"] > 10, r'; then
   pass "read_lat --duration"
 else
@@ -137,14 +137,14 @@ took=$(($(date +%s) - start))
 if [ $rc -eq 3 ] && [ $took -lt 30 ]; then pass "lonely server gave up after ${took} s"; else fail "lonely server (exit $rc, ${took} s): $out"; fi
 
 server write_bw
-timeout 120 "$RB" probe verbs write_bw --client $SOFTROCE_IP --all --iters 200 --deadline 5 --results killed.jsonl \
+timeout 120 "$RB" probe verbs write_bw --client $SOFTROCE_IP --all --iters 200 --deadline 5 --results killed \
   >client.log 2>&1 &
 client_pid=$!
 i=0
-while [ $i -lt 300 ] && [ "$(cat killed.jsonl 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.2; i=$((i + 1)); done
+while [ $i -lt 300 ] && [ "$(cat killed/*/results.jsonl 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.2; i=$((i + 1)); done
 kill -9 $srv_pid
 wait $client_pid; rc=$?
-kept=$(grep -c '"status":"ok"' killed.jsonl)
+kept=$(cat killed/*/results.jsonl | grep -c '"status":"ok"')
 if [ $rc -eq 3 ] && grep -q "$SOFTROCE_IP:$PORT" client.log && [ "$kept" -ge 2 ]; then
   pass "server killed mid-sweep: exit 3, $kept earlier records kept: $(tail -1 client.log)"
 else

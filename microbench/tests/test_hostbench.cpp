@@ -131,14 +131,20 @@ TEST(HostBench, BadOptionsAreUsageErrors) {
 TEST(HostBench, CliRecordsTheCollectivesKernelsAndSkipsGpuWithAReason) {
   const auto dir = rbtest::temp_dir("probe-host");
   const int rc = rbtest::run({ROCEBENCH_BINARY, "probe", "host", "--max-bytes", "16K", "--repetitions", "2",
-                              "--min-time", "0.01", "--results", (dir / "r.jsonl").string()},
+                              "--min-time", "0.01", "--results", (dir / "res").string()},
                              dir, "host");
   EXPECT_EQ(rc, 0) << rbtest::slurp(dir / "host.err");
-  const RecordFile f = read_records(dir / "r.jsonl", &result_schema());
+  // A one-step plan: the records are in the run's folder, after its run record.
+  const auto file = rbtest::results_of_only_run(dir / "res");
+  ASSERT_FALSE(file.empty()) << "no single run in " << (dir / "res");
+  const RecordFile f = read_records(file, &result_schema());
+  ASSERT_FALSE(f.records.empty());
+  EXPECT_EQ(f.records.front()["kind"], "run");
   EXPECT_TRUE(f.issues.empty()) << (f.issues.empty() ? "" : f.issues.front().message);
   std::set<std::string> dtypes;
   int gpu = 0;
   for (const auto& r : f.records) {
+    if (r["kind"] != "result") continue;
     const std::string benchmark = r["params"]["benchmark"];
     if (benchmark == "sum") {
       dtypes.insert(r["params"]["dtype"].get<std::string>());
@@ -155,7 +161,11 @@ TEST(HostBench, CliRecordsTheCollectivesKernelsAndSkipsGpuWithAReason) {
   EXPECT_GE(gpu, 3);
   EXPECT_NE(rbtest::slurp(dir / "host.out").find("vs memcpy"), std::string::npos);
 
-  EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "probe", "host", "--filter", "(bad"}, dir, "bad"), 2);
+  // Refused before any rank starts: no run folder.
+  EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "probe", "host", "--filter", "(bad", "--results", (dir / "bad").string()}, dir, "bad"), 2);
   EXPECT_NE(rbtest::slurp(dir / "bad.err").find("--filter"), std::string::npos);
+  EXPECT_FALSE(rbtest::fs::exists(dir / "bad"));
+  EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "probe", "host", "--results", (dir / "r.jsonl").string()}, dir, "old"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "old.err").find("names a file; --results is now the folder"), std::string::npos);
   rbtest::fs::remove_all(dir);
 }

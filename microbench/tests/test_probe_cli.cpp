@@ -39,25 +39,27 @@ bool wait_for_lines(const rbtest::fs::path& file, std::size_t lines, double seco
   return false;
 }
 
-// A TCP latency client and server at 64 B; the client's records go to dir/r.jsonl.
-void tcp_latency_run(const rbtest::fs::path& dir, int iterations) {
+// A TCP latency client and server at 64 B; the client's records go to the results folder dir/res.
+// Returns the run's results.jsonl.
+rbtest::fs::path tcp_latency_run(const rbtest::fs::path& dir, int iterations) {
   const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
   auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
                               dir, "server");
   const int rc = rbtest::run({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--size", "64",
-                              "--iters", std::to_string(iterations), "--results", (dir / "r.jsonl").string()},
+                              "--iters", std::to_string(iterations), "--results", (dir / "res").string()},
                              dir, "client");
   EXPECT_EQ(rc, 0) << rbtest::slurp(dir / "client.err");
   EXPECT_EQ(server.wait(10), 0) << server.stderr_text();
+  return rbtest::results_of_only_run(dir / "res");
 }
 
 }  // namespace
 
 TEST(ProbeCli, TcpServerAndClientLikePerftest) {
   const auto dir = rbtest::temp_dir("probe-cli");
-  tcp_latency_run(dir, 300);
+  const auto results = tcp_latency_run(dir, 300);
   EXPECT_NE(rbtest::slurp(dir / "client.out").find("t_typical"), std::string::npos);
-  const auto records = results_of(dir / "r.jsonl");
+  const auto records = results_of(results);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["params"]["bytes"], 64);
   EXPECT_EQ(records[0]["samples"]["n"], 298);
@@ -68,8 +70,8 @@ TEST(ProbeCli, TcpServerAndClientLikePerftest) {
 // solid line), not the dashed one through the percentiles that records without them get.
 TEST(ProbeCli, TheReportOfATcpLatencyRunDrawsTheCdfFromRawSamples) {
   const auto dir = rbtest::temp_dir("probe-report");
-  tcp_latency_run(dir, 300);
-  ASSERT_EQ(rbtest::run({kBinary, "report", "-o", (dir / "report").string(), (dir / "r.jsonl").string()}, dir, "report"), 0)
+  const auto results = tcp_latency_run(dir, 300);
+  ASSERT_EQ(rbtest::run({kBinary, "report", "-o", (dir / "report").string(), results.string()}, dir, "report"), 0)
       << rbtest::slurp(dir / "report.err");
   const auto plots = dir / "report" / "plots";
   ASSERT_TRUE(rbtest::fs::exists(plots / "plot-input.json")) << rbtest::slurp(dir / "report.out");
@@ -85,7 +87,7 @@ TEST(ProbeCli, TheReportOfATcpLatencyRunDrawsTheCdfFromRawSamples) {
 
 TEST(ProbeCli, BadUsageExits2) {
   const auto dir = rbtest::temp_dir("probe-usage");
-  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat"}, dir, "a"), 2);  // neither --server nor --client
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--client", "127.0.0.1"}, dir, "a"), 2);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "ib", "lat", "--server"}, dir, "b"), 2);
   EXPECT_NE(rbtest::slurp(dir / "b.err").find("unknown transport 'ib'"), std::string::npos);
   EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--size", "12Q"}, dir, "c"), 2);
@@ -99,6 +101,55 @@ TEST(ProbeCli, BadUsageExits2) {
     EXPECT_NE(rbtest::slurp(dir / "h.err").find(fmt::format("{}: {} is out of range {}", flag, value, range)), std::string::npos)
         << rbtest::slurp(dir / "h.err");
   }
+  rbtest::fs::remove_all(dir);
+}
+
+// Without --server / --client, the probe is the microbench.probe step run as a one-step plan: two
+// local ranks, the table on the console, the records in the results folder beside the run record.
+TEST(ProbeCli, WithoutServerOrClientRunsAOneStepPlanIntoTheResultsFolder) {
+  const auto dir = rbtest::temp_dir("probe-plan");
+  ASSERT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--size", "64", "--iters", "300", "--results", (dir / "res").string()},
+                        dir, "p", {}, 60),
+            0)
+      << rbtest::slurp(dir / "p.err");
+  EXPECT_NE(rbtest::slurp(dir / "p.out").find("t_typical"), std::string::npos) << rbtest::slurp(dir / "p.out");
+  const auto file = rbtest::results_of_only_run(dir / "res");
+  ASSERT_FALSE(file.empty()) << "no single run in " << (dir / "res");
+  const RecordFile f = read_records(file, &result_schema());
+  ASSERT_FALSE(f.records.empty());
+  EXPECT_EQ(f.records.front()["kind"], "run");
+  const auto records = results_of(file);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["step"], "microbench.probe");
+  EXPECT_EQ(records[0]["rank"], 1);
+  EXPECT_EQ(records[0]["params"]["bytes"], 64);
+  EXPECT_TRUE(records[0]["params"].contains("peer"));
+  EXPECT_EQ(records[0]["samples"]["n"], 298);
+  rbtest::fs::remove_all(dir);
+}
+
+// --results once named a file of records; now it is a folder, and the old usage says so.
+TEST(ProbeCli, ResultsNamingAFileIsRefusedWithTheNewMeaning) {
+  const auto dir = rbtest::temp_dir("probe-oldresults");
+  rbtest::write_file(dir / "existing", "{}");
+  for (const auto& given : {(dir / "r.jsonl").string(), (dir / "existing").string()}) {
+    for (const auto& side : {std::vector<std::string>{}, std::vector<std::string>{"--client", "127.0.0.1"}}) {
+      std::vector<std::string> argv{kBinary, "probe", "tcp", "lat", "--results", given};
+      argv.insert(argv.end(), side.begin(), side.end());
+      EXPECT_EQ(rbtest::run(argv, dir, "old", {}, 10), 2) << given;
+      EXPECT_NE(rbtest::slurp(dir / "old.err").find("--results " + given + ": names a file; --results is now the folder"),
+                std::string::npos)
+          << rbtest::slurp(dir / "old.err");
+    }
+  }
+  EXPECT_FALSE(rbtest::fs::exists(dir / "r.jsonl"));
+  // Flags that start ranks are for the plan, not for one side started by hand.
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--ranks", "4"}, dir, "ranks", {}, 10), 2);
+  EXPECT_NE(rbtest::slurp(dir / "ranks.err").find("--ranks starts ranks"), std::string::npos) << rbtest::slurp(dir / "ranks.err");
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--port", "5000"}, dir, "port", {}, 10), 2);
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "tcp", "lat", "--server", "--deadline", "0"}, dir, "deadline", {}, 10), 2);
+  EXPECT_NE(rbtest::slurp(dir / "deadline.err").find("--deadline: 0 is out of range [0.001, 86400]"), std::string::npos)
+      << rbtest::slurp(dir / "deadline.err");
   rbtest::fs::remove_all(dir);
 }
 
@@ -119,25 +170,24 @@ TEST(ProbeCli, AServerKilledMidSweepIsNamedAndEarlierRowsAreKept) {
   auto server = rbtest::start({kBinary, "probe", "tcp", "lat", "--server", "--bind", "127.0.0.1", "--port", port}, {},
                               dir, "server");
   auto client = rbtest::start({kBinary, "probe", "tcp", "lat", "--client", "127.0.0.1", "--port", port, "--all",
-                               "--iters", "20000", "--deadline", "5", "--results", (dir / "r.jsonl").string()},
+                               "--iters", "20000", "--deadline", "5", "--results", (dir / "res").string()},
                               {}, dir, "client");
   ASSERT_TRUE(wait_for_lines(client.out, 2, 30)) << client.stderr_text();  // the header and one size
   ::kill(server.pid, SIGKILL);
   server.wait(5);
   EXPECT_EQ(client.wait(15), 3);
   EXPECT_NE(client.stderr_text().find("the peer 127.0.0.1:" + port), std::string::npos) << client.stderr_text();
-  EXPECT_GE(results_of(dir / "r.jsonl").size(), 1u);
+  EXPECT_GE(results_of(rbtest::results_of_only_run(dir / "res")).size(), 1u);
   rbtest::fs::remove_all(dir);
 }
 
 TEST(ProbeCli, VerbsWithoutADeviceRecordsASkip) {
   if (!verbs::list_devices("/").empty()) GTEST_SKIP() << "this host has an RDMA device";
   const auto dir = rbtest::temp_dir("probe-verbs");
-  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--client", "127.0.0.1", "--results",
-                         (dir / "r.jsonl").string()},
+  EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_lat", "--client", "127.0.0.1", "--results", (dir / "v").string()},
                         dir, "v"),
             0);
-  const auto records = results_of(dir / "r.jsonl");
+  const auto records = results_of(rbtest::results_of_only_run(dir / "v"));
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["status"], "skip");
   EXPECT_NE(records[0]["reason"].get<std::string>().find("no RDMA device"), std::string::npos);
@@ -145,10 +195,10 @@ TEST(ProbeCli, VerbsWithoutADeviceRecordsASkip) {
 
   // GPU buffers asked for: the record says which GPU (the soft-RoCE guest checks the GPU's own skip).
   EXPECT_EQ(rbtest::run({kBinary, "probe", "verbs", "write_bw", "--client", "127.0.0.1", "--gpu", "0", "--results",
-                         (dir / "g.jsonl").string()},
+                         (dir / "g").string()},
                         dir, "g"),
             0);
-  const auto gpu = results_of(dir / "g.jsonl");
+  const auto gpu = results_of(rbtest::results_of_only_run(dir / "g"));
   ASSERT_EQ(gpu.size(), 1u);
   EXPECT_EQ(gpu[0]["status"], "skip");
   EXPECT_EQ(gpu[0]["params"]["gpu"], 0);

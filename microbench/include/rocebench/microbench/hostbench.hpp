@@ -51,7 +51,7 @@ std::vector<ResultRecord> records_from_gbench(const json& gbench, const std::str
 std::string hostbench_table(const std::vector<ResultRecord>& records);
 
 // `rocebench probe host …` and the plan step microbench.host (run once per host, by local rank 0).
-int hostbench_main(const Args& args, const std::vector<SumKernel>& kernels);
+int hostbench_main(const Args& args);  // the step's ranks bring the kernels
 StepKind hostbench_step(std::vector<SumKernel> kernels);
 
 }  // namespace rocebench::microbench

@@ -10,7 +10,7 @@ namespace rocebench::microbench {
 
 // sum_kernels: the reduction kernels `probe host` and microbench.host measure next to memcpy (the
 // harness passes collectives' own; microbench does not depend on collectives).
-std::vector<Subcommand> subcommands(std::vector<SumKernel> sum_kernels = {});
+std::vector<Subcommand> subcommands();
 std::vector<StepKind> steps(std::vector<SumKernel> sum_kernels = {});
 
 }  // namespace rocebench::microbench
