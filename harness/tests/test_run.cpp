@@ -397,6 +397,30 @@ TEST(RunCommand, TheRunEndsWithItsReportSummaryAndVerdict) {
   }
 }
 
+// `rocebench netcheck` checks this host as the one-step plan netcheck.host: the check records land in
+// the run's folder after the run record, the table is on the console, and the exit code is theirs.
+TEST(NetcheckCli, ChecksThisHostAsAOneStepPlanIntoTheResultsFolder) {
+  const path dir = rbtest::temp_dir("netcheck-plan");
+  const int rc = rbtest::run({kBinary, "netcheck", "--tool-timeout", "5", "--results", (dir / "res").string()}, dir, "n");
+  const path file = rbtest::results_of_only_run(dir / "res");
+  ASSERT_FALSE(file.empty()) << "no single run in " << (dir / "res") << "\n" << rbtest::slurp(dir / "n.err");
+  const RecordFile f = checked_results(file);
+  bool present = false, failed = false;
+  for (const auto& r : f.records) {
+    if (r.value("kind", "") != "check") continue;
+    present = present || r["check"] == "rdma.device_present";
+    failed = failed || r["status"] == "fail" || r["status"] == "unverified";
+  }
+  EXPECT_TRUE(present) << "no rdma.device_present check in " << file;
+  EXPECT_EQ(rc, failed ? 1 : 0) << rbtest::slurp(dir / "n.err");
+  EXPECT_NE(rbtest::slurp(dir / "n.out").find("checks, "), std::string::npos) << rbtest::slurp(dir / "n.out");
+
+  EXPECT_EQ(rbtest::run({kBinary, "netcheck", "--results", (dir / "r.jsonl").string()}, dir, "old"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "old.err").find("names a file; --results is now the folder"), std::string::npos)
+      << rbtest::slurp(dir / "old.err");
+  EXPECT_EQ(rbtest::run({kBinary, "netcheck", "--root", "/", "--ranks", "2"}, dir, "ranks"), 2);
+}
+
 // Rank 0 records the others' losses; its own is recorded by the launcher.
 TEST(RunCommand, ALostRankZeroIsRecordedByTheLauncher) {
   const path dir = rbtest::temp_dir("rank0");

@@ -4,10 +4,14 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
+#include "rocebench/common/launch_args.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/netcheck/capture.hpp"
 #include "rocebench/netcheck/checks.hpp"
@@ -86,25 +90,78 @@ std::vector<SavedHost> saved_hosts(const std::string& dir) {
   return hosts;
 }
 
+// The table of check records, the settings that differ between their hosts, and the exit code: 1
+// when a check failed, or is unverified without --allow-unverified, or hosts differ.
+int judge(const std::vector<json>& records, bool allow_unverified) {
+  print_table(std::cout, records);
+  std::set<std::string> hosts;
+  bool failed = false;
+  for (const auto& r : records) {
+    hosts.insert(r.value("host", std::string()));
+    const std::string status = r.value("status", std::string());
+    failed = failed || status == "fail" || (status == "unverified" && !allow_unverified);
+  }
+  if (hosts.size() > 1) {
+    const auto diffs = compare_hosts(records);
+    print_differences(std::cout, diffs, hosts.size());
+    failed = failed || !diffs.empty();
+  }
+  return failed ? kExitCheckFailed : kExitOk;
+}
+
+std::string new_run_id() {
+  std::string stamp = utc_now_rfc3339();
+  std::erase_if(stamp, [](char c) { return c == ':' || c == '-'; });
+  return "netcheck-" + stamp;
+}
+
+// The hosts a run starts on (one local rank, or every host of --hostfile) check themselves as the
+// one-step plan netcheck.host; their records, in the run's folder, are judged here.
+int check_hosts(const LauncherFlags& launcher, const json& params, std::string run_id, bool allow_unverified) {
+  if (run_id.empty()) run_id = new_run_id();
+  Args launch = launch_args(launcher, 1);
+  launch.insert(launch.end(), {"--run-id", run_id});
+  const CommandOrigin origin{kProgram, {{"profile", "--profile"}, {"tools", "--no-tools"}, {"tool_timeout_s", "--tool-timeout"}}};
+  const int ran = run_step_as_plan("netcheck.host", params, launch, origin);
+  if (ran != kExitOk && ran != kExitCheckFailed) return ran;
+  std::string dir = launch_value(launch, "--results-dir");
+  if (dir.empty()) {
+    const std::string results = launch_value(launch, "--results");
+    dir = (std::filesystem::path(results.empty() ? kDefaultResultsRoot : results) / run_id).string();
+  }
+  std::vector<json> checks;
+  for (const auto& r : read_records(std::filesystem::path(dir) / "results.jsonl").records) {
+    if (r.value("kind", std::string()) == "check") checks.push_back(r);
+  }
+  if (checks.empty()) throw InfraError("the run recorded no check records in " + dir);
+  std::cout << "\n";
+  return std::max(judge(checks, allow_unverified), ran);
+}
+
 int check_main(const Args& args) {
-  std::string root = "/", profile_name = "lossless-roce", capture, host, run_id, out, save_dir, root_each;
+  std::string root, profile_name = "lossless-roce", capture, host, run_id, save_dir, root_each;
   bool no_tools = false, compare = false, list_checks = false, print_profile = false, allow_unverified = false;
   double tool_timeout_s = kToolTimeoutS;
   std::vector<std::string> files;
+  LauncherFlags launcher;
   ArgParser parser(kProgram,
-                   "Checks this host's RoCE lossless configuration (PFC, DSCP trust, ECN, CNP, RoCE v2 GIDs, MTU,\n"
-                   "link state and rate, ACS, peer memory) against a profile and prints a table grouped by device.\n"
+                   "Checks the RoCE lossless configuration (PFC, DSCP trust, ECN, CNP, RoCE v2 GIDs, MTU, link state\n"
+                   "and rate, ACS, peer memory) of this host, or of every host of --hostfile --launcher mpirun|srun,\n"
+                   "against a profile, as the one-step plan netcheck.host (records in rocebench-results/<run>/),\n"
+                   "and prints a table grouped by device; with several hosts, every setting that differs.\n"
+                   "--root / --root-each judge saved host trees here instead, without a run.\n"
                    "A setting that applies but cannot be read (tool missing, no permission, no capture) is 'unverified'.\n"
                    "With --compare, reads check records of several hosts and reports every setting that differs.\n"
                    "Reads only; never changes a setting. Exit 0 all good, 1 a check failed or is unverified (or hosts\n"
                    "differ), 2 bad input.");
-  parser.option("--root", &root, "read /sys, /proc and configfs under DIR (a saved host tree); the host is the tree's hostname", "DIR")
+  parser.option("--root", &root, "judge the saved host tree DIR (/sys, /proc, configfs) here, without a run; the host is the "
+                                 "tree's hostname ('--root /': this machine)", "DIR")
       .option("--root-each", &root_each,
               "judge every host tree in DIR (tool outputs in DIR/<host>/capture) and compare them", "DIR")
       .option("--profile", &profile_name, "built-in profile name or JSON file (default lossless-roce)", "NAME|FILE")
       .option("--capture", &capture,
-              "read tool outputs from DIR instead of running them: by DIR/COMMANDS.tsv (FILE<TAB>COMMAND per line), "
-              "else by the names dcb-pfc-IF.txt, dcb-app-IF.txt, mlnx_qos-IF.txt, ethtool-S-IF.txt, lspci-vvv.txt",
+              "with --root: read tool outputs from DIR instead of running them: by DIR/COMMANDS.tsv (FILE<TAB>COMMAND per "
+              "line), else by the names dcb-pfc-IF.txt, dcb-app-IF.txt, mlnx_qos-IF.txt, ethtool-S-IF.txt, lspci-vvv.txt",
               "DIR")
       .option("--save-capture", &save_dir,
               "run every tool netcheck uses and save their outputs (DIR/capture, with COMMANDS.tsv) and the files the "
@@ -113,18 +170,20 @@ int check_main(const Args& args) {
       .flag("--no-tools", &no_tools, "do not run dcb, mlnx_qos, ethtool or lspci")
       .option("--tool-timeout", &tool_timeout_s, "seconds each tool may take (default 10)", "S")
       .flag("--allow-unverified", &allow_unverified, "exit 0 although some checks are unverified (they are still reported)")
-      .option("--host", &host, "host name in records (default: this host's name, or the --root tree's)", "NAME")
+      .option("--host", &host, "with --root: host name in records (default: the tree's hostname)", "NAME")
       .option("--run-id", &run_id, "run id in records (default: netcheck-<time>)", "ID")
-      .option("--results", &out, "append the check records (JSON Lines) to FILE", "FILE")
       .renamed("--out", "--results")
-      .flag("--compare", &compare, "compare the check records in the given results files across hosts")
+      .flag("--compare", &compare, "compare the check records in the given results files or folders across hosts")
       .flag("--list-checks", &list_checks, "print the check ids and exit")
       .flag("--print-profile", &print_profile, "print the profile after merging with the one it extends, and exit")
-      .rest("FILE", &files, "results files (JSON Lines) for --compare");
+      .rest("RESULTS", &files, "for --compare: results files (JSON Lines), run folders, or folders of runs");
+  launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
+  const Args launch = launcher.to_args();  // refuses --results naming a file
+  const std::string results = launch_value(launch, "--results");
   if (!files.empty() && !compare) throw UsageError(std::string(kProgram) + ": results files are only read with --compare\n\n" + parser.usage());
   if (tool_timeout_s <= 0) throw UsageError(std::string(kProgram) + ": --tool-timeout must be positive");
-  if (!root_each.empty() && (root != "/" || !capture.empty() || !host.empty() || !save_dir.empty())) {
+  if (!root_each.empty() && (!root.empty() || !capture.empty() || !host.empty() || !save_dir.empty())) {
     throw UsageError(std::string(kProgram) + ": --root-each names every host itself; it takes no --root, --capture, --host or --save-capture");
   }
 
@@ -132,13 +191,28 @@ int check_main(const Args& args) {
     for (const auto& id : kCheckIds) std::cout << id << "\n";
     return kExitOk;
   }
-  if (compare) return compare_main(files, out);
+  const bool saved_trees = !root.empty() || !root_each.empty() || !capture.empty() || !host.empty() || !save_dir.empty();
+  // Only a run starts ranks; every other mode works here.
+  if (saved_trees || compare) {
+    for (std::size_t i = 0; i < launch.size(); i += 2) {
+      if (launch[i] != "--results") {
+        throw UsageError(fmt::format("{}: {} is for checking hosts through a run, not with --root, --root-each, --capture, "
+                                     "--host, --save-capture or --compare", kProgram, launch[i]));
+      }
+    }
+  }
+  if (compare) return compare_main(files, results);
 
   const Profile profile = load_profile(profile_name);
   if (print_profile) {
     std::cout << profile.values.dump(2) << "\n";
     return kExitOk;
   }
+  if (!saved_trees) {
+    json params = {{"profile", profile_name}, {"tools", !no_tools}, {"tool_timeout_s", tool_timeout_s}};
+    return check_hosts(launcher, params, run_id, allow_unverified);
+  }
+  if (root.empty()) root = "/";
   if (!std::filesystem::is_directory(root)) throw InputError("--root " + root + ": not a folder");
   if (!save_dir.empty()) {
     const ToolSource tools = tool_source(root, capture, !no_tools, tool_timeout_s);
@@ -162,42 +236,53 @@ int check_main(const Args& args) {
     }
     hosts.push_back({root, capture, host});
   }
-  if (run_id.empty()) run_id = "netcheck-" + utc_now_rfc3339();
-  std::vector<CheckRecord> checks;
+  if (run_id.empty()) run_id = new_run_id();
+  std::vector<json> records;
   for (const auto& h : hosts) {
     const ToolSource tools = tool_source(h.root, h.capture, !no_tools, tool_timeout_s);
     list_ignored(tools);
-    const auto one = check_host(h.root, profile, tools, h.host);
-    checks.insert(checks.end(), one.begin(), one.end());
+    for (const auto& c : check_host(h.root, profile, tools, h.host)) records.push_back(to_json(c, run_id));
   }
-
-  std::vector<json> records;
-  for (const auto& c : checks) records.push_back(to_json(c, run_id));
-  if (!out.empty()) {
-    RecordWriter writer(out);
+  if (!results.empty()) {
+    RecordWriter writer(run_results_file(results, run_id));
     for (const auto& r : records) writer.append(r);
     writer.sync();
   }
-  print_table(std::cout, records);
-  bool failed = std::any_of(checks.begin(), checks.end(), [&](const CheckRecord& c) {
-    return c.status == Status::fail || (c.status == Status::unverified && !allow_unverified);
-  });
-  if (hosts.size() > 1) {
-    const auto diffs = compare_hosts(records);
-    print_differences(std::cout, diffs, hosts.size());
-    failed = failed || !diffs.empty();
-  }
-  return failed ? kExitCheckFailed : kExitOk;
+  return judge(records, allow_unverified);
 }
 
 }  // namespace
 
-int compare_main(const std::vector<std::string>& files, const std::string& out) {
-  if (files.empty()) throw UsageError(std::string(kProgram) + " --compare: give one or more results files");
+namespace {
+
+// The results files a --compare argument names: a file, a run's folder (its results.jsonl), or a
+// folder of runs (each run's results.jsonl).
+std::vector<std::filesystem::path> results_files_of(const std::string& given) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(given)) return {given};
+  if (fs::exists(fs::path(given) / "results.jsonl")) return {fs::path(given) / "results.jsonl"};
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(given)) {
+    if (fs::exists(entry.path() / "results.jsonl")) runs.push_back(entry.path() / "results.jsonl");
+  }
+  if (runs.empty()) throw InputError(given + ": a folder without results.jsonl, nor runs that have one");
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+}  // namespace
+
+int compare_main(const std::vector<std::string>& given, const std::string& out) {
+  if (given.empty()) throw UsageError(std::string(kProgram) + " --compare: give one or more results files or folders");
+  std::vector<std::filesystem::path> files;
+  for (const auto& g : given) {
+    const auto more = results_files_of(g);
+    files.insert(files.end(), more.begin(), more.end());
+  }
   std::vector<json> records;
   for (const auto& file : files) {
     const RecordFile read = read_records(file, &result_schema());
-    for (const auto& issue : read.issues) std::cerr << file << ":" << issue.line << ": " << issue.message << "\n";
+    for (const auto& issue : read.issues) std::cerr << file.string() << ":" << issue.line << ": " << issue.message << "\n";
     records.insert(records.end(), read.records.begin(), read.records.end());
   }
   std::vector<std::string> hosts;
@@ -213,8 +298,8 @@ int compare_main(const std::vector<std::string>& files, const std::string& out) 
   const auto diffs = compare_hosts(records);
   print_differences(std::cout, diffs, hosts.size());
   if (!out.empty()) {
-    RecordWriter writer(out);
     const std::string run_id = records.front().value("run", std::string("netcheck-compare"));
+    RecordWriter writer(run_results_file(out, run_id));
     for (const auto& r : difference_records(diffs)) writer.append(to_json(r, run_id));
     writer.sync();
   }

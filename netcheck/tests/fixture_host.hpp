@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // A copy of a fixture host (tests/fixtures/<name>/{root,capture}) in a temp folder, for a test to
 // misconfigure one setting at a time.
 #include <gtest/gtest.h>
@@ -119,8 +120,21 @@ inline Outcome run_netcheck(const Args& args) {
   return {code, out, ::testing::internal::GetCapturedStderr()};
 }
 
-// Every line of a results file is a valid check record.
+// Every line of a results file is a valid check record. A folder (`--results DIR`): the records of
+// every run in it, DIR/<run-id>/results.jsonl, runs in name order.
 inline std::vector<json> records_in(const fs::path& file) {
+  if (fs::is_directory(file)) {
+    std::vector<fs::path> runs;
+    for (const auto& entry : fs::directory_iterator(file)) runs.push_back(entry.path() / "results.jsonl");
+    std::sort(runs.begin(), runs.end());
+    EXPECT_FALSE(runs.empty()) << "no run in " << file;
+    std::vector<json> all;
+    for (const auto& run : runs) {
+      const auto more = records_in(run);
+      all.insert(all.end(), more.begin(), more.end());
+    }
+    return all;
+  }
   const RecordFile read = read_records(file, &result_schema());
   EXPECT_TRUE(read.issues.empty()) << read.issues.front().message;
   return read.records;

@@ -35,7 +35,7 @@ class KeptRecords : public Recorder {
 TEST(Cli, GoodHostExitsZeroAndAppendsRecords) {
   FixtureHost host;
   fixture::TempDir dir;
-  const auto out = dir.path() / "results.jsonl";
+  const auto out = dir.path() / "results";
   const Outcome run = run_netcheck(on(host, "node01", out.string()));
   EXPECT_EQ(run.code, kExitOk) << run.err;
   EXPECT_NE(run.out.find("== node01 =="), std::string::npos);
@@ -46,20 +46,26 @@ TEST(Cli, GoodHostExitsZeroAndAppendsRecords) {
     EXPECT_EQ(r["run"], "run-7");
     EXPECT_EQ(r["host"], "node01");
   }
-  // --results appends: a second run adds as many records and keeps the first ones.
+  EXPECT_TRUE(fixture::fs::exists(out / "run-7" / "results.jsonl"));  // the layout of a run's folder
+  // The same run id appends: a second run adds as many records and keeps the first ones.
   EXPECT_EQ(run_netcheck(on(host, "node01", out.string())).code, kExitOk);
   EXPECT_EQ(records_in(out).size(), 2 * records.size());
   // The old spelling is refused with the new one.
   const Outcome old = run_netcheck({"--out", out.string()});
   EXPECT_EQ(old.code, kExitBadInput);
   EXPECT_NE(old.err.find("'--out' is now '--results'"), std::string::npos) << old.err;
+  // --results once named the file; it is the folder of runs now, and a file there is refused.
+  const Outcome file = run_netcheck(on(host, "node01", (dir.path() / "r.jsonl").string()));
+  EXPECT_EQ(file.code, kExitBadInput);
+  EXPECT_NE(file.err.find("r.jsonl: names a file; --results is now the folder"), std::string::npos) << file.err;
+  EXPECT_FALSE(fixture::fs::exists(dir.path() / "r.jsonl"));
 }
 
 TEST(Cli, FailedCheckExitsOne) {
   FixtureHost host;
   host.write("/sys/class/net/ens1f1np1/qos/trust", "pcp");
   fixture::TempDir dir;
-  const Outcome run = run_netcheck(on(host, "node02", (dir.path() / "r.jsonl").string()));
+  const Outcome run = run_netcheck(on(host, "node02", (dir.path() / "r").string()));
   EXPECT_EQ(run.code, kExitCheckFailed);
   EXPECT_NE(run.out.find("fix: mlnx_qos -i ens1f1np1 --trust dscp"), std::string::npos) << run.out;
 }
@@ -88,8 +94,9 @@ TEST(Cli, HelpListAndProfile) {
 TEST(Cli, ThisMachineRunsWithoutCrashing) {
   // Whatever this host has (CI machines have no RDMA device), netcheck reads it and says so.
   fixture::TempDir dir;
-  const auto out = dir.path() / "r.jsonl";
-  const Outcome run = run_netcheck({"--results", out.string(), "--tool-timeout", "5"});
+  const auto out = dir.path() / "r";
+  // In this process, without a run: the harness checks this host as a plan (harness's NetcheckCli).
+  const Outcome run = run_netcheck({"--root", "/", "--results", out.string(), "--tool-timeout", "5"});
   EXPECT_TRUE(run.code == kExitOk || run.code == kExitCheckFailed) << run.err;
   const auto records = records_in(out);
   const auto present = std::find_if(records.begin(), records.end(), [](const json& r) { return r["check"] == "rdma.device_present"; });
@@ -101,7 +108,7 @@ TEST(Cli, ThisMachineRunsWithoutCrashing) {
 
 TEST(Compare, ReportsWhatDiffersBetweenHosts) {
   fixture::TempDir dir;
-  const auto a = dir.path() / "a.jsonl", b = dir.path() / "b.jsonl", odd = dir.path() / "odd.jsonl";
+  const auto a = dir.path() / "a", b = dir.path() / "b", odd = dir.path() / "odd";
   FixtureHost good, mtu;
   mtu.write("/sys/class/net/ens1f0np0/mtu", "1500");
   mtu.write("/sys/class/infiniband/mlx5_0/fw_ver", "22.39.1002");
@@ -112,6 +119,12 @@ TEST(Compare, ReportsWhatDiffersBetweenHosts) {
   const Outcome same = run_netcheck({"--compare", a.string()});
   EXPECT_EQ(same.code, kExitOk) << same.err;
   EXPECT_NE(same.out.find("all 2 hosts have the same settings"), std::string::npos);
+  // A folder of runs, a run's folder and its results file read alike.
+  for (const auto& given : {a / "run-7", a / "run-7" / "results.jsonl"}) {
+    const Outcome again = run_netcheck({"--compare", given.string()});
+    EXPECT_EQ(again.code, kExitOk) << again.err;
+    EXPECT_EQ(again.out, same.out);
+  }
 
   const Outcome diff = run_netcheck({"--compare", a.string(), b.string(), "--results", odd.string()});
   EXPECT_EQ(diff.code, kExitCheckFailed) << diff.err;
@@ -132,7 +145,7 @@ TEST(Compare, ReportsWhatDiffersBetweenHosts) {
 
 TEST(Compare, BadInput) {
   fixture::TempDir dir;
-  const auto one = dir.path() / "one.jsonl";
+  const auto one = dir.path() / "one";
   FixtureHost host;
   run_netcheck(on(host, "node01", one.string()));
   const Outcome single = run_netcheck({"--compare", one.string()});

@@ -72,9 +72,9 @@ TEST_P(SavedHost, JudgedUnderItsOwnName) {
   const Expected& e = GetParam();
   fixture::TempDir dir;
   fixture::compose_fleet_host(e.folder, dir.path() / e.folder);
-  const Outcome run = judge(dir.path() / e.folder, dir.path() / "r.jsonl");
+  const Outcome run = judge(dir.path() / e.folder, dir.path() / "r");
   EXPECT_EQ(run.code, e.code) << run.out << run.err;
-  const auto records = records_in(dir.path() / "r.jsonl");
+  const auto records = records_in(dir.path() / "r");
   ASSERT_GT(records.size(), 40u);
   for (const auto& r : records) ASSERT_EQ(r["host"], e.host);
   EXPECT_EQ(with_status(records, "fail"), e.fail);
@@ -94,30 +94,30 @@ TEST(SavedHostDetail, WhatEachJudgementSays) {
   for (const auto& e : kFleet) fixture::compose_fleet_host(e.folder, dir.path() / e.folder);
 
   // The output of a command netcheck does not read is ignored, and listed.
-  const Outcome pfc = judge(dir.path() / "pfc-wrong", dir.path() / "pfc.jsonl");
+  const Outcome pfc = judge(dir.path() / "pfc-wrong", dir.path() / "pfc");
   EXPECT_NE(pfc.err.find("ignored the output of a command it does not read: ip-link.txt (ip -d link show)"), std::string::npos)
       << pfc.err;
-  const auto pfc_records = records_in(dir.path() / "pfc.jsonl");
+  const auto pfc_records = records_in(dir.path() / "pfc");
   EXPECT_EQ(record(pfc_records, "roce.pfc.enabled_priorities", "mlx5_0/1")["observed"], json::array({4}));
   EXPECT_NE(record(pfc_records, "roce.pfc.enabled_priorities", "mlx5_0/1")["reason"].get<std::string>().find("pfc.ens1f0np0.out"),
             std::string::npos);
 
-  const auto trust = (judge(dir.path() / "trust-pcp", dir.path() / "trust.jsonl"), records_in(dir.path() / "trust.jsonl"));
+  const auto trust = (judge(dir.path() / "trust-pcp", dir.path() / "trust"), records_in(dir.path() / "trust"));
   EXPECT_EQ(record(trust, "roce.trust.dscp", "mlx5_0/1")["observed"], "pcp");
   EXPECT_EQ(record(trust, "roce.dscp.priority_map", "mlx5_0/1")["status"], "skip");  // the NIC ignores DSCP
 
-  const auto acs = (judge(dir.path() / "acs-on", dir.path() / "acs.jsonl"), records_in(dir.path() / "acs.jsonl"));
+  const auto acs = (judge(dir.path() / "acs-on", dir.path() / "acs"), records_in(dir.path() / "acs"));
   EXPECT_EQ(record(acs, "gpudirect.acs_disabled", "mlx5_0")["observed"], json({{"acs_enabled_on", {"0000:17:00.0"}}}));
 
   // Unverified: in the table with what to install, counted, exit 1 unless allowed.
-  const Outcome bare = judge(dir.path() / "no-capture", dir.path() / "bare.jsonl");
+  const Outcome bare = judge(dir.path() / "no-capture", dir.path() / "bare");
   EXPECT_NE(bare.out.find("  UNVER roce.pfc.enabled_priorities"), std::string::npos) << bare.out;
   EXPECT_NE(bare.out.find("to verify: install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb"), std::string::npos);
   EXPECT_NE(bare.out.find(", 4 unverified\n"), std::string::npos) << bare.out;
-  EXPECT_EQ(judge(dir.path() / "no-capture", dir.path() / "bare.jsonl", {"--allow-unverified"}).code, kExitOk);
+  EXPECT_EQ(judge(dir.path() / "no-capture", dir.path() / "bare", {"--allow-unverified"}).code, kExitOk);
 
   // Two NICs of one model with different firmware: a warning naming both; the tree's own kernel.
-  const auto fw = (judge(dir.path() / "fw-old", dir.path() / "fw.jsonl"), records_in(dir.path() / "fw.jsonl"));
+  const auto fw = (judge(dir.path() / "fw-old", dir.path() / "fw"), records_in(dir.path() / "fw"));
   EXPECT_EQ(record(fw, "nic.firmware", "mlx5_0")["reason"], "mlx5_0 has 22.39.1002, mlx5_1 has 22.41.1000 (same model MT4125)");
   EXPECT_EQ(record(fw, "host.kernel", "host")["observed"], "5.15.0-125-generic");
 }
@@ -126,16 +126,16 @@ TEST(SavedHostDetail, TheHostIsTheTreesUnlessNamed) {
   fixture::TempDir dir;
   fixture::compose_fleet_host("good", dir.path() / "good");
   const path tree = dir.path() / "good";
-  EXPECT_EQ(judge(tree, dir.path() / "named.jsonl", {"--host", "node42"}).code, kExitOk);
-  EXPECT_EQ(records_in(dir.path() / "named.jsonl").front()["host"], "node42");
+  EXPECT_EQ(judge(tree, dir.path() / "named", {"--host", "node42"}).code, kExitOk);
+  EXPECT_EQ(records_in(dir.path() / "named").front()["host"], "node42");
   // /etc/hostname when /proc has none
   fixture::fs::remove(tree / "proc/sys/kernel/hostname");
   fixture::write_file(tree / "etc/hostname", "gpu-b01\n");
-  EXPECT_EQ(judge(tree, dir.path() / "etc.jsonl").code, kExitOk);
-  EXPECT_EQ(records_in(dir.path() / "etc.jsonl").front()["host"], "gpu-b01");
+  EXPECT_EQ(judge(tree, dir.path() / "etc").code, kExitOk);
+  EXPECT_EQ(records_in(dir.path() / "etc").front()["host"], "gpu-b01");
   // Neither: an error, never this machine's name.
   fixture::fs::remove(tree / "etc/hostname");
-  const Outcome nameless = judge(tree, dir.path() / "none.jsonl");
+  const Outcome nameless = judge(tree, dir.path() / "none");
   EXPECT_EQ(nameless.code, kExitBadInput);
   EXPECT_NE(nameless.err.find("no hostname in proc/sys/kernel/hostname or etc/hostname; name the host with --host"),
             std::string::npos)
@@ -145,7 +145,7 @@ TEST(SavedHostDetail, TheHostIsTheTreesUnlessNamed) {
 TEST(SavedHostDetail, CompareOfSavedHostsExitsOneOnlyWhenASettingDiffers) {
   fixture::TempDir dir;
   for (const char* h : {"good", "fw-old", "pfc-wrong"}) fixture::compose_fleet_host(h, dir.path() / h);
-  const path same = dir.path() / "same.jsonl", differ = dir.path() / "differ.jsonl";
+  const path same = dir.path() / "same", differ = dir.path() / "differ";
   judge(dir.path() / "good", same, {"--host", "gpu-c01"});
   judge(dir.path() / "good", same, {"--host", "gpu-c02"});
   const Outcome alike = run_netcheck({"--compare", same.string()});
@@ -166,9 +166,9 @@ TEST(RootEach, JudgesAndComparesAFolderOfHosts) {
   fixture::TempDir dir;
   const path fleet = dir.path() / "fleet";
   for (const auto& e : kFleet) fixture::compose_fleet_host(e.folder, fleet / e.folder);
-  const Outcome all = run_netcheck({"--root-each", fleet.string(), "--results", (dir.path() / "all.jsonl").string()});
+  const Outcome all = run_netcheck({"--root-each", fleet.string(), "--results", (dir.path() / "all").string()});
   EXPECT_EQ(all.code, kExitCheckFailed);
-  const auto records = records_in(dir.path() / "all.jsonl");
+  const auto records = records_in(dir.path() / "all");
   Set hosts;
   for (const auto& r : records) hosts.insert(r["host"].get<std::string>());
   EXPECT_EQ(hosts, (Set{"gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04", "gpu-a05", "gpu-a06"}));
@@ -233,9 +233,9 @@ TEST(SaveCapture, ASavedHostSavedAgainIsJudgedTheSame) {
   EXPECT_NE(commands.find("lspci-vvv.txt\tlspci -D -vvv\n"), std::string::npos);
   EXPECT_TRUE(fixture::fs::is_symlink(saved / "sys/class/infiniband/mlx5_0"));
 
-  judge(host, dir.path() / "before.jsonl");
-  judge(saved, dir.path() / "after.jsonl");
-  const auto before = records_in(dir.path() / "before.jsonl"), after = records_in(dir.path() / "after.jsonl");
+  judge(host, dir.path() / "before");
+  judge(saved, dir.path() / "after");
+  const auto before = records_in(dir.path() / "before"), after = records_in(dir.path() / "after");
   ASSERT_GT(before.size(), 40u);
   EXPECT_EQ(comparable(after), comparable(before));
 
@@ -249,11 +249,11 @@ TEST(SaveCapture, ThisMachineRoundTrips) {
   const path saved = dir.path() / "here";
   const Outcome save = run_netcheck({"--save-capture", saved.string(), "--tool-timeout", "5"});
   ASSERT_EQ(save.code, kExitOk) << save.err;
-  const Outcome live = run_netcheck({"--results", (dir.path() / "live.jsonl").string(), "--tool-timeout", "5"});
+  const Outcome live = run_netcheck({"--root", "/", "--results", (dir.path() / "live").string(), "--tool-timeout", "5"});
   const Outcome back = run_netcheck({"--root", saved.string(), "--capture", (saved / "capture").string(), "--results",
-                                     (dir.path() / "back.jsonl").string()});
+                                     (dir.path() / "back").string()});
   EXPECT_EQ(back.code, live.code) << back.out << live.out;
-  EXPECT_EQ(comparable(records_in(dir.path() / "back.jsonl")), comparable(records_in(dir.path() / "live.jsonl")));
+  EXPECT_EQ(comparable(records_in(dir.path() / "back")), comparable(records_in(dir.path() / "live")));
 }
 
 TEST(SavedTree, SymlinkLoopIsAnErrorNamingThePath) {

@@ -11,8 +11,9 @@ namespace rocebench::netcheck {
 std::vector<Subcommand> subcommands();
 std::vector<StepKind> steps();
 
-// `rocebench netcheck --compare FILE...`: the settings that differ between hosts, from their check
-// records; appends the odd hosts out to `out` when given. Exit 0 all alike, 1 differences.
+// `rocebench netcheck --compare RESULTS...`: the settings that differ between hosts, from their check
+// records (results files, run folders or folders of runs); appends the odd hosts out to
+// `out`/<run>/results.jsonl when given. Exit 0 all alike, 1 differences.
 int compare_main(const std::vector<std::string>& files, const std::string& out);
 
 }  // namespace rocebench::netcheck
