@@ -157,14 +157,22 @@ void run_probe_step(StepContext& ctx) {
       // The peer by host and rank, not by its address and ephemeral port: two runs of a plan line up.
       const std::string peer = fmt::format("{} rank {}", server_host, ctx.rank - 1);
       auto probe = connect_probe(spec, address, port);
-      // The table perftest would print, by the rank that measures (one per pair).
-      const std::string pair = ctx.world > 2 ? fmt::format("# {} -> {} rank {}\n", peer, ctx.host, ctx.rank) : "";
-      std::cout << pair + table_header(probe->kind()) << std::flush;
+      // The table perftest would print, by the rank that measures: row by row for one pair; with
+      // several, each pair's whole table at its end, so that their rows do not interleave.
+      const bool one_pair = ctx.world <= 3;
+      std::string table = (one_pair ? "" : fmt::format("# {} -> {} rank {}\n", peer, ctx.host, ctx.rank)) + table_header(probe->kind());
+      const auto show = [&] {
+        std::cout << table << std::flush;
+        table.clear();
+      };
+      if (one_pair) show();
       run_active(*probe, spec.driver, [&](ResultRecord r) {
-        std::cout << table_row(r, probe->kind()) << std::flush;
+        table += table_row(r, probe->kind());
+        if (one_pair) show();
         r.params["peer"] = peer;
         ctx.record(std::move(r));
       });
+      show();
     }
   } catch (const Unavailable& e) {
     std::cout << fmt::format("skip: {}\n", e.what()) << std::flush;
