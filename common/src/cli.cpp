@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/launch_args.hpp"
 
 namespace rocebench {
 
@@ -222,15 +221,6 @@ Args LauncherFlags::to_args(int ranks) const {
                                  printable_excerpt(results)));
   }
   return out;
-}
-
-Args launch_args(const LauncherFlags& launcher, int ranks) {
-  Args launch = launcher.to_args();
-  const bool placed = std::any_of(launch.begin(), launch.end(), [](const std::string& a) {
-    return a == "--ranks" || a == "--launcher" || a == "--hostfile";
-  });
-  if (!placed) launch.insert(launch.end(), {"--ranks", std::to_string(ranks)});
-  return launch;
 }
 
 std::string launch_value(const Args& launch, const std::string& flag) {

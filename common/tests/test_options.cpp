@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/common/options.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/temp_dir.hpp"
@@ -129,7 +129,7 @@ TEST(Options, LauncherResultsNamingAFileIsRefusedWithTheFolderMeaning) {
   const auto dir = make_temp_dir("launcher-results");
   std::ofstream(dir / "existing") << "{}\n";
   for (const auto& given : {(dir / "r.jsonl").string(), (dir / "existing").string()}) {
-    LauncherFlags launcher;
+    LauncherFlags launcher(1);
     ArgParser p("prog", "a test");
     launcher.add_to(p);
     ASSERT_TRUE(p.parse({"--results", given}));
@@ -141,11 +141,11 @@ TEST(Options, LauncherResultsNamingAFileIsRefusedWithTheFolderMeaning) {
           << e.what();
     }
   }
-  LauncherFlags launcher;
+  LauncherFlags launcher(1);
   ArgParser p("prog", "a test");
   launcher.add_to(p);
   ASSERT_TRUE(p.parse({"--results", dir.string()}));
-  EXPECT_EQ(launch_args(launcher, 1), (Args{"--results", dir.string(), "--ranks", "1"}));
+  EXPECT_EQ(launcher.to_args(), (Args{"--ranks", "1", "--results", dir.string()}));
 }
 
 TEST(Options, AFamilyLeavesTheSchemaOfAStepThatTakesNoneOfIt) {

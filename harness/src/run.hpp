@@ -4,7 +4,7 @@
 #include <string>
 
 #include "plan.hpp"
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 
 namespace rocebench {
 

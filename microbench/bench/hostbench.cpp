@@ -18,7 +18,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::microbench {
@@ -356,7 +356,7 @@ int hostbench_main(const Args& args) {
   return run_guarded(program, [&]() -> int {
     HostBenchOptions o;
     std::string min_bytes = "4K", max_bytes = "256M";
-    LauncherFlags launcher;
+    LauncherFlags launcher(1);
     ArgParser p(program,
                 "Host memory bandwidth (memcpy) and the collectives' float sum kernels (float32; float16 and\n"
                 "bfloat16 summed in float32) in GB/s at sizes from L1 to DRAM, bytes counted as STREAM does\n"
@@ -380,7 +380,7 @@ int hostbench_main(const Args& args) {
     if (!o.filter.empty()) params["filter"] = o.filter;
     const CommandOrigin origin{program, {{"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"},
                                          {"repetitions", "--repetitions"}, {"min_time_s", "--min-time"}, {"filter", "--filter"}}};
-    return run_step_as_plan("microbench.host", params, launch_args(launcher, 1), origin);
+    return run_step_as_plan("microbench.host", params, launcher.to_args(), origin);
   });
 }
 

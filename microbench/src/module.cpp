@@ -14,7 +14,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/microbench/allpairs.hpp"
 #include "rocebench/microbench/probe.hpp"
 
@@ -39,7 +39,7 @@ int probe_main(const Args& args) {
     std::string transport, test, client, bind;
     bool server = false;
     int port = -1;  // -1: not given
-    LauncherFlags launcher;
+    LauncherFlags launcher(2);
     ArgParser p(program, "Point-to-point latency and bandwidth over TCP or RDMA verbs (RC), as perftest.\n"
                          "Starts its own ranks and records to rocebench-results/<run>/: rank 2k serves, 2k+1 measures\n"
                          "(default 2 local; --ranks, --netns, --launcher mpirun|srun --hostfile). Or by hand across two\n"

@@ -8,7 +8,7 @@
 
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/train.hpp"
 

@@ -11,7 +11,7 @@
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
-#include "rocebench/common/launch_args.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/netcheck/capture.hpp"
 #include "rocebench/netcheck/checks.hpp"
@@ -119,7 +119,7 @@ std::string new_run_id() {
 // one-step plan netcheck.host; their records, in the run's folder, are judged here.
 int check_hosts(const LauncherFlags& launcher, const json& params, std::string run_id, bool allow_unverified) {
   if (run_id.empty()) run_id = new_run_id();
-  Args launch = launch_args(launcher, 1);
+  Args launch = launcher.to_args();
   launch.insert(launch.end(), {"--run-id", run_id});
   const CommandOrigin origin{kProgram, {{"profile", "--profile"}, {"tools", "--no-tools"}, {"tool_timeout_s", "--tool-timeout"}}};
   const int ran = run_step_as_plan("netcheck.host", params, launch, origin);
@@ -143,7 +143,7 @@ int check_main(const Args& args) {
   bool no_tools = false, compare = false, list_checks = false, print_profile = false, allow_unverified = false;
   double tool_timeout_s = kToolTimeoutS;
   std::vector<std::string> files;
-  LauncherFlags launcher;
+  LauncherFlags launcher(1);
   ArgParser parser(kProgram,
                    "Checks the RoCE lossless configuration (PFC, DSCP trust, ECN, CNP, RoCE v2 GIDs, MTU, link state\n"
                    "and rate, ACS, peer memory) of this host, or of every host of --hostfile --launcher mpirun|srun,\n"

@@ -1,5 +1,6 @@
 #pragma once
 // Subcommands and a small option parser shared by every module's command line.
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <utility>
@@ -106,6 +107,16 @@ class LauncherFlags {
       {"--ranks", ""}, {"--netns", ""}, {"--launcher", ""}, {"--hostfile", ""}, {"--ranks-per-host", ""},
       {"--results", ""}, {"--results-dir", ""}, {"--deadline", ""}};
 };
+
+// Where runs put their folders unless --results says otherwise.
+inline constexpr const char* kDefaultResultsRoot = "rocebench-results";
+
+// The value a flag was given in launcher arguments ("--results", "DIR" …), else "".
+std::string launch_value(const Args& launch, const std::string& flag);
+
+// Where a run's records go when no harness launched it (a probe client started by hand, netcheck
+// judging saved trees): <results>/<run_id>/results.jsonl, the layout of a run's folder. Makes the folder.
+std::filesystem::path run_results_file(const std::string& results, const std::string& run_id);
 
 // The number all of `text` is, finite: "42", "-3"; for a double also "0.5", "1e3". Throws UsageError
 // naming the option and what was typed ("--chunk: 'lots' is not a valid number") for anything else,
