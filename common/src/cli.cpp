@@ -206,10 +206,15 @@ void LauncherFlags::add_to(ArgParser& parser) {
 }
 
 Args LauncherFlags::to_args(int ranks) const {
+  Args out = given();
+  if (launch_value(out, "--ranks").empty()) out.insert(out.begin(), {"--ranks", std::to_string(ranks)});
+  return out;
+}
+
+Args LauncherFlags::given() const {
   Args out;
   for (const auto& [flag, value] : values_) {
     if (!value.empty()) out.insert(out.end(), {flag, value});
-    else if (flag == "--ranks") out.insert(out.end(), {flag, std::to_string(ranks)});
   }
   // --results once named a file that records were appended to; a file there now is the old usage.
   const std::string& results =

@@ -140,6 +140,7 @@ TEST(LauncherFlags, TheHelpAndTheLaunchTakeTheCommandsDefaultRanks) {
     ASSERT_TRUE(p.parse({"--deadline", "5"}));
     EXPECT_EQ(launcher.to_args(), (Args{"--ranks", std::to_string(ranks), "--deadline", "5"}));
     EXPECT_EQ(launcher.to_args(8), (Args{"--ranks", "8", "--deadline", "5"}));  // as many as a step needs
+    EXPECT_EQ(launcher.given(), (Args{"--deadline", "5"}));  // a probe's sides started by hand start no ranks
   }
   LauncherFlags launcher(1);
   ArgParser p("rocebench x", "does x");

@@ -62,11 +62,11 @@ int probe_main(const Args& args) {
     json params = flags.params(program);
     params["transport"] = transport;
     params["test"] = test;
-    const Args launch = launcher.to_args();
     if (!server && client.empty()) {
       if (port >= 0 || !bind.empty()) throw UsageError(program + ": --port and --bind are for --server / --client HOST");
-      return run_step_as_plan("microbench.probe", params, launch, {program, probe_options().flag_of()});
+      return run_step_as_plan("microbench.probe", params, launcher.to_args(), {program, probe_options().flag_of()});
     }
+    const Args launch = launcher.given();
     for (std::size_t i = 0; i < launch.size(); i += 2) {
       if (launch[i] != "--results" && launch[i] != "--deadline") {
         throw UsageError(fmt::format("{}: {} starts ranks; with --server / --client HOST you start each side", program, launch[i]));

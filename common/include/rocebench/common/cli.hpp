@@ -99,6 +99,8 @@ class LauncherFlags {
   // The flags that were given, and --ranks: as given, else `ranks` (run reads it for the local
   // launcher only; mpirun and srun take the hostfile's).
   Args to_args(int ranks) const;
+  // Only the flags that were given (what a command whose sides are started by hand may still take).
+  Args given() const;
   Args to_args() const { return to_args(default_ranks_); }
 
  private:
