@@ -179,7 +179,7 @@ int check_main(const Args& args) {
       .rest("RESULTS", &files, "for --compare: results files (JSON Lines), run folders, or folders of runs");
   launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
-  const Args launch = launcher.to_args();  // refuses --results naming a file
+  const Args launch = launcher.given();  // refuses --results naming a file
   const std::string results = launch_value(launch, "--results");
   if (!files.empty() && !compare) throw UsageError(std::string(kProgram) + ": results files are only read with --compare\n\n" + parser.usage());
   if (tool_timeout_s <= 0) throw UsageError(std::string(kProgram) + ": --tool-timeout must be positive");
