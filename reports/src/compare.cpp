@@ -66,9 +66,14 @@ struct Machine {
 // The machines of each run (by run id), from its run record: one per host, except emulated hosts,
 // which are network namespaces of one machine.
 std::map<std::string, std::vector<Machine>> machines_of_runs(const Dataset& data) {
+  // A field of a record as text, "" when it is missing or not text.
+  auto text = [](const json& record, const char* field) {
+    const auto it = record.find(field);
+    return it != record.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   std::set<std::string> emulated;
   for (const json& e : data.events) {
-    if (e.value("event", "") == "hosts.emulated" && e.contains("run") && e["run"].is_string()) emulated.insert(e["run"].get<std::string>());
+    if (e.is_object() && text(e, "event") == "hosts.emulated") emulated.insert(text(e, "run"));
   }
   std::map<std::string, std::vector<Machine>> out;
   for (const json& r : data.runs) {
@@ -79,7 +84,7 @@ std::map<std::string, std::vector<Machine>> machines_of_runs(const Dataset& data
     for (const json& h : r["hosts"]) {
       const json* cpu = h.is_object() && h.contains("cpu") ? &h["cpu"] : nullptr;
       if (!cpu || !cpu->is_object() || !cpu->contains("cores") || !(*cpu)["cores"].is_number_integer()) continue;
-      if (machines.empty() || !one_machine) machines.push_back({h.value("hostname", "?"), (*cpu)["cores"].get<std::int64_t>(), {}});
+      if (machines.empty() || !one_machine) machines.push_back({text(h, "hostname"), (*cpu)["cores"].get<std::int64_t>(), {}});
       if (one_machine) machines.front().name = "one machine (emulated hosts)";
       if (!h.contains("ranks") || !h["ranks"].is_array()) continue;
       for (const json& rank : h["ranks"]) {
