@@ -246,17 +246,18 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       if (nb || nn) c.noise = std::max(nb.value_or(0), nn.value_or(0));
       const Better direction = declared_shapes().better(c.key.step, c.key.metric);
       const auto history = options.run_noise.find(c.key.id());
+      const bool no_history = history == options.run_noise.end();  // then these two runs say all there is
       if (std::abs(c.effect) < options.min_effect) {
         c.change = Change::same;
-      } else if (history != options.run_noise.end() && std::abs(c.effect) < kRunNoiseSigmas * history->second) {
+      } else if (!no_history && std::abs(c.effect) < kRunNoiseSigmas * history->second) {
         c.change = Change::unknown;
         c.noise = std::max(c.noise.value_or(0), history->second);
         c.significance = fmt::format("runs vary ±{:.0f}% here: rerun", history->second * 100);
-      } else if (history == options.run_noise.end() && !(en.cpus_shared.empty() && eb.cpus_shared.empty())) {
+      } else if (no_history && !(en.cpus_shared.empty() && eb.cpus_shared.empty())) {
         // Oversubscribed ranks run when the scheduler lets them, so two runs of one build can differ many times over.
         c.change = Change::unknown;
         c.significance = fmt::format("{}: rerun with a CPU per rank", en.cpus_shared.empty() ? eb.cpus_shared : en.cpus_shared);
-      } else if (history == options.run_noise.end() && std::max(eb.cpu_pressure_pct, en.cpu_pressure_pct) >= kCpuContendedPct) {
+      } else if (no_history && std::max(eb.cpu_pressure_pct, en.cpu_pressure_pct) >= kCpuContendedPct) {
         c.change = Change::unknown;
         const bool in_new = en.cpu_pressure_pct >= eb.cpu_pressure_pct;
         c.significance = fmt::format("CPU busy in {}: a task waited for a CPU {:.0f}% of the time: rerun on a quiet machine",
