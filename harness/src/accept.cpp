@@ -11,6 +11,7 @@
 #include "launch.hpp"
 #include "run.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/run_id.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
 
@@ -340,7 +341,7 @@ int accept_main(const Args& args) {
     refuse_bad_run_id("rocebench accept", o.run_id);
     const accept::Profile profile = accept::load_profile(o.profile);
     std::vector<Node> nodes = nodes_of(o);
-    const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? "accept-" + new_run_id() : o.run_id)
+    const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? new_run_id("accept") : o.run_id)
                                                             : fs::path(o.results_dir));
     fs::create_directories(dir);
     std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/run_id.hpp"
 
 extern char** environ;
 
@@ -478,15 +479,6 @@ std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& dea
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done;
-}
-
-std::string random_token() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16];
-  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes)) throw InfraError("cannot read /dev/urandom");
-  std::string hex;
-  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
-  return hex;
 }
 
 }  // namespace rocebench

@@ -145,7 +145,4 @@ int stop_signal();
 // (or that signal), then SIGKILL to those still there 5 s later.
 std::vector<ChildExit> wait_all(std::vector<Child> children, const Deadline& deadline);
 
-// A random hex token (128 bits from /dev/urandom).
-std::string random_token();
-
 }  // namespace rocebench

@@ -28,6 +28,7 @@
 #include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/run_id.hpp"
 #include "rocebench/common/schema.hpp"
 
 namespace rocebench {
@@ -329,15 +330,6 @@ void record_interruption(const fs::path& results, const std::string& run_id, con
 }
 
 }  // namespace
-
-std::string new_run_id() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, random_token().substr(0, 6));
-}
 
 void refuse_bad_run_id(const std::string& program, const std::string& run_id) {
   // A run id names a folder under --results: nothing that climbs out of it or into another.

@@ -27,9 +27,6 @@ struct RunOptions {
   std::string history_db;  // add the run to this history and check it (default: the plan's history)
 };
 
-// A new run's id: its UTC time and a random suffix (20261202-004512-3fa9c1).
-std::string new_run_id();
-
 // Throws UsageError when a --run-id is not a plain folder name.
 void refuse_bad_run_id(const std::string& program, const std::string& run_id);
 

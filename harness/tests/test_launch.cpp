@@ -146,10 +146,3 @@ TEST(Launchers, RanksKilledAreReadFromWhatMpirunOrSrunSay) {
   EXPECT_EQ(deaths[4].host, "gpu-a01");
   EXPECT_EQ(deaths[4].ended, "killed by SIGTERM");
 }
-
-TEST(Launchers, TokensAreRandomHex) {
-  const std::string a = random_token(), b = random_token();
-  EXPECT_EQ(a.size(), 32u);
-  EXPECT_NE(a, b);
-  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
-}

@@ -1,8 +1,6 @@
 // rocebench probe (CLI) and the microbench plan steps.
 #include "rocebench/microbench/module.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/run_id.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/microbench/allpairs.hpp"
@@ -23,13 +21,6 @@ namespace rocebench::microbench {
 namespace {
 
 constexpr int kDefaultPort = 18515;  // perftest's
-
-// A run id for a client's records outside a plan run: a folder name, unique per process.
-std::string client_run_id() {
-  std::string stamp = utc_now_rfc3339();
-  std::erase_if(stamp, [](char c) { return c == ':' || c == '-'; });
-  return fmt::format("probe-{}-{}", stamp, ::getpid());
-}
 
 // `rocebench probe TRANSPORT TEST`: the microbench.probe step as a one-step plan (ranks 2k serve,
 // 2k+1 measure), or perftest's two sides by hand with --server | --client HOST.
@@ -82,7 +73,7 @@ int probe_main(const Args& args) {
 
     // The client records what it measured into the results folder, as a run's rank 0 would.
     const std::string results = launch_value(launch, "--results");
-    const std::string run_id = client_run_id();
+    const std::string run_id = new_run_id("probe");
     std::optional<RecordWriter> writer;
     const std::string host = this_hostname();
     auto emit = [&](ResultRecord r) {

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/run_id.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/schema.hpp"
@@ -109,16 +109,10 @@ int judge(const std::vector<json>& records, bool allow_unverified) {
   return failed ? kExitCheckFailed : kExitOk;
 }
 
-std::string new_run_id() {
-  std::string stamp = utc_now_rfc3339();
-  std::erase_if(stamp, [](char c) { return c == ':' || c == '-'; });
-  return "netcheck-" + stamp;
-}
-
 // The hosts a run starts on (one local rank, or every host of --hostfile) check themselves as the
 // one-step plan netcheck.host; their records, in the run's folder, are judged here.
 int check_hosts(const LauncherFlags& launcher, const json& params, std::string run_id, bool allow_unverified) {
-  if (run_id.empty()) run_id = new_run_id();
+  if (run_id.empty()) run_id = new_run_id("netcheck");
   Args launch = launcher.to_args();
   launch.insert(launch.end(), {"--run-id", run_id});
   const CommandOrigin origin{kProgram, {{"profile", "--profile"}, {"tools", "--no-tools"}, {"tool_timeout_s", "--tool-timeout"}}};
@@ -236,7 +230,7 @@ int check_main(const Args& args) {
     }
     hosts.push_back({root, capture, host});
   }
-  if (run_id.empty()) run_id = new_run_id();
+  if (run_id.empty()) run_id = new_run_id("netcheck");
   std::vector<json> records;
   for (const auto& h : hosts) {
     const ToolSource tools = tool_source(h.root, h.capture, !no_tools, tool_timeout_s);
