@@ -156,6 +156,7 @@ struct ScalingConfig {
   // cpu engine: oneDNN threads per rank, the same at every world size (torchrun's default of 1:
   // ranks sharing a host's cores with more threads than cores stall in OpenMP's barriers).
   int threads = 1;
+  int baseline_ranks = 1;  // ranks that each train alone in turn for the one-rank point
 };
 
 }  // namespace
@@ -189,6 +190,10 @@ const OptionTable& data_parallel_options() {
          .help = "steps of linear learning-rate warm-up"},
         {.key = "predict", .type = OptionType::boolean, .fallback = d.predict,
          .help = "predict each step time from the one-rank timeline and the fitted bucket cost"},
+        {.key = "baseline_ranks", .flag = "--baseline-ranks", .rules = {{"minimum", 1}, {"maximum", 1024}},
+         .fallback = d.baseline_ranks,
+         .help = "ranks that each train alone, in turn, for the one-rank point (the speedup's base): one process's "
+                 "speed varies with where its memory lands, so several pool out that noise and show it"},
         {.key = "trace_steps", .rules = {{"minimum", 0}, {"maximum", 1000}}, .fallback = d.trace_steps,
          .help = "last steps of each rank written as Chrome trace events beside the results (0: none)"},
     });
@@ -225,6 +230,7 @@ ScalingConfig scaling_config_from(const json& p) {
   c.predict = o.get<bool>(p, "predict");
   c.trace_steps = o.get<int>(p, "trace_steps");
   c.threads = o.get<int>(p, "threads");
+  c.baseline_ranks = o.get<int>(p, "baseline_ranks");
   validate(c.train);
   return c;
 }
@@ -360,77 +366,84 @@ struct SweepState {
   double single_other_ms = 0;
 };
 
-void measure_world_size(StepContext& ctx, transport::Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
-  const int k = t.world();
-  ResultRecord r;
-  r.params = identity(c, t.name(), k);
-  StepContext rc = ctx;
-  rc.world = k;
-  std::unique_ptr<Engine> engine;
-  try {
-    engine = make_engine(c.train.engine, graph,
-                         {.batch = c.train.batch, .precision = parse_precision(c.train.precision), .seed = c.train.seed,
-                          .plain_layout = c.train.layout == "plain", .profile = c.train.engine != "replay",
-                          .device = ctx.local_rank, .timeline = c.train.timeline});
-  } catch (const Unavailable& e) {
-    r.status = Status::skip;
-    r.reason = e.what();
-    if (t.rank() == 0) rc.record(r);
-    return;
-  }
-  // Each rank its own data: the same model, another batch.
-  const SyntheticBatch b = synthetic_batch(graph, c.train.batch, static_cast<std::uint32_t>(c.train.seed + 7919u * t.rank()));
+// A rank's engine, fed its own batch: the same model, data seeded by rank. Throws Unavailable.
+std::unique_ptr<Engine> rank_engine(const StepContext& ctx, const ScalingConfig& c, const Graph& graph, int rank) {
+  std::unique_ptr<Engine> engine =
+      make_engine(c.train.engine, graph,
+                  {.batch = c.train.batch, .precision = parse_precision(c.train.precision), .seed = c.train.seed,
+                   .plain_layout = c.train.layout == "plain", .profile = c.train.engine != "replay",
+                   .device = ctx.local_rank, .timeline = c.train.timeline});
+  const SyntheticBatch b = synthetic_batch(graph, c.train.batch, static_cast<std::uint32_t>(c.train.seed + 7919u * rank));
   engine->set_batch(b.images, b.labels);
+  return engine;
+}
 
-  std::optional<CostModel> cost;
-  if (k > 1 && c.predict) cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
-
-  DataParallel dp(*engine, &t, c.buckets, ctx.deadline);
+// One rank's steps at k ranks (t null: alone) after the warm-up; `layers_before` gets the engine's
+// layer times when timing began.
+std::vector<StepTimes> train_steps(Engine& engine, transport::Transport* t, int k, const StepContext& ctx,
+                                   const ScalingConfig& c, const Graph& graph, std::vector<LayerTime>& layers_before) {
+  DataParallel dp(engine, t, c.buckets, ctx.deadline);
   const SgdOptions sgd;
   std::vector<StepTimes> steps;
-  std::vector<LayerTime> layers_before;
   const int total_steps = c.train.warmup + c.train.iters;
   for (int i = 0; i < total_steps; ++i) {
-    if (i == c.train.warmup) layers_before = engine->layer_times();
+    if (i == c.train.warmup) layers_before = engine.layer_times();
     const bool traced = i >= std::max(c.train.warmup, total_steps - c.trace_steps);
-    const std::vector<LayerTime> before = traced ? engine->layer_times() : std::vector<LayerTime>{};
+    const std::vector<LayerTime> before = traced ? engine.layer_times() : std::vector<LayerTime>{};
     StepTimes s = dp.step(sgd, learning_rate(c, k, i));
-    if (traced) s.layers = timeline_between(graph, before, engine->layer_times(), 1);
+    if (traced) s.layers = timeline_between(graph, before, engine.layer_times(), 1);
     if (i >= c.train.warmup) steps.push_back(std::move(s));
   }
-  // The step took as long as its slowest rank.
-  std::vector<double> step_ms;
-  for (const auto& s : steps) step_ms.push_back(s.step_ms());
-  if (k > 1)
-    collectives::allreduce(t, collectives::Algorithm::rd, step_ms.data(), step_ms.size(), collectives::DataType::float64,
-                           collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
-  const std::string trace = c.trace_steps > 0 ? gather_trace(ctx, k, trace_events(graph, steps, t.rank(), ctx.host, c.trace_steps)) : "";
-  // What each rank delivered on its own: the group waits for its slowest rank, so only the time a
-  // rank spent not waiting on the others (forward, backward, update) tells a slow node apart.
+  return steps;
+}
+
+// What a rank delivered on its own. The group waits for its slowest rank, so only the time a rank
+// spent not waiting on the others (forward, backward, update) tells a slow node apart.
+json rank_summary(const StepContext& ctx, int rank, int batch, const std::vector<StepTimes>& steps) {
   std::vector<double> own_ms, compute_ms;
   for (const auto& st : steps) {
     own_ms.push_back(st.step_ms());
     compute_ms.push_back(st.step_ms() - st.exposed_ms());
   }
   const double compute_p50 = summarize(compute_ms).median;
-  const std::vector<json> per_rank = gather_at_rank0(
-      ctx, "per_rank", k,
-      {{"rank", t.rank()}, {"host", ctx.host},
-       {"images_per_s", static_cast<double>(c.train.batch) * static_cast<double>(steps.size()) /
-                            (std::accumulate(own_ms.begin(), own_ms.end(), 0.0) / 1e3)},
-       {"compute_ms_p50", compute_p50},
-       {"compute_images_per_s", static_cast<double>(c.train.batch) * 1e3 / compute_p50}});
-  if (t.rank() != 0) return;
+  return {{"rank", rank}, {"host", ctx.host},
+          {"images_per_s", static_cast<double>(batch) * static_cast<double>(steps.size()) /
+                               (std::accumulate(own_ms.begin(), own_ms.end(), 0.0) / 1e3)},
+          {"compute_ms_p50", compute_p50},
+          {"compute_images_per_s", static_cast<double>(batch) * 1e3 / compute_p50}};
+}
 
-  const Summary s = summarize(step_ms);
-  double total_ms = 0;
-  for (double ms : step_ms) total_ms += ms;
+// One point of the sweep as rank 0 records it.
+struct Point {
+  int k = 1;
+  std::string transport = {};
+  std::vector<double> step_ms = {};  // every timed step: the slowest rank's (together) or each rank's (alone in turn)
+  // Alone in turn on several ranks: each process's median step. The process is then the sample:
+  // its steps vary less than processes do, so they would show a spread that two runs do not keep.
+  std::vector<double> process_ms = {};
+  std::vector<StepTimes> steps = {};  // rank 0's
+  std::vector<LayerTime> layers_before = {};
+  const Engine* engine = nullptr;  // rank 0's
+  std::vector<json> per_rank = {};
+  std::optional<CostModel> cost = {};
+  std::string trace = {};
+};
+
+void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, const Point& p, SweepState& state) {
+  const int k = p.k;
+  const auto& steps = p.steps;
+  ResultRecord r;
+  r.params = identity(c, p.transport, k);
+  StepContext rc = ctx;
+  rc.world = k;
+  const Summary s = summarize(p.process_ms.empty() ? p.step_ms : p.process_ms);
+  const double total_ms = std::accumulate(p.step_ms.begin(), p.step_ms.end(), 0.0);
   auto median_of = [&](auto part) {
     std::vector<double> v;
     for (const auto& st : steps) v.push_back(part(st));
     return summarize(v).median;
   };
-  const double images_per_s = static_cast<double>(c.train.batch) * k * static_cast<double>(steps.size()) / (total_ms / 1e3);
+  const double images_per_s = static_cast<double>(c.train.batch) * k * static_cast<double>(p.step_ms.size()) / (total_ms / 1e3);
   const double comm = median_of([](const StepTimes& st) { return st.comm_ms(); });
   const double exposed = median_of([](const StepTimes& st) { return st.exposed_ms(); });
   r.metrics = {{"images_per_s", images_per_s},
@@ -447,10 +460,11 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
   if (k == 1) {
     state.single_images_per_s = images_per_s;
     if (c.train.engine != "replay")
-      state.single_timeline = timeline_between(graph, layers_before, engine->layer_times(), c.train.iters);
+      state.single_timeline = timeline_between(graph, p.layers_before, p.engine->layer_times(), c.train.iters);
     if (state.single_timeline) {
-      const Timeline& tl = *state.single_timeline;
-      state.single_other_ms = std::max(0.0, s.median - tl.forward_ms() - tl.backward_ms() - tl.update_ms);
+      const Timeline& tl = *state.single_timeline;  // rank 0's, so its step time is rank 0's too
+      state.single_other_ms = std::max(0.0, median_of([](const StepTimes& st) { return st.step_ms(); }) - tl.forward_ms() -
+                                                tl.backward_ms() - tl.update_ms);
     }
   }
   if (state.single_images_per_s) {
@@ -458,17 +472,18 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
     r.metrics["efficiency"] = images_per_s / *state.single_images_per_s / k;
   }
   std::string predicted;
-  if (cost && state.single_timeline) {
-    const Prediction p = predict_step(graph, *state.single_timeline, state.single_other_ms, c.buckets, *cost);
-    r.metrics["predicted_step_ms"] = p.step_ms;
-    r.metrics["predicted_images_per_s"] = static_cast<double>(c.train.batch) * k * 1e3 / p.step_ms;
-    r.metrics["predicted_exposed_comm_ms"] = p.exposed_ms;
-    r.metrics["prediction_error_pct"] = 100 * (s.median / p.step_ms - 1);
-    r.metrics["alpha_ms"] = cost->alpha_ms;
-    r.metrics["beta_ms_per_MiB"] = cost->beta_ms_per_byte * kMiB;
-    predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%)", p.step_ms, r.metrics["prediction_error_pct"].get<double>());
+  if (p.cost && state.single_timeline) {
+    const Prediction pr = predict_step(graph, *state.single_timeline, state.single_other_ms, c.buckets, *p.cost);
+    r.metrics["predicted_step_ms"] = pr.step_ms;
+    r.metrics["predicted_images_per_s"] = static_cast<double>(c.train.batch) * k * 1e3 / pr.step_ms;
+    r.metrics["predicted_exposed_comm_ms"] = pr.exposed_ms;
+    r.metrics["prediction_error_pct"] = 100 * (s.median / pr.step_ms - 1);
+    r.metrics["alpha_ms"] = p.cost->alpha_ms;
+    r.metrics["beta_ms_per_MiB"] = p.cost->beta_ms_per_byte * kMiB;
+    predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%)", pr.step_ms, r.metrics["prediction_error_pct"].get<double>());
   }
   r.samples = to_json(s);
+  if (!p.process_ms.empty()) r.samples["values"] = p.process_ms;
   // One step's buckets as rank 0 saw them (the median step), from the step's start.
   const auto& median_step = steps[steps.size() / 2];
   json buckets = json::array();
@@ -487,18 +502,103 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
       break;
     }
   }
-  r.samples["per_rank"] = per_rank;
+  r.samples["per_rank"] = p.per_rank;
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
-  if (!trace.empty()) r.samples["trace"] = trace;
+  if (!p.trace.empty()) r.samples["trace"] = p.trace;
   rc.record(r);
-  std::cout << fmt::format("# {} {} {} x{}: {:.1f} images/s{}, step {:.1f} ms p50{}{}\n", c.train.model, c.train.engine,
+  std::string alone;
+  if (!p.process_ms.empty()) {
+    const auto [fastest, slowest] = std::minmax_element(p.process_ms.begin(), p.process_ms.end());
+    alone = fmt::format(" (each of {} ranks alone in turn: {:.1f} to {:.1f} images/s)", p.process_ms.size(),
+                        c.train.batch * 1e3 / *slowest, c.train.batch * 1e3 / *fastest);
+  }
+  std::cout << fmt::format("# {} {} {} x{}: {:.1f} images/s{}{}, step {:.1f} ms p50{}{}\n", c.train.model, c.train.engine,
                            to_string(c.buckets.algorithm), k, images_per_s,
+                           alone,
                            r.metrics.contains("speedup") ? fmt::format(" ({:.2f}x one rank)", r.metrics["speedup"].get<double>()) : "",
                            s.median, predicted,
                            k > 1 ? fmt::format(", communication {:.1f} ms in {} buckets, {:.1f} of it exposed", comm,
                                                steps.back().buckets.size(), exposed)
                                  : "")
             << std::flush;
+}
+
+void record_skip(StepContext& ctx, const ScalingConfig& c, const std::string& transport, int k, const std::string& reason) {
+  ResultRecord r;
+  r.params = identity(c, transport, k);
+  r.status = Status::skip;
+  r.reason = reason;
+  StepContext rc = ctx;
+  rc.world = k;
+  rc.record(r);
+}
+
+void measure_world_size(StepContext& ctx, transport::Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
+  const int k = t.world();
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = rank_engine(ctx, c, graph, t.rank());
+  } catch (const Unavailable& e) {
+    if (t.rank() == 0) record_skip(ctx, c, t.name(), k, e.what());
+    return;
+  }
+  Point p{.k = k, .transport = t.name()};
+  if (k > 1 && c.predict) p.cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
+  p.steps = train_steps(*engine, &t, k, ctx, c, graph, p.layers_before);
+  // The step took as long as its slowest rank.
+  for (const auto& s : p.steps) p.step_ms.push_back(s.step_ms());
+  if (k > 1)
+    collectives::allreduce(t, collectives::Algorithm::rd, p.step_ms.data(), p.step_ms.size(), collectives::DataType::float64,
+                           collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
+  if (c.trace_steps > 0) p.trace = gather_trace(ctx, k, trace_events(graph, p.steps, t.rank(), ctx.host, c.trace_steps));
+  p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, p.steps));
+  if (t.rank() != 0) return;
+  p.engine = engine.get();
+  record_point(ctx, c, graph, p, state);
+}
+
+// The one-rank point on each of the first `baseline_ranks` ranks in turn, the others waiting: one
+// process's speed depends on where its memory landed, so the speedup's base pools several processes
+// and its samples show how far they differ.
+void measure_alone_in_turn(StepContext& ctx, const ScalingConfig& c, const Graph& graph, SweepState& state) {
+  const int turns = c.baseline_ranks;
+  if (turns > ctx.world)
+    throw InputError(fmt::format("field 'baseline_ranks': {} ranks asked for, but the run has {}", turns, ctx.world));
+  const std::string transport = collectives::transport_options().get<std::string>(ctx.params, "transport");
+  std::unique_ptr<Engine> engine;
+  Point p{.k = 1, .transport = transport};
+  json mine;
+  for (int turn = 0; turn < turns; ++turn) {
+    if (ctx.rank == turn) {
+      try {
+        engine = rank_engine(ctx, c, graph, ctx.rank);
+        p.steps = train_steps(*engine, nullptr, 1, ctx, c, graph, p.layers_before);
+        mine = rank_summary(ctx, ctx.rank, c.train.batch, p.steps);
+        for (const auto& s : p.steps) mine["step_ms"].push_back(s.step_ms());
+      } catch (const Unavailable& e) {
+        mine = {{"rank", ctx.rank}, {"host", ctx.host}, {"skip", e.what()}};
+      }
+    }
+    ctx.rendezvous->barrier(fmt::format("{}/alone/{}", ctx.scope, turn), ctx.deadline);
+  }
+  if (ctx.rank >= turns) return;
+  const std::vector<json> ranks = gather_at_rank0(ctx, "alone", turns, mine);
+  if (ctx.rank != 0) return;
+  if (!engine) {
+    record_skip(ctx, c, transport, 1, mine["skip"].get<std::string>());
+    return;
+  }
+  for (json r : ranks) {
+    if (r.contains("step_ms")) {
+      const std::vector<double> ms = r["step_ms"];
+      p.step_ms.insert(p.step_ms.end(), ms.begin(), ms.end());
+      if (turns > 1) p.process_ms.push_back(summarize(ms).median);
+    }
+    r.erase("step_ms");
+    p.per_rank.push_back(std::move(r));
+  }
+  p.engine = engine.get();
+  record_point(ctx, c, graph, p, state);
 }
 
 void run_scaling(StepContext& ctx) {
@@ -512,8 +612,10 @@ void run_scaling(StepContext& ctx) {
   SweepState state;
   // The replay's timeline is its prediction's too; read here, a bad one stops the step before any mesh.
   if (c.train.engine == "replay") state.single_timeline = load_timeline(c.train.timeline, graph);
-  collectives::for_each_world_size(ctx, collectives::step_world_sizes(ctx, doubling),
-                                   [&](transport::Transport& t) { measure_world_size(ctx, t, c, graph, state); });
+  std::vector<int> sizes = collectives::step_world_sizes(ctx, doubling);
+  // One rank reduces nothing: measured alone, and first, since every other point's speedup is over it.
+  if (std::erase(sizes, 1) > 0) measure_alone_in_turn(ctx, c, graph, state);
+  collectives::for_each_world_size(ctx, sizes, [&](transport::Transport& t) { measure_world_size(ctx, t, c, graph, state); });
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ void refuse_flags_of(const OptionTable& table, const OptionFlags& flags, const s
 }
 
 // `rocebench train` runs its step as a one-step plan, as every measuring command does: models.train
-// on one rank, or with --world-sizes models.scaling on as many ranks as the largest world size.
+// on one rank, or with --world-sizes models.scaling on as many ranks as the largest world size
+// (or --baseline-ranks).
 int train_main(const Args& args) {
   bool list = false;
   LauncherFlags launcher(1);
@@ -108,8 +109,9 @@ int train_main(const Args& args) {
     params.update(transport.params(kProgram));
     origin.flag_of.merge(data_parallel_options().flag_of());
     origin.flag_of.merge(collectives::transport_options().flag_of());
-    const auto sizes = params["world_sizes"].get<std::vector<int>>();
-    return run_step_as_plan("models.scaling", params, launcher.to_args(*std::max_element(sizes.begin(), sizes.end())),
+    auto ranks = params["world_sizes"].get<std::vector<int>>();
+    ranks.push_back(params.value("baseline_ranks", 1));
+    return run_step_as_plan("models.scaling", params, launcher.to_args(*std::max_element(ranks.begin(), ranks.end())),
                             origin);
   }
   refuse_flags_of(data_parallel_options(), data_parallel, "is for data-parallel training: it needs --world-sizes");

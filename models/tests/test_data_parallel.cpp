@@ -344,6 +344,64 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
   }
 }
 
+// The one-rank point on several ranks, one after another: one record of world 1 whose samples are
+// the processes (each rank's median step), and a baseline_ranks beyond the run is refused naming it.
+TEST(Scaling, OneRankPointPoolsRanksTrainingAloneInTurn) {
+  const auto kinds = steps();
+  const auto kind = std::find_if(kinds.begin(), kinds.end(), [](const StepKind& k) { return k.name == "models.scaling"; });
+  ASSERT_NE(kind, kinds.end());
+  const auto dir = rbtest::temp_dir("scaling-alone");
+  const Graph g = build_model("resnet20_cifar");
+  const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
+                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"iters", 3},
+                       {"warmup", 1}, {"world_sizes", {1, 3}}};
+  const int world = 3;
+  auto run = [&](int baseline_ranks, rbtest::KeptRecords& kept) {
+    rbtest::LocalRendezvous shared(world);
+    json p = params;
+    p["baseline_ranks"] = baseline_ranks;
+    EXPECT_TRUE(JsonSchema(kind->params_schema).validate(p).empty());
+    return rbtest::on_ranks(world, [&](int r) {
+      rbtest::LocalRendezvous::Rank rdv(shared, r);
+      StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
+      ctx.step = "models.scaling";
+      ctx.address = "127.0.0.1";
+      ctx.params = p;
+      ctx.deadline = 10s;
+      kind->run(ctx);
+    });
+  };
+  rbtest::KeptRecords kept;
+  const auto errors = run(3, kept);
+  for (int r = 0; r < world; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+  ASSERT_EQ(kept.records.size(), 2u);
+  const json& alone = kept.records[0];
+  EXPECT_TRUE(result_schema().validate(alone).empty()) << alone.dump();
+  EXPECT_EQ(alone["world"], 1);
+  EXPECT_EQ(alone["params"]["ranks"], 1);
+  EXPECT_FALSE(alone["params"].contains("baseline_ranks")) << "one series, however many ranks measured it";
+  const json& per_rank = alone["samples"]["per_rank"];
+  ASSERT_EQ(per_rank.size(), 3u) << alone.dump();
+  for (std::size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(per_rank[r]["rank"], r);
+    EXPECT_EQ(per_rank[r]["host"], "host" + std::to_string(r));
+    EXPECT_FALSE(per_rank[r].contains("step_ms"));
+  }
+  EXPECT_EQ(alone["samples"]["n"], 3);
+  const std::vector<double> processes = alone["samples"]["values"];
+  ASSERT_EQ(processes.size(), 3u);
+  std::vector<double> sorted = processes;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_DOUBLE_EQ(alone["metrics"]["step_time_ms_p50"].get<double>(), sorted[1]);
+  EXPECT_EQ(alone["samples"]["median_ci95"], json({sorted[0], sorted[2]}));
+  EXPECT_NEAR(kept.records[1]["metrics"]["speedup"].get<double>(),
+              kept.records[1]["metrics"]["images_per_s"].get<double>() / alone["metrics"]["images_per_s"].get<double>(), 1e-9);
+
+  rbtest::KeptRecords too_many;
+  const auto refused = run(4, too_many);
+  EXPECT_NE(refused[0].find("field 'baseline_ranks': 4 ranks asked for, but the run has 3"), std::string::npos) << refused[0];
+}
+
 TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
   const auto dir = rbtest::temp_dir("scaling-cli");
   const Graph g = build_model("resnet20_cifar");
