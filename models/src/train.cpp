@@ -39,8 +39,10 @@ json identity(const TrainConfig& c) {
 const OptionTable& training_options() {
   static const OptionTable table = [] {
     const TrainConfig d;
+    json models = json::array();  // checked with the other flags, before any rank starts
+    for (const auto& m : zoo()) models.push_back(m.name);
     return OptionTable({
-        {.key = "model", .flag = "--model", .type = OptionType::text, .rules = {{"minLength", 1}}, .fallback = d.model,
+        {.key = "model", .flag = "--model", .type = OptionType::text, .rules = {{"enum", models}}, .fallback = d.model,
          .help = "model from --list", .metavar = "NAME"},
         {.key = "engine", .flag = "--engine", .type = OptionType::text, .rules = {{"enum", {"cpu", "gpu", "replay"}}},
          .fallback = d.engine, .help = "cpu (oneDNN), gpu (cuDNN) or replay (a measured timeline)", .metavar = "NAME"},
