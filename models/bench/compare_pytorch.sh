@@ -8,7 +8,7 @@
 # ROCEBENCH_BINARY: build/harness/rocebench.
 set -euo pipefail
 bin=${1:?usage: $0 ROCEBENCH_BINARY [BATCH] [THREADS] [STEPS] [WARMUP] [ROUNDS]}
-batch=${2:-64} threads=${3:-1} steps=${4:-20} warmup=${5:-5} rounds=${6:-3}
+batch=${2:-64} threads=${3:-1} iters=${4:-20} warmup=${5:-5} rounds=${6:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d) && trap 'rm -rf "$out"' EXIT
 
@@ -21,7 +21,7 @@ OMP_NUM_THREADS=1 "$bin" train --model resnet20_cifar --precision bf16 --batch 1
 
 ours() {  # NAME ARGS...: one rocebench run, its record appended to $out/NAME.jsonl
   local name=$1; shift
-  OMP_NUM_THREADS=$threads "$bin" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
+  OMP_NUM_THREADS=$threads "$bin" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$iters" \
     --warmup "$warmup" --results-dir "$out/$name.run" "$@" >/dev/null 2>"$out/$name.err" || {
     echo "rocebench train failed:" >&2; tail -5 "$out/$name.err" >&2; exit 1; }
   grep '"step":"models.train"' "$out/$name.run/results.jsonl" >>"$out/$name.jsonl"
@@ -30,7 +30,7 @@ ours() {  # NAME ARGS...: one rocebench run, its record appended to $out/NAME.js
 theirs() {  # NAME ARGS...: one PyTorch run, its JSON line appended to $out/NAME.jsonl
   local name=$1; shift
   OMP_NUM_THREADS=$threads /usr/bin/python3 "$here/pytorch_train.py" --batch "$batch" --threads "$threads" \
-    --steps "$steps" --warmup "$warmup" "$@" >>"$out/$name.jsonl"
+    --iters "$iters" --warmup "$warmup" "$@" >>"$out/$name.jsonl"
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -46,9 +46,9 @@ done
 ((have_torch)) || echo "PyTorch comparison skipped: python3-torch is not installed (apt-get install python3-torch)"
 ((have_bf16)) || echo "bf16 skipped: rocebench reports no bf16 on this CPU"
 
-/usr/bin/python3 - "$out" "$batch" "$threads" "$steps" <<'PY'
+/usr/bin/python3 - "$out" "$batch" "$threads" "$iters" <<'PY'
 import json, os, statistics, sys
-out, batch, threads, steps = sys.argv[1], *sys.argv[2:]
+out, batch, threads, iters = sys.argv[1], *sys.argv[2:]
 def rates(name):
     path = os.path.join(out, name + ".jsonl")
     if not os.path.exists(path):
@@ -58,7 +58,7 @@ def rates(name):
 def line(name, xs):
     if xs:
         print(f"  {name:<28} median {statistics.median(xs):8.1f} images/s  (min {min(xs):.1f}, max {max(xs):.1f}, "
-              f"n {len(xs)} runs of {steps} steps)")
+              f"n {len(xs)} runs of {iters} steps)")
 def ratio(a, b, label):
     xs, ys = rates(a), rates(b)
     if xs and ys:

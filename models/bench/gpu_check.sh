@@ -13,7 +13,7 @@
 #   PEAK_TFLOPS: the chip's dense bf16 peak for the ratio (default 989, H100/H200 SXM).
 # Output: a summary on stdout; records in $OUT (when set, e.g. the device runner's) or a temp dir.
 set -uo pipefail
-build=${1:-build} steps=${2:-30} warmup=${3:-10}
+build=${1:-build} iters=${2:-30} warmup=${3:-10}
 peak=${PEAK_TFLOPS:-989}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -52,8 +52,8 @@ train() {  # MODEL PRECISION BATCH STEPS WARMUP: one record appended to $out/tra
 echo "== resnet20_cifar, a few steps per precision"
 for p in fp32 tf32 bf16 fp16; do train resnet20_cifar "$p" 128 10 3; done
 
-echo "== resnet50, batch 256, bf16 ($steps timed steps after $warmup)"
-train resnet50 bf16 256 "$steps" "$warmup"
+echo "== resnet50, batch 256, bf16 ($iters timed steps after $warmup)"
+train resnet50 bf16 256 "$iters" "$warmup"
 
 python3 - "$out/train.jsonl" "$peak" <<'EOF'
 import json, sys
@@ -77,7 +77,7 @@ EOF
 if python3 -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "== PyTorch, same model, batch and precision"
   timeout "${TRAIN_TIMEOUT:-300}" python3 models/bench/pytorch_train.py --device cuda --model resnet50 --bf16 --batch 256 \
-    --steps "$steps" --warmup "$warmup" >"$out/pytorch.json" 2>"$out/pytorch.log" || { tail -5 "$out/pytorch.log"; status=1; }
+    --iters "$iters" --warmup "$warmup" >"$out/pytorch.json" 2>"$out/pytorch.log" || { tail -5 "$out/pytorch.log"; status=1; }
   python3 - "$out/train.jsonl" "$out/pytorch.json" <<'EOF'
 import json, sys
 ours = [json.loads(l) for l in open(sys.argv[1])]

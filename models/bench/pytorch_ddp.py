@@ -27,7 +27,7 @@ from pytorch_train import resnet20_cifar  # noqa: E402
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--iters", type=int, default=20, help="timed steps after the warm-up (rocebench train --iters)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bucket-mb", type=float, default=25)
@@ -46,7 +46,7 @@ def main():
     images = torch.randn(a.batch, 3, 32, 32, generator=g)
     labels = torch.randint(0, 10, (a.batch,), generator=g)
     times = []
-    for step in range(a.warmup + a.steps):
+    for step in range(a.warmup + a.iters):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss_fn(ddp(images), labels).backward()

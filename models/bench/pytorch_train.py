@@ -43,7 +43,7 @@ def resnet20_cifar():
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--iters", type=int, default=20, help="timed steps after the warm-up (rocebench train --iters)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bf16", action="store_true")
@@ -67,7 +67,7 @@ def main():
     labels = torch.randint(0, classes, (a.batch,), device=a.device)
     loss_fn = nn.CrossEntropyLoss()
     times = []
-    for i in range(a.warmup + a.steps):
+    for i in range(a.warmup + a.iters):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.bf16):

@@ -17,7 +17,7 @@
 # With --hosts, both run on emulated hosts (ci/testbeds/netns, one rank per host, --rate links; needs
 # root), else on loopback.
 # usage: scaling_vs_ddp.sh ROCEBENCH [--part ddp|predict|both|overhead] [--rounds 3] [--ranks "1 2 4"]
-#                         [--batch 16] [--steps 20] [--warmup 3] [--hosts] [--rate 1gbit]
+#                         [--batch 16] [--iters 20] [--warmup 3] [--hosts] [--rate 1gbit]
 #                         [--timeline cpu-resnet50-fp32-b2] [--replay-model resnet50] [--replay-batch 2]
 #                         [--bucket-mb MB]
 set -euo pipefail
@@ -25,7 +25,7 @@ rocebench=$(realpath "${1:?usage: scaling_vs_ddp.sh ROCEBENCH [options]}")
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 netns=$here/../../ci/testbeds/netns/netns.sh
-part=both rounds=3 rank_counts="1 2 4" batch=16 steps=20 warmup=3 hosts=0 rate=1gbit timeline=cpu-resnet50-fp32-b2
+part=both rounds=3 rank_counts="1 2 4" batch=16 iters=20 warmup=3 hosts=0 rate=1gbit timeline=cpu-resnet50-fp32-b2
 replay_model=resnet50 replay_batch=2 buckets=()
 while (($#)); do
   case $1 in
@@ -33,7 +33,7 @@ while (($#)); do
     --rounds) rounds=$2; shift 2 ;;
     --ranks) rank_counts=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --hosts) hosts=1; shift ;;
     --rate) rate=$2; shift 2 ;;
@@ -64,7 +64,7 @@ echo "# $( ((hosts)) && echo "$largest emulated hosts, $rate links" || echo loop
 
 ours() {  # NAME ARGS...: one `train --world-sizes` run; its records go to $out/NAME.jsonl
   local name=$1; shift
-  OMP_NUM_THREADS=1 timeout 1200 "$rocebench" train --world-sizes "$world_sizes" --iters "$steps" --warmup "$warmup" \
+  OMP_NUM_THREADS=1 timeout 1200 "$rocebench" train --world-sizes "$world_sizes" --iters "$iters" --warmup "$warmup" \
     "${placement[@]}" --results-dir "$out/$name.run" "$@" >"$out/$name.log" 2>&1 || {
     echo "rocebench run failed:" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
   grep '"step":"models.scaling"' "$out/$name.run/results.jsonl" >>"$out/$name.jsonl"
@@ -80,10 +80,10 @@ ddp() {  # WORLD: one PyTorch DDP run, rank 0's JSON line appended to $out/torch
       ns=$(awk -v i=$((r + 1)) 'NR == i {print $1}' "$hostsfile")
       env+=(MASTER_ADDR=$master GLOO_SOCKET_IFNAME=eth0)
       ip netns exec "$ns" env "${env[@]}" timeout 600 /usr/bin/python3 "$here/pytorch_ddp.py" --batch "$batch" \
-        --steps "$steps" --warmup "$warmup" >"$out/ddp.$r" 2>&1 &
+        --iters "$iters" --warmup "$warmup" >"$out/ddp.$r" 2>&1 &
     else
       env "${env[@]}" MASTER_ADDR=127.0.0.1 timeout 600 /usr/bin/python3 "$here/pytorch_ddp.py" --batch "$batch" \
-        --steps "$steps" --warmup "$warmup" >"$out/ddp.$r" 2>&1 &
+        --iters "$iters" --warmup "$warmup" >"$out/ddp.$r" 2>&1 &
     fi
     pids+=($!)
   done
@@ -108,7 +108,7 @@ if [[ $part == predict || $part == both ]]; then
 fi
 if [[ $part == overhead ]]; then
   for ((round = 1; round <= rounds; round++)); do
-    OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$steps" \
+    OMP_NUM_THREADS=1 timeout 600 "$rocebench" train --model resnet20_cifar --engine cpu --batch "$batch" --iters "$iters" \
       --warmup "$warmup" --results-dir "$out/plain.run" >"$out/plain.log" 2>&1 || { echo "train failed:" >&2; tail -5 "$out/plain.log" >&2; exit 1; }
     grep '"step":"models.train"' "$out/plain.run/results.jsonl" >>"$out/plain.jsonl" && rm -rf "$out/plain.run"
     ours ws1 --model resnet20_cifar --engine cpu --batch "$batch"
