@@ -254,7 +254,9 @@ void Dataset::add(ResultView&& r, std::uint32_t file, int line) {
   results.push_back(std::move(o));
 }
 
-void Dataset::load(const std::filesystem::path& path) {
+void Dataset::load(const std::filesystem::path& given) {
+  // A run's folder stands for its results.jsonl.
+  const std::filesystem::path path = std::filesystem::is_directory(given) ? given / "results.jsonl" : given;
   const MappedFile mapped(path);
   const std::string_view text = mapped.text();
   const auto file = static_cast<std::uint32_t>(files.size());

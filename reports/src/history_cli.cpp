@@ -36,7 +36,7 @@ int add_main(const Args& args) {
       .option("--machine", &machine, "machine class of the runs, for records that do not describe their hosts", "CLASS")
       .option("--busy-timeout", &busy_s, "seconds to wait for another writer (default 10)", "S")
       .range(0.001, 3600)
-      .rest("RESULTS", &files, "results.jsonl files, one run each");
+      .rest("RESULTS", &files, "run folders or their results.jsonl, one run each");
   if (!p.parse(args)) return kExitOk;
   if (db.empty()) throw UsageError("rocebench history add: --db is missing\n\n" + p.usage());
   if (files.empty()) throw UsageError("rocebench history add: no results file given\n\n" + p.usage());

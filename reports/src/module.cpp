@@ -45,7 +45,7 @@ int report_main(const Args& args) {
       .range(0, 100)
       .option("--title", &r.title, "report title", "TEXT")
       .flag("--no-plots", &no_plots, "skip the PNG plots")
-      .rest("RESULTS", &r.inputs, "results.jsonl files (several runs: given in time order)");
+      .rest("RESULTS", &r.inputs, "run folders or their results.jsonl (several runs: given in time order)");
   if (!p.parse(args)) return kExitOk;
   if (r.inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
   r.out_dir = out_dir;
@@ -76,8 +76,8 @@ int compare_main(const Args& args) {
               "FILE")
       .option("--write-baseline", &baseline_out, "write BASE as a baseline to FILE (and compare nothing)", "FILE")
       .flag("--all", &all, "list unchanged metrics too")
-      .positional("BASE", &base, "results.jsonl or baseline file")
-      .positional("NEW", &now, "results.jsonl", false);
+      .positional("BASE", &base, "a run folder, its results.jsonl, or a baseline file")
+      .positional("NEW", &now, "a run folder or its results.jsonl", false);
   if (!p.parse(args)) return kExitOk;
 
   if (!baseline_out.empty()) {

@@ -33,6 +33,28 @@ TEST(Dataset, BadRecordIsReportedWithFileAndLineAndSkipped) {
   EXPECT_EQ(d.results[2].line, 4);
 }
 
+// A run's folder reads as its results.jsonl, as `run --results-dir` wrote it; a folder without one
+// is refused naming the file that is missing.
+TEST(Dataset, ARunFolderReadsAsItsResultsFile) {
+  const auto dir = temp_dir();
+  std::filesystem::create_directories(dir / "run1");
+  const auto file = write_records(dir / "run1" / "results.jsonl", full_run("r1"));
+  Dataset d, from_file;
+  d.load(dir / "run1");
+  from_file.load(file);
+  EXPECT_GT(d.results.size(), 0u);
+  EXPECT_EQ(d.results.size(), from_file.results.size());
+  ASSERT_EQ(d.files.size(), 1u);
+  EXPECT_EQ(d.files[0], (dir / "run1" / "results.jsonl").string());
+  std::filesystem::create_directories(dir / "empty-run");
+  try {
+    d.load(dir / "empty-run");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "empty-run" / "results.jsonl").string()), std::string::npos) << e.what();
+  }
+}
+
 TEST(Dataset, EmptyMissingOrAllBadInputIsAnError) {
   const auto dir = temp_dir();
   Dataset d;

@@ -73,8 +73,9 @@ struct LoadIssue {
 
 class Dataset {
  public:
-  // Appends the records of one results.jsonl. Records that break the schema become issues and are
-  // skipped; a missing file, or one without a single valid record, throws InputError.
+  // Appends the records of one results.jsonl, or of the one in a run folder. Records that break the
+  // schema become issues and are skipped; a missing file, or one without a single valid record,
+  // throws InputError.
   void load(const std::filesystem::path& file);
 
   Interner names;                          // steps, hosts, metrics, runs, reasons, param values
