@@ -33,6 +33,8 @@ const char* const kMigrations[] = {
     " WITHOUT ROWID;",
     // 1 -> 2: the points of a run, for export and for listing what a run measured
     "CREATE INDEX points_by_run ON points(run_id);",
+    // 2 -> 3: how busy the machine was (the records' cpu_pressure_pct), so that a busy night asks for a rerun
+    "ALTER TABLE points ADD COLUMN cpu_pressure_pct REAL;",
 };
 static_assert(std::size(kMigrations) == kHistorySchemaVersion);
 
@@ -265,8 +267,8 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
     Statement add_host(*this, "INSERT INTO hosts(run_id, hostname, info) VALUES(?1, ?2, ?3)");
     Statement add_series(*this, "INSERT INTO series(machine, step, params, world, metric) VALUES(?1, ?2, ?3, ?4, ?5) "
                                 "ON CONFLICT DO UPDATE SET machine = machine RETURNING id");
-    Statement add_point(*this, "INSERT INTO points(series_id, run_id, value, n, stdev, ci_low, ci_high) "
-                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    Statement add_point(*this, "INSERT INTO points(series_id, run_id, value, n, stdev, ci_low, ci_high, cpu_pressure_pct) "
+                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     const std::string added_at = now_utc();
     for (const auto& p : pending) {
       const std::string id = p.run["run"];
@@ -316,6 +318,7 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
             .bind(5, stdev)
             .bind(6, e.ci ? std::optional<double>(e.ci->first) : std::nullopt)
             .bind(7, e.ci ? std::optional<double>(e.ci->second) : std::nullopt)
+            .bind(8, e.cpu_pressure_pct >= 0 ? std::optional<double>(e.cpu_pressure_pct) : std::nullopt)
             .run();
         ++result.points;
       }
@@ -332,7 +335,7 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
 std::vector<HistorySeries> History::series(const std::string& machine) const {
   Statement s(*this,
               "SELECT s.id, s.machine, s.step, s.params, s.world, s.metric, r.run, r.time, r.revision, p.value, p.n, p.stdev, "
-              "p.ci_low, p.ci_high FROM points p JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = p.run_id "
+              "p.ci_low, p.ci_high, p.cpu_pressure_pct FROM points p JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = p.run_id "
               "WHERE ?1 = '' OR s.machine = ?1 ORDER BY p.series_id");  // the points' own order: no sort
   s.bind(1, machine);
   std::vector<HistorySeries> out;
@@ -345,7 +348,7 @@ std::vector<HistorySeries> History::series(const std::string& machine) const {
     }
     out.back().points.push_back({text_at(q, 6), text_at(q, 7), text_at(q, 8), sqlite3_column_double(q, 9),
                                  static_cast<std::size_t>(sqlite3_column_int64(q, 10)), real_at(q, 11), real_at(q, 12),
-                                 real_at(q, 13)});
+                                 real_at(q, 13), real_at(q, 14)});
   }
   for (auto& one : out) {
     std::sort(one.points.begin(), one.points.end(),

@@ -55,6 +55,18 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
     SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};
     const Better direction = declared_shapes().better(s.step, s.metric);
     c.verdict = judge(x, first_new, c.changes, direction == Better::higher, o.judge);
+    // A change seen while the machine was busy may be the other tasks': the nights it rests on ask for a rerun.
+    if (c.verdict.call == Call::improved || c.verdict.call == Call::regressed) {
+      const auto busiest = std::max_element(s.points.begin() + static_cast<std::ptrdiff_t>(first_new), s.points.end(),
+                                            [](const HistoryPoint& a, const HistoryPoint& b) {
+                                              return a.cpu_pressure_pct.value_or(0) < b.cpu_pressure_pct.value_or(0);
+                                            });
+      if (busiest != s.points.end() && busiest->cpu_pressure_pct.value_or(0) >= kCpuContendedPct) {
+        c.verdict.call = Call::unknown;
+        c.verdict.why += fmt::format("; CPU busy in run {}: a task waited for a CPU {:.0f}% of the time: rerun on a quiet machine",
+                                     busiest->run, *busiest->cpu_pressure_pct);
+      }
+    }
     // A step in a metric without a better direction is a change, never a regression or an improvement.
     if ((direction == Better::none || direction == Better::undeclared) &&
         (c.verdict.call == Call::improved || c.verdict.call == Call::regressed)) {

@@ -10,6 +10,7 @@
 #include "fixtures.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/changepoint.hpp"
+#include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
 
 using namespace rocebench;
@@ -41,11 +42,15 @@ TrendVerdict judge_last(const std::vector<double>& x, std::size_t window, bool h
 }
 
 // A results file of one run on host `host`: an allreduce of time `time_us` (and its bandwidth).
-std::string run_file(const std::string& run, const std::string& time, double time_us, const std::string& cpu = "x86") {
+// `cpu_pressure_pct`, when given, is stamped on the result as a run's rank does.
+std::string run_file(const std::string& run, const std::string& time, double time_us, const std::string& cpu = "x86",
+                     std::optional<double> cpu_pressure_pct = std::nullopt) {
   json r = run_record(run, time, {{"node01", 100000}});
   r["hosts"][0]["cpu"]["model"] = cpu;
+  json result = collective(run, "allreduce", 2, 1 << 20, time_us, 1e6 / time_us);
+  if (cpu_pressure_pct) result["cpu_pressure_pct"] = *cpu_pressure_pct;
   const auto file = temp_dir() / "results.jsonl";
-  write_records(file, {r, collective(run, "allreduce", 2, 1 << 20, time_us, 1e6 / time_us)});
+  write_records(file, {r, result});
   return file.string();
 }
 
@@ -332,11 +337,24 @@ TEST(History, AnotherProgramsDatabaseIsRefused) {
 
 TEST(History, OlderSchemaIsMigratedNewerRefused) {
   const auto db = temp_dir() / "h.sqlite";
-  History(db, History::Mode::create, std::chrono::seconds(10), 1).add({run_file("r1", "2026-01-01T00:00:00Z", 100)});
+  History(db, History::Mode::create, std::chrono::seconds(10), 1);
   EXPECT_EQ(History(db, History::Mode::existing, std::chrono::seconds(10), 1).schema_version(), 1);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  // A point as schema 1 held it, written by a rocebench of then.
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "INSERT INTO runs VALUES(1, 'r1', '2026-01-01T00:00:00Z', 'abc', '0.1', 'local', 'x86', 'now');"
+                         "INSERT INTO series VALUES(1, 'x86', 'collectives.allreduce', '{}', 2, 'time_us');"
+                         "INSERT INTO points VALUES(1, 1, 100, 10, NULL, NULL, NULL);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
   EXPECT_EQ(History(db).schema_version(), kHistorySchemaVersion);
   EXPECT_EQ(History(db).runs().size(), 1u);
-  sqlite3* raw = nullptr;
+  const auto migrated = History(db).series();
+  ASSERT_EQ(migrated.size(), 1u);
+  EXPECT_EQ(migrated.front().points.front().value, 100);
+  EXPECT_FALSE(migrated.front().points.front().cpu_pressure_pct) << "added before the column: not stamped";
   ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
   sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(raw);
@@ -345,6 +363,35 @@ TEST(History, OlderSchemaIsMigratedNewerRefused) {
     ADD_FAILURE();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
+  }
+}
+
+// A step that a busy machine's nights make (another task held the CPUs) asks for a rerun; the same
+// step on quiet nights is a regression, as is one on nights barely busy.
+TEST(History, ABusyNightAsksForARerunNotARegression) {
+  for (const double busy : {0.0, 5.0, 45.0}) {
+    const auto db = temp_dir() / "h.sqlite";
+    History h(db);
+    std::mt19937 rng(11);
+    std::normal_distribution<double> noise(1, 0.005);
+    for (int night = 1; night <= 30; ++night) {
+      h.add({run_file(fmt::format("n{:02}", night), fmt::format("2026-03-{:02}T00:00:00Z", night),
+                      (night >= 28 ? 110 : 100) * noise(rng), "x86", night == 29 ? busy : 0.0)});
+    }
+    const auto series = h.series();
+    for (const auto& s : series) {
+      ASSERT_TRUE(s.points[28].cpu_pressure_pct) << "stamped records keep their pressure";
+      EXPECT_EQ(*s.points[28].cpu_pressure_pct, busy);
+    }
+    std::map<std::string, TrendVerdict> by_metric;
+    for (const auto& c : check_history(series, h.runs(), {})) by_metric[c.series->metric] = c.verdict;
+    if (busy < kCpuContendedPct) {
+      EXPECT_EQ(by_metric["time_us"].call, Call::regressed) << busy << ": " << by_metric["time_us"].why;
+      continue;
+    }
+    EXPECT_EQ(by_metric["time_us"].call, Call::unknown) << by_metric["time_us"].why;
+    EXPECT_NE(by_metric["time_us"].why.find("CPU busy in run n29: a task waited for a CPU 45% of the time: rerun on a quiet "
+                                            "machine"), std::string::npos) << by_metric["time_us"].why;
   }
 }
 

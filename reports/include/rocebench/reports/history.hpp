@@ -22,7 +22,7 @@ struct sqlite3;
 
 namespace rocebench::reports {
 
-inline constexpr int kHistorySchemaVersion = 2;
+inline constexpr int kHistorySchemaVersion = 3;
 
 // What makes runs comparable: per host its CPU model, GPU models and RDMA NIC models (the device
 // name without its index: mlx5_0 -> mlx5), distinct hosts joined with " + ", "4x " for repeats.
@@ -34,6 +34,7 @@ struct HistoryPoint {
   double value = 0;  // the metric's median over the run's records
   std::size_t n = 0;  // samples behind it
   std::optional<double> stdev, ci_low, ci_high;
+  std::optional<double> cpu_pressure_pct;  // the most its records said some task waited for a CPU (%); none: not stamped
 };
 
 struct HistorySeries {
