@@ -278,30 +278,35 @@ TEST(Predict, BucketsWaitForBackwardAndForEachOther) {
   EXPECT_NEAR(one.exposed_ms, 1 + 0.1 * 344, 1e-12);
 }
 
-// models.scaling with ranks as threads: one record per world size, speedup against one rank, the
-// prediction, and the buckets of a step.
-TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
-  const auto kinds = steps();
-  const auto kind = std::find_if(kinds.begin(), kinds.end(), [](const StepKind& k) { return k.name == "models.scaling"; });
-  ASSERT_NE(kind, kinds.end());
-  const auto dir = rbtest::temp_dir("scaling");
-  const Graph g = build_model("resnet20_cifar");
-  const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
-                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"iters", 3},
-                       {"warmup", 1}, {"bucket_mb", 0.25}, {"world_sizes", {1, 2, 3}}};
-  ASSERT_TRUE(JsonSchema(kind->params_schema).validate(params).empty());
-  const int world = 3;
+// models.scaling with `params` on `world` local ranks (threads), its records kept; each rank's error ("": none).
+std::vector<std::string> run_scaling_step(const json& params, int world, rbtest::KeptRecords& kept) {
+  const StepKind kind = scaling_step();
+  EXPECT_TRUE(JsonSchema(kind.params_schema).validate(params).empty()) << params.dump();
   rbtest::LocalRendezvous shared(world);
-  rbtest::KeptRecords kept;
-  const auto errors = rbtest::on_ranks(world, [&](int r) {
+  return rbtest::on_ranks(world, [&](int r) {
     rbtest::LocalRendezvous::Rank rdv(shared, r);
     StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
     ctx.step = "models.scaling";
     ctx.address = "127.0.0.1";
     ctx.params = params;
     ctx.deadline = 10s;
-    kind->run(ctx);
+    kind.run(ctx);
   });
+}
+
+// models.scaling, as registered, with ranks as threads: one record per world size, speedup against
+// one rank, the prediction, and the buckets of a step.
+TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
+  const auto kinds = steps();
+  ASSERT_TRUE(std::any_of(kinds.begin(), kinds.end(), [](const StepKind& k) { return k.name == "models.scaling"; }));
+  const auto dir = rbtest::temp_dir("scaling");
+  const Graph g = build_model("resnet20_cifar");
+  const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
+                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"iters", 3},
+                       {"warmup", 1}, {"bucket_mb", 0.25}, {"world_sizes", {1, 2, 3}}};
+  const int world = 3;
+  rbtest::KeptRecords kept;
+  const auto errors = run_scaling_step(params, world, kept);
   for (int r = 0; r < world; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
   ASSERT_EQ(kept.records.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -347,9 +352,6 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
 // The one-rank point on several ranks, one after another: one record of world 1 whose samples are
 // the processes (each rank's median step), and a baseline_ranks beyond the run is refused naming it.
 TEST(Scaling, OneRankPointPoolsRanksTrainingAloneInTurn) {
-  const auto kinds = steps();
-  const auto kind = std::find_if(kinds.begin(), kinds.end(), [](const StepKind& k) { return k.name == "models.scaling"; });
-  ASSERT_NE(kind, kinds.end());
   const auto dir = rbtest::temp_dir("scaling-alone");
   const Graph g = build_model("resnet20_cifar");
   const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
@@ -357,19 +359,9 @@ TEST(Scaling, OneRankPointPoolsRanksTrainingAloneInTurn) {
                        {"warmup", 1}, {"world_sizes", {1, 3}}};
   const int world = 3;
   auto run = [&](int baseline_ranks, rbtest::KeptRecords& kept) {
-    rbtest::LocalRendezvous shared(world);
     json p = params;
     p["baseline_ranks"] = baseline_ranks;
-    EXPECT_TRUE(JsonSchema(kind->params_schema).validate(p).empty());
-    return rbtest::on_ranks(world, [&](int r) {
-      rbtest::LocalRendezvous::Rank rdv(shared, r);
-      StepContext ctx = rbtest::sweep_context(r, world, rdv, kept);
-      ctx.step = "models.scaling";
-      ctx.address = "127.0.0.1";
-      ctx.params = p;
-      ctx.deadline = 10s;
-      kind->run(ctx);
-    });
+    return run_scaling_step(p, world, kept);
   };
   rbtest::KeptRecords kept;
   const auto errors = run(3, kept);
