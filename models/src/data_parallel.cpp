@@ -533,6 +533,7 @@ void record_skip(StepContext& ctx, const ScalingConfig& c, const std::string& tr
   rc.record(r);
 }
 
+// k > 1 ranks together (one rank is measured alone, measure_alone_in_turn).
 void measure_world_size(StepContext& ctx, transport::Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
   const int k = t.world();
   std::unique_ptr<Engine> engine;
@@ -543,13 +544,12 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
     return;
   }
   Point p{.k = k, .transport = t.name()};
-  if (k > 1 && c.predict) p.cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
+  if (c.predict) p.cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
   p.steps = train_steps(*engine, &t, k, ctx, c, graph, p.layers_before);
   // The step took as long as its slowest rank.
   for (const auto& s : p.steps) p.step_ms.push_back(s.step_ms());
-  if (k > 1)
-    collectives::allreduce(t, collectives::Algorithm::rd, p.step_ms.data(), p.step_ms.size(), collectives::DataType::float64,
-                           collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
+  collectives::allreduce(t, collectives::Algorithm::rd, p.step_ms.data(), p.step_ms.size(), collectives::DataType::float64,
+                         collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
   if (c.trace_steps > 0) p.trace = gather_trace(ctx, k, trace_events(graph, p.steps, t.rank(), ctx.host, c.trace_steps));
   p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, p.steps));
   if (t.rank() != 0) return;
@@ -584,7 +584,7 @@ void measure_alone_in_turn(StepContext& ctx, const ScalingConfig& c, const Graph
   if (ctx.rank >= turns) return;
   const std::vector<json> ranks = gather_at_rank0(ctx, "alone", turns, mine);
   if (ctx.rank != 0) return;
-  if (!engine) {
+  if (p.steps.empty()) {  // rank 0 could not train: its reason is the point's
     record_skip(ctx, c, transport, 1, mine["skip"].get<std::string>());
     return;
   }
