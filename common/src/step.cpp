@@ -17,9 +17,19 @@ StepRunner& step_runner() {
   static StepRunner runner;
   return runner;
 }
+LauncherCheck& launcher_check() {
+  static LauncherCheck check;
+  return check;
+}
 }  // namespace
 
 void set_step_runner(StepRunner runner) { step_runner() = std::move(runner); }
+void set_launcher_check(LauncherCheck check) { launcher_check() = std::move(check); }
+
+void check_launcher_args(const std::vector<std::string>& launcher_args, const CommandOrigin& origin) {
+  if (!launcher_check()) throw std::logic_error("no launcher check: only the rocebench executable checks launcher flags");
+  launcher_check()(launcher_args, origin);
+}
 
 int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
                      const CommandOrigin& origin) {

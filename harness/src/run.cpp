@@ -541,6 +541,7 @@ void refuse_bad_launcher_flags(const std::vector<std::string>& launcher_args, co
 }
 
 void install_step_runner() {
+  set_launcher_check(refuse_bad_launcher_flags);
   set_step_runner([](const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
                      const CommandOrigin& origin) {
     refuse_bad_flags(step, params, origin);

@@ -64,9 +64,9 @@ int probe_main(const Args& args) {
       }
     }
     if (port < 0) port = kDefaultPort;
-    double deadline_s = 30;  // a run's rank checks --deadline itself; here the parser does
-    ArgParser(program, "").option("--deadline", &deadline_s, "").range(0.001, 86400).parse(
-        launch_value(launch, "--deadline").empty() ? Args{} : Args{"--deadline", launch_value(launch, "--deadline")});
+    check_launcher_args(launch, {program, {}});
+    const std::string deadline = launch_value(launch, "--deadline");
+    const double deadline_s = deadline.empty() ? 30 : parse_number<double>("--deadline", deadline);
     ProbeSpec spec = spec_from_params(params);
     spec.verbs.address = server && bind != "0.0.0.0" ? bind : "";
     spec.wait = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));

@@ -67,6 +67,12 @@ void set_step_runner(StepRunner runner);
 int run_step_as_plan(const std::string& step, const json& params, const std::vector<std::string>& launcher_args,
                      const CommandOrigin& origin);
 
+// Checks launcher arguments (--deadline …) as `rocebench run` checks them, ranges included, and
+// starts nothing: for a command whose sides are started by hand. The harness provides it too.
+using LauncherCheck = std::function<void(const std::vector<std::string>& launcher_args, const CommandOrigin& origin)>;
+void set_launcher_check(LauncherCheck check);
+void check_launcher_args(const std::vector<std::string>& launcher_args, const CommandOrigin& origin);
+
 // A kind of plan step a module offers: its name in plans, the schema of its params and its body.
 struct StepKind {
   std::string name;
