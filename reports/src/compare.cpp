@@ -217,6 +217,33 @@ std::pair<std::optional<bool>, std::string> significance(const Evidence& base, c
 
 }  // namespace
 
+double run_noise_limit(const RunNoise& noise) {
+  // Student's t, upper 0.25% point, by degrees of freedom (scipy.stats.t.ppf(0.9975, df)); between
+  // the rows, linear in 1 / df, which is how the quantile bends.
+  static constexpr std::pair<double, double> kT[] = {
+      {1, 127.321}, {2, 14.089}, {3, 7.453}, {4, 5.598}, {5, 4.773}, {6, 4.317}, {7, 4.029}, {8, 3.833}, {9, 3.690},
+      {10, 3.581},  {12, 3.428}, {15, 3.286}, {20, 3.153}, {30, 3.030}, {40, 2.971}, {60, 2.915}, {120, 2.860}};
+  constexpr double kZ = 2.807;  // df -> infinity
+  const double df = noise.runs > 1 ? static_cast<double>(noise.runs - 1) : 1;
+  double t = kZ;
+  for (std::size_t i = 0; i < std::size(kT); ++i) {
+    if (df > kT[i].first) continue;
+    if (i == 0 || df == kT[i].first) {
+      t = kT[i].second;
+    } else {
+      const auto [d0, t0] = kT[i - 1];
+      const auto [d1, t1] = kT[i];
+      t = t0 + (t1 - t0) * (1 / df - 1 / d0) / (1 / d1 - 1 / d0);
+    }
+    break;
+  }
+  if (df > kT[std::size(kT) - 1].first) {
+    const auto [d0, t0] = kT[std::size(kT) - 1];
+    t = kZ + (t0 - kZ) * d0 / df;
+  }
+  return std::sqrt(2.0) * t * noise.relative;
+}
+
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options) {
   std::vector<Comparison> out;
   auto b = base.begin();
@@ -246,22 +273,25 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       if (nb || nn) c.noise = std::max(nb.value_or(0), nn.value_or(0));
       const Better direction = declared_shapes().better(c.key.step, c.key.metric);
       const auto history = options.run_noise.find(c.key.id());
-      const bool no_history = history == options.run_noise.end();  // then these two runs say all there is
+      // Without a history, these two runs say all there is. The history's spread comes from a few
+      // runs: neither oversubscribed ranks nor a busy machine are inside it, whatever it says.
+      const bool no_history = history == options.run_noise.end();
       if (std::abs(c.effect) < options.min_effect) {
         c.change = Change::same;
-      } else if (!no_history && std::abs(c.effect) < kRunNoiseSigmas * history->second) {
-        c.change = Change::unknown;
-        c.noise = std::max(c.noise.value_or(0), history->second);
-        c.significance = fmt::format("runs vary ±{:.0f}% here: rerun", history->second * 100);
-      } else if (no_history && !(en.cpus_shared.empty() && eb.cpus_shared.empty())) {
+      } else if (!(en.cpus_shared.empty() && eb.cpus_shared.empty())) {
         // Oversubscribed ranks run when the scheduler lets them, so two runs of one build can differ many times over.
         c.change = Change::unknown;
         c.significance = fmt::format("{}: rerun with a CPU per rank", en.cpus_shared.empty() ? eb.cpus_shared : en.cpus_shared);
-      } else if (no_history && std::max(eb.cpu_pressure_pct, en.cpu_pressure_pct) >= kCpuContendedPct) {
+      } else if (std::max(eb.cpu_pressure_pct, en.cpu_pressure_pct) >= kCpuContendedPct) {
         c.change = Change::unknown;
         const bool in_new = en.cpu_pressure_pct >= eb.cpu_pressure_pct;
         c.significance = fmt::format("CPU busy in {}: a task waited for a CPU {:.0f}% of the time: rerun on a quiet machine",
                                      in_new ? "NEW" : "BASE", in_new ? en.cpu_pressure_pct : eb.cpu_pressure_pct);
+      } else if (!no_history && std::abs(c.effect) < run_noise_limit(history->second)) {
+        const RunNoise& runs = history->second;
+        c.change = Change::unknown;
+        c.noise = std::max(c.noise.value_or(0), runs.relative);
+        c.significance = fmt::format("{} runs here vary ±{:.1f}%: rerun", runs.runs, runs.relative * 100);
       } else if (c.noise && *c.noise >= std::abs(c.effect)) {
         c.change = Change::unknown;
         c.significance = fmt::format("noise ±{:.0f}% > effect: rerun", *c.noise * 100);

@@ -12,8 +12,8 @@
 
 namespace rocebench::reports {
 
-std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series) {
-  std::map<std::string, double> out;
+std::map<std::string, RunNoise> run_noise(const std::vector<HistorySeries>& series) {
+  std::map<std::string, RunNoise> out;
   std::vector<double> x;
   for (const auto& s : series) {
     if (s.points.size() < 5) continue;
@@ -22,7 +22,7 @@ std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series
     const double m = median_of(x);
     if (m == 0) continue;
     for (auto& v : x) v = std::abs(v - m);
-    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = 1.4826 * median_of(x) / std::abs(m);
+    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = {1.4826 * median_of(x) / std::abs(m), x.size()};
   }
   return out;
 }

@@ -60,20 +60,27 @@ struct Comparison {
   Change change = Change::same;
 };
 
+// How much one metric varies from run to run on a machine class, from the history.
+struct RunNoise {
+  double relative = 0;   // sigma / median
+  std::size_t runs = 0;  // the runs it was estimated from
+};
+
 struct CompareOptions {
   double min_effect = 0.05;
   double alpha = 0.05;
-  // Relative run-to-run spread of a metric on this machine class (by MetricKey::id), from the
-  // history: what two runs cannot show about themselves. A change must stand out of it.
-  std::map<std::string, double> run_noise;
+  // By MetricKey::id: what two runs cannot show about themselves. A change must stand out of it.
+  std::map<std::string, RunNoise> run_noise;
 };
 
-// Two single runs differ by more than this many run-to-run sigmas (sqrt(2) z of p = 0.005) before
-// the history's noise lets a change through.
-inline constexpr double kRunNoiseSigmas = 2.8 * 1.4142;
+// The largest relative difference two single runs of one build show by chance (p = 0.005,
+// two-sided): sqrt(2) sigma times Student's t for the runs sigma was estimated from, since a
+// spread seen in a handful of runs may be much smaller than the machine's (2.81 sigma with many
+// runs, 5.6 sigma with five).
+double run_noise_limit(const RunNoise& noise);
 
 // A run whose machine kept some task waiting for a CPU this share of the time or more measured the
-// scheduler as much as itself: its changes are UNKNOWN without a history of such runs.
+// scheduler as much as itself: its changes are UNKNOWN, whatever the history says of quiet nights.
 inline constexpr double kCpuContendedPct = 20;
 
 // One Comparison per key in either map, in key order.

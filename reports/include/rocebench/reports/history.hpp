@@ -17,6 +17,7 @@
 
 #include "rocebench/common/record.hpp"
 #include "rocebench/reports/changepoint.hpp"
+#include "rocebench/reports/compare.hpp"
 
 struct sqlite3;
 
@@ -87,7 +88,7 @@ class History {
 
 // Per series with at least 5 points (by MetricKey::id): the relative run-to-run spread,
 // 1.4826 MAD / median, which one step or outlier does not blow up. For compare's run_noise.
-std::map<std::string, double> run_noise(const std::vector<HistorySeries>& series);
+std::map<std::string, RunNoise> run_noise(const std::vector<HistorySeries>& series);
 
 struct CheckOptions {
   JudgeOptions judge;
