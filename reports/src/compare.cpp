@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -218,28 +219,19 @@ std::pair<std::optional<bool>, std::string> significance(const Evidence& base, c
 }  // namespace
 
 double run_noise_limit(const RunNoise& noise) {
-  // Student's t, upper 0.25% point, by degrees of freedom (scipy.stats.t.ppf(0.9975, df)); between
-  // the rows, linear in 1 / df, which is how the quantile bends.
+  // Student's t, upper 0.25% point, by degrees of freedom (scipy.stats.t.ppf(0.9975, df)), ending in
+  // the normal's at df = infinity; between the rows, linear in 1 / df, which is how the quantile bends.
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
   static constexpr std::pair<double, double> kT[] = {
-      {1, 127.321}, {2, 14.089}, {3, 7.453}, {4, 5.598}, {5, 4.773}, {6, 4.317}, {7, 4.029}, {8, 3.833}, {9, 3.690},
-      {10, 3.581},  {12, 3.428}, {15, 3.286}, {20, 3.153}, {30, 3.030}, {40, 2.971}, {60, 2.915}, {120, 2.860}};
-  constexpr double kZ = 2.807;  // df -> infinity
+      {1, 127.321}, {2, 14.089}, {3, 7.453},  {4, 5.598},  {5, 4.773},  {6, 4.317},   {7, 4.029},   {8, 3.833},  {9, 3.690},
+      {10, 3.581},  {12, 3.428}, {15, 3.286}, {20, 3.153}, {30, 3.030}, {40, 2.971}, {60, 2.915}, {120, 2.860}, {kInf, 2.807}};
   const double df = noise.runs > 1 ? static_cast<double>(noise.runs - 1) : 1;
-  double t = kZ;
-  for (std::size_t i = 0; i < std::size(kT); ++i) {
-    if (df > kT[i].first) continue;
-    if (i == 0 || df == kT[i].first) {
-      t = kT[i].second;
-    } else {
-      const auto [d0, t0] = kT[i - 1];
-      const auto [d1, t1] = kT[i];
-      t = t0 + (t1 - t0) * (1 / df - 1 / d0) / (1 / d1 - 1 / d0);
-    }
-    break;
-  }
-  if (df > kT[std::size(kT) - 1].first) {
-    const auto [d0, t0] = kT[std::size(kT) - 1];
-    t = kZ + (t0 - kZ) * d0 / df;
+  std::size_t i = 0;
+  while (df > kT[i].first) ++i;
+  double t = kT[i].second;
+  if (i > 0 && df < kT[i].first) {
+    const auto [d0, t0] = kT[i - 1];
+    t = t0 + (kT[i].second - t0) * (1 / df - 1 / d0) / (1 / kT[i].first - 1 / d0);
   }
   return std::sqrt(2.0) * t * noise.relative;
 }
