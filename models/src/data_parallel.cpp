@@ -418,8 +418,9 @@ struct Point {
   int k = 1;
   std::string transport = {};
   std::vector<double> step_ms = {};  // every timed step: the slowest rank's (together) or each rank's (alone in turn)
-  // Alone in turn on several ranks: each process's median step. The process is then the sample:
-  // its steps vary less than processes do, so they would show a spread that two runs do not keep.
+  // Alone in turn on several ranks: each process's mean step, so batch over it is that process's
+  // images/s, slow steps included, as in the point's. The process is then the sample: its steps vary
+  // less than processes do, so they would show a spread that two runs do not keep.
   std::vector<double> process_ms = {};
   std::vector<StepTimes> steps = {};  // rank 0's
   std::vector<LayerTime> layers_before = {};
@@ -592,7 +593,7 @@ void measure_alone_in_turn(StepContext& ctx, const ScalingConfig& c, const Graph
     if (r.contains("step_ms")) {
       const std::vector<double> ms = r["step_ms"];
       p.step_ms.insert(p.step_ms.end(), ms.begin(), ms.end());
-      if (turns > 1) p.process_ms.push_back(summarize(ms).median);
+      if (turns > 1) p.process_ms.push_back(summarize(ms).avg);
     }
     r.erase("step_ms");
     p.per_rank.push_back(std::move(r));
