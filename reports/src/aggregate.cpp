@@ -119,13 +119,14 @@ class Grid {
 };
 
 struct Names {
-  std::uint32_t images = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName;
+  std::uint32_t images = kNoName, step_p50 = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName;
 };
 
 class Builder {
  public:
   explicit Builder(const Dataset& d) : d_(d) {
     n_.images = d.name_id("images_per_s");
+    n_.step_p50 = d.name_id("step_time_ms_p50");
     n_.predicted_images = d.name_id("predicted_images_per_s");
     n_.exposed_comm = d.name_id("exposed_comm_ms");
     n_.waited_bucket = d.name_id("first_waited_bucket");
@@ -290,6 +291,12 @@ class Builder {
               {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm},
                {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
               n_.images);
+          // The one-rank point pooled from ranks trained alone in turn: its samples are their mean steps.
+          if (t.x == 1 && o.samples.of == n_.step_p50 && o.samples.values.size() > 1) {
+            const double batch = d_.params_of(o).value("batch", 0.0);
+            for (double step_ms : o.samples.values)
+              if (batch > 0 && step_ms > 0) t.group->samples[1].push_back(batch * 1e3 / step_ms);
+          }
         }
         break;
       case Kind::collective:
@@ -347,6 +354,7 @@ class Builder {
         p.exposed_comm_ms = value_of(cells, "exposed_comm_ms");
         p.first_waited_bucket = value_of(cells, "first_waited_bucket");
         p.buckets = value_of(cells, "buckets");
+        if (auto alone = g.samples.find(gpus); alone != g.samples.end()) p.ranks_alone = alone->second;
         if (s.base_gpus > 0 && !s.independent()) p.ideal = gpus / s.base_gpus;
         if (p.images_per_s && base && !s.independent()) {
           p.speedup = *p.images_per_s / *base;
@@ -596,6 +604,12 @@ std::string ScalingSeries::label() const {
 std::string ScalingPoint::waited_text() const {
   if (!first_waited_bucket || !buckets) return "";
   return fmt::format("the update waits from bucket {} of {}", number(*first_waited_bucket), number(*buckets));
+}
+
+std::string ScalingPoint::alone_text() const {
+  if (ranks_alone.size() < 2) return "";
+  const auto [slowest, fastest] = std::minmax_element(ranks_alone.begin(), ranks_alone.end());
+  return fmt::format("{} ranks alone in turn: {} to {}", ranks_alone.size(), number(*slowest), number(*fastest));
 }
 
 bool ScalingSeries::independent() const { return param_text(key, "mode") == "single"; }

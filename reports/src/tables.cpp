@@ -87,6 +87,7 @@ Section training_section(const ReportInput& in) {
     for (const auto& p : series.points) {
       std::vector<TableCell> row{{std::to_string(p.gpus)}, value_cell(p.images_per_s, p.missing), value_cell(p.speedup, p.missing),
                             value_cell(p.efficiency, p.missing), {p.ideal > 0 ? number(p.ideal) : "—"}};
+      if (p.images_per_s && !p.alone_text().empty()) row[1].text += " (" + p.alone_text() + ")";
       // One rank alone is the base: nothing to predict, nothing to reduce.
       const bool alone = p.gpus == 1 && p.images_per_s;
       if (predicted) row.push_back(alone ? TableCell{"—"} : value_cell(p.predicted_speedup, p.missing));

@@ -68,6 +68,8 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
       r.metrics.update({{"predicted_images_per_s", 10.0 * ranks * 0.95}, {"exposed_comm_ms", 5.0 * ranks},
                         {"buckets", 5}, {"first_waited_bucket", ranks == 4 ? 3 : 5}});
     r.samples = {{"n", 1}};
+    // The one-rank point trained alone on three ranks in turn: its samples are their mean steps (ms).
+    if (ranks == 1) r.samples = {{"n", 3}, {"values", {250, 200, 160}}};
     records.push_back(to_json(r, "r"));
   }
   const Aggregate a = aggregate_of(records);
@@ -96,6 +98,9 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
   // Where scaling is lost, in words.
   EXPECT_EQ(dp.points[2].waited_text(), "the update waits from bucket 3 of 5");
   EXPECT_EQ(dp.points[0].waited_text(), "") << "one rank alone waits for nothing";
+  // Which ranks the one-rank point pools, at batch 2: each one's images/s.
+  EXPECT_EQ(dp.points[0].alone_text(), "3 ranks alone in turn: 8 to 12.5");
+  EXPECT_EQ(dp.points[1].alone_text(), "");
   // The plots get only the series with a speedup.
   const json plot = plot_input(a);
   ASSERT_EQ(plot["scaling"].size(), 1u);
