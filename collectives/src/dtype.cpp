@@ -55,8 +55,33 @@ ReduceOp parse_op(const std::string& name) {
   throw InputError("unknown reduction '" + name + "' (sum, avg, max)");
 }
 
-std::uint16_t float_to_half(float f) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(f)); }
-float half_to_float(std::uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
+// IEEE binary16 by hand, as F16C converts: round to nearest even, NaNs quieted with their payload's top
+// bits (clang 14, which builds the sanitized tests, has no _Float16 on x86).
+std::uint16_t float_to_half(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000);
+  const std::uint32_t magnitude = bits & 0x7fffffff;
+  if (magnitude > 0x7f800000) return sign | 0x7e00 | static_cast<std::uint16_t>((magnitude >> 13) & 0x3ff);  // NaN
+  if (magnitude >= 0x47800000) return sign | 0x7c00;  // 2^16 and beyond: infinity
+  if (magnitude < 0x38800000) {  // below 2^-14: a subnormal half (or zero); adding 0.5 rounds it to 2^-24 steps
+    const float aligned = std::bit_cast<float>(magnitude) + 0.5f;
+    return sign | static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(aligned) - 0x3f000000);
+  }
+  // Rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even; a carry may reach infinity.
+  const std::uint32_t rounded = magnitude - 0x38000000 + 0xfff + ((magnitude >> 13) & 1);
+  return sign | static_cast<std::uint16_t>(rounded >> 13);
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13) | (mantissa ? 0x400000 : 0));
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
 
 std::uint16_t float_to_bfloat16(float f) {
   std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
@@ -82,11 +107,7 @@ void combine_16bit(bool half, void* __restrict dst, const void* __restrict src, 
   auto* d = static_cast<std::uint16_t*>(dst);
   const auto* s = static_cast<const std::uint16_t*>(src);
   if (half) {
-    auto* dh = reinterpret_cast<_Float16*>(d);
-    const auto* sh = reinterpret_cast<const _Float16*>(s);
-    for (std::size_t i = 0; i < count; ++i) {
-      dh[i] = static_cast<_Float16>(combine(static_cast<float>(dh[i]), static_cast<float>(sh[i])));
-    }
+    for (std::size_t i = 0; i < count; ++i) d[i] = float_to_half(combine(half_to_float(d[i]), half_to_float(s[i])));
   } else {
     for (std::size_t i = 0; i < count; ++i) d[i] = float_to_bfloat16(combine(bfloat16_to_float(d[i]), bfloat16_to_float(s[i])));
   }

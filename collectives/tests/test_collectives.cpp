@@ -1,11 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "local_rendezvous.hpp"
 #include "rocebench/collectives/algorithms.hpp"
@@ -52,6 +57,28 @@ TEST(DataTypes, SixteenBitConversionsRoundToNearestEven) {
   EXPECT_EQ(float_to_bfloat16(1.01171875f), 0x3f82);  // halfway between 0x3f81 and 0x3f82: to even
   EXPECT_FLOAT_EQ(bfloat16_to_float(0x4049), 3.140625f);
 }
+
+#if defined(__x86_64__)
+__attribute__((target("f16c"))) std::uint16_t f16c_from_float(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+__attribute__((target("f16c"))) float f16c_to_float(std::uint16_t h) { return _cvtsh_ss(h); }
+
+// The float16 conversions are written by hand: bit for bit what the CPU's F16C gives, for every
+// half and for floats of every exponent (a stride of all 2^32 patterns: ties, subnormals, NaNs).
+TEST(DataTypes, HalfConversionsAgreeWithF16cBitForBit) {
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C to compare with";
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const auto half = static_cast<std::uint16_t>(h);
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(half_to_float(half)), std::bit_cast<std::uint32_t>(f16c_to_float(half)))
+        << fmt::format("{:#06x}", h);
+  }
+  for (std::uint64_t bits = 0; bits < (1ull << 32); bits += 4099) {
+    for (const std::uint32_t near_tie : {0u, 0x0fffu, 0x1000u, 0x1001u, 0x2000u}) {  // around the 13 dropped bits' half
+      const float f = std::bit_cast<float>(static_cast<std::uint32_t>((bits & ~0x1fffull) | near_tie));
+      ASSERT_EQ(float_to_half(f), f16c_from_float(f)) << fmt::format("{:#010x}", std::bit_cast<std::uint32_t>(f));
+    }
+  }
+}
+#endif
 
 TEST(DataTypes, ReductionsAccumulateInFloat32) {
   for (DataType t : {DataType::float32, DataType::float16, DataType::bfloat16, DataType::float64}) {
