@@ -74,7 +74,7 @@ for target in plan hostfile records importers netcheck wire; do
   fi
 done
 echo "== $failures target(s) crashed"
-# The unit tests of the modules built here (common, transport, netcheck, reports), built beside the targets with the same sanitizers.
+# The unit tests of the modules built here, built beside the targets with the same sanitizers.
 sanitized=0
-[[ $ci == 0 ]] || "$root/ci/sanitize.sh" --tests-in build-fuzz common transport netcheck reports || sanitized=1
+[[ $ci == 0 ]] || "$root/ci/sanitize.sh" --tests-in build-fuzz common transport microbench collectives netcheck reports || sanitized=1
 [[ $failures == 0 && $sanitized == 0 ]]

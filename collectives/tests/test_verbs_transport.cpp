@@ -97,6 +97,7 @@ TEST(VerbsTransport, TheSweepStepRecordsASkipWithoutADevice) {
 }
 
 TEST(VerbsTransport, AllreduceCommandSelectsVerbsAndRefusesOtherTransports) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("verbscli");
   EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "allreduce", "--transport", "ib", "-e", "1K"}, dir, "bad"), 2);
   EXPECT_NE(rbtest::slurp(dir / "bad.err").find("rocebench allreduce: --transport \"ib\": must be one of"), std::string::npos)

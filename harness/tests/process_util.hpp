@@ -12,10 +12,17 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "rocebench/common/temp_dir.hpp"
+
+// The sanitized unit tests (built beside the fuzz targets, ROCEBENCH_FUZZ) have no rocebench binary:
+// a test that starts it says so and skips there.
+#define RBTEST_NEEDS_ROCEBENCH()                  \
+  if (std::string_view(ROCEBENCH_BINARY).empty()) \
+  GTEST_SKIP() << "no rocebench binary in this build (the sanitized unit tests)"
 
 namespace rbtest {
 

@@ -129,6 +129,7 @@ TEST(HostBench, BadOptionsAreUsageErrors) {
 }
 
 TEST(HostBench, CliRecordsTheCollectivesKernelsAndSkipsGpuWithAReason) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("probe-host");
   const int rc = rbtest::run({ROCEBENCH_BINARY, "probe", "host", "--max-bytes", "16K", "--repetitions", "2",
                               "--min-time", "0.01", "--results", (dir / "res").string()},
