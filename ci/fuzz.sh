@@ -76,5 +76,6 @@ done
 echo "== $failures target(s) crashed"
 # The unit tests of the modules built here, built beside the targets with the same sanitizers.
 sanitized=0
-[[ $ci == 0 ]] || "$root/ci/sanitize.sh" --tests-in build-fuzz common transport microbench collectives netcheck reports || sanitized=1
+[[ $ci == 0 ]] || "$root/ci/sanitize.sh" --tests-in build-fuzz common transport microbench collectives models netcheck reports harness ||
+  sanitized=1
 [[ $failures == 0 && $sanitized == 0 ]]

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
-#include <ranges>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -316,8 +315,8 @@ json trace_events(const Graph& graph, const std::vector<StepTimes>& steps, int r
            {{"step", step}, {"node", n.node}, {"pass", forward ? "forward" : "backward"}, {"ms", ms}});
       from = to;
     };
-    if (forward) std::ranges::for_each(nodes, one);
-    else std::ranges::for_each(nodes | std::views::reverse, one);
+    if (forward) std::for_each(nodes.begin(), nodes.end(), one);
+    else std::for_each(nodes.rbegin(), nodes.rend(), one);  // (clang 14, the sanitized build, lacks libstdc++ 12's views)
   };
   for (std::size_t i = first; i < steps.size(); ++i) {
     const StepTimes& t = steps[i];

@@ -208,6 +208,7 @@ TEST(DataLoader, TrainRecordsLoaderThroughputAndInputWait) {
 }
 
 TEST(DataLoader, TrainCommandLineExitsTwoOnABadDataFolder) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("train-data");
   EXPECT_EQ(rbtest::run({ROCEBENCH_BINARY, "train", "--model", "resnet20_cifar", "--batch", "2", "--iters", "1", "--data",
                          "/nonexistent/rb", "--results-dir", (dir / "r").string()}, dir, "bad"), 2);

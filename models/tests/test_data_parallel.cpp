@@ -401,6 +401,7 @@ TEST(Scaling, OneRankPointPoolsRanksTrainingAloneInTurn) {
 }
 
 TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("scaling-cli");
   const Graph g = build_model("resnet20_cifar");
   const std::string timeline = write_timeline(g, dir, 0.02, 0.04).string();
@@ -466,6 +467,7 @@ TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
 // A rank lost at the second world size: the survivor names it within the deadline (exit 3), and the
 // first world size's record is still in the results.
 TEST(Scaling, ARankKilledMidSweepIsNamedAndEarlierWorldSizesStay) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("scaling-kill");
   const auto results = dir / "out";
   const Graph g = build_model("resnet20_cifar");

@@ -180,6 +180,7 @@ TEST(Train, FlagsTakeThePlanFieldsRangesAndTheOtherStepsFlagsAreRefused) {
 // `rocebench train` is a one-step plan: its record lands in the results folder after the run's,
 // bad input found by the rank still exits 2, and the old --out is refused naming --results.
 TEST(Train, CommandLineRunsAsAOneStepPlanIntoTheResultsFolder) {
+  RBTEST_NEEDS_ROCEBENCH();
   const auto dir = rbtest::temp_dir("train-cli");
   const std::string binary = ROCEBENCH_BINARY;
   const std::vector<std::string> tiny_run = {binary, "train", "--model", "resnet20_cifar", "--batch", "2", "--iters", "2",
