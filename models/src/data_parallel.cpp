@@ -192,7 +192,7 @@ const OptionTable& data_parallel_options() {
         {.key = "baseline_ranks", .flag = "--baseline-ranks", .rules = {{"minimum", 1}, {"maximum", 1024}},
          .fallback = d.baseline_ranks,
          .help = "ranks that each train alone, in turn, for the one-rank point (the speedup's base): one process's "
-                 "speed varies with where its memory lands, so several pool out that noise and show it"},
+                 "speed varies with where its memory lands, so the median of several is the point and their range shows it"},
         {.key = "trace_steps", .rules = {{"minimum", 0}, {"maximum", 1000}}, .fallback = d.trace_steps,
          .help = "last steps of each rank written as Chrome trace events beside the results (0: none)"},
     });
@@ -418,8 +418,8 @@ struct Point {
   std::string transport = {};
   std::vector<double> step_ms = {};  // every timed step: the slowest rank's (together) or each rank's (alone in turn)
   // Alone in turn on several ranks: each process's mean step, so batch over it is that process's
-  // images/s, slow steps included, as in the point's. The process is then the sample: its steps vary
-  // less than processes do, so they would show a spread that two runs do not keep.
+  // images/s, slow steps included. The process is then the sample: its steps vary less than processes
+  // do (one lands on slow memory now and then), so they would show a spread that two runs do not keep.
   std::vector<double> process_ms = {};
   std::vector<StepTimes> steps = {};  // rank 0's
   std::vector<LayerTime> layers_before = {};
@@ -443,7 +443,12 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     for (const auto& st : steps) v.push_back(part(st));
     return summarize(v).median;
   };
-  const double images_per_s = static_cast<double>(c.train.batch) * k * static_cast<double>(p.step_ms.size()) / (total_ms / 1e3);
+  // Together: every image over the time the steps took. Alone in turn: the median process's images/s,
+  // so that the point is one of its samples (as batch over their step) and a slow process moves it no more
+  // than a fast one does.
+  const double images_per_s = p.process_ms.empty()
+                                  ? static_cast<double>(c.train.batch) * k * static_cast<double>(p.step_ms.size()) / (total_ms / 1e3)
+                                  : static_cast<double>(c.train.batch) * 1e3 / s.median;
   const double comm = median_of([](const StepTimes& st) { return st.comm_ms(); });
   const double exposed = median_of([](const StepTimes& st) { return st.exposed_ms(); });
   r.metrics = {{"images_per_s", images_per_s},
