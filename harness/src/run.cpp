@@ -296,19 +296,33 @@ int report_run(const fs::path& dir) {
 // The plan's history (or --history): the run adds itself and the history's check judges it with
 // the nights before. Only a run whose ranks all finished (exit 0 or 1): a partial run would read as
 // a step. Returns the check's exit code (1 on a regression), or 2 / 3 when the database is bad / locked.
-int check_in_history(const std::string& db, const fs::path& dir, int run_exit_code) {
+int check_in_history(const std::string& db, const fs::path& dir, int run_exit_code, const std::string& rerun_of) {
   if (severity(run_exit_code) > 1) {
     std::cout << fmt::format("history: {} not updated: the run did not finish (exit {})\n", db, run_exit_code);
     return kExitOk;
   }
   try {
-    return reports::add_and_check(db, dir / "results.jsonl", dir / "history-junit.xml");
+    return reports::add_and_check(db, dir / "results.jsonl", dir / "history-junit.xml", rerun_of);
   } catch (const InputError& e) {
     std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
     return kExitInfra;
+  }
+}
+
+// --rerun-of names a run of the history the run adds itself to: checked before any rank starts,
+// not after the run, when it could no longer be added.
+void refuse_bad_rerun_of(const std::string& rerun_of, const std::string& db) {
+  if (rerun_of.empty()) return;
+  if (db.empty()) {
+    throw UsageError(fmt::format("rocebench run: --rerun-of {}: the run adds itself to no history (give --history DB, or a plan "
+                                 "with a history)", printable_excerpt(rerun_of)));
+  }
+  const auto runs = fs::exists(db) ? reports::History(db, reports::History::Mode::existing).runs() : std::vector<reports::HistoryRun>{};
+  if (std::none_of(runs.begin(), runs.end(), [&](const auto& r) { return r.run == rerun_of; })) {
+    throw UsageError(fmt::format("rocebench run: --rerun-of {}: no such run in {}", printable_excerpt(rerun_of), db));
   }
 }
 
@@ -353,6 +367,10 @@ int launch_run(RunOptions options) {
   // The results folder is made and tested before any rank starts (a dry run makes nothing).
   const std::string run_id = options.run_id.empty() ? new_run_id() : options.run_id;
   const fs::path dir = fs::absolute(options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir));
+  const std::string db = !options.history_db.empty() ? options.history_db
+                         : plan.history.empty()      ? ""
+                                                     : (dir.parent_path() / plan.history).string();
+  refuse_bad_rerun_of(options.rerun_of, db);
   if (!options.dry_run) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -470,11 +488,8 @@ int launch_run(RunOptions options) {
   record_unreported_losses(dir / "results.jsonl", run_id, exits, reported, launcher_argv.empty() ? "" : fs::path(launcher_argv.front()).filename().string());
   int verdict = options.report ? report_run(dir) : kExitOk;
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
-  const std::string db = !options.history_db.empty() ? options.history_db
-                         : plan.history.empty()      ? ""
-                                                     : (dir.parent_path() / plan.history).string();
   if (!db.empty()) {
-    const int history = check_in_history(db, dir, exit_code);
+    const int history = check_in_history(db, dir, exit_code, options.rerun_of);
     if (severity(history) > severity(verdict)) verdict = history;
   }
   return severity(verdict) > severity(exit_code) ? verdict : exit_code;
@@ -506,6 +521,7 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
       .range(plan_field_schema("/run_timeout_s"))
       .option("--history", &o.history_db,
               "add the run to this history database and check it with the runs before (default: the plan's history)", "DB")
+      .option("--rerun-of", &o.rerun_of, "this run repeats that run of the history (an UNKNOWN asked for it): it joins its night", "RUN")
       .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
   return p;
 }

@@ -25,6 +25,7 @@ struct RunOptions {
   bool dry_run = false;
   bool report = true;  // end with the report and its summary on the console
   std::string history_db;  // add the run to this history and check it (default: the plan's history)
+  std::string rerun_of;    // the run of that history this one repeats (an UNKNOWN asked for it)
 };
 
 // Throws UsageError when a --run-id is not a plain folder name.

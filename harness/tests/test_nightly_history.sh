@@ -6,7 +6,9 @@
 #  3. a history whose nights were 4x faster until two nights ago: the run is the third night of the
 #     step and is flagged REGRESSED (exit 1), in the summary and in history-junit.xml;
 #  4. fewer CPUs than ranks (taskset -c 0): recorded as shared, not refused;
-#  5. a corrupt database: exit 2, the file left as it was.
+#  5. a corrupt database: exit 2, the file left as it was;
+#  6. a rerun (--rerun-of): joins the night it repeats; one of a run the history lacks is refused
+#     before any rank starts.
 # The earlier nights are imported copies of the first run's records (other run ids and dates), so the
 # machine class is this machine's.
 #   usage: test_nightly_history.sh ROCEBENCH
@@ -45,6 +47,7 @@ cat "$work/out" "$work/err"
 expect_out "history: added this run to $work/res/history.sqlite"
 expect_out "UNKNOWN .*harness.rendezvous"
 expect_out "runs of history; 5 are needed to judge"
+expect_out "add each rerun with --rerun-of first so that it joins that night"
 /usr/bin/python3 - "$work/res/first/results.jsonl" "${allowed[0]}" "${allowed[1]}" <<'EOF'
 import json, os, sys
 run = json.loads(open(sys.argv[1]).readline())
@@ -110,4 +113,15 @@ cp "$work/bad.sqlite" "$work/bad.copy"
 expect_rc 2 "$rb" run "$work/plan.json" --results "$work/res" --run-id bad --history "$work/bad.sqlite"
 expect_out "history: $work/bad.sqlite not updated: .*bad.sqlite"
 cmp "$work/bad.sqlite" "$work/bad.copy" || fail "the corrupt history was changed"
+
+# 6. A rerun of the step's third night joins that night; a rerun of a run the history lacks starts nothing.
+expect_rc 2 "$rb" run "$work/plan.json" --results "$work/res" --run-id norun --history "$work/step.sqlite" --rerun-of nosuch
+expect_out "--rerun-of nosuch: no such run in $work/step.sqlite"
+[[ ! -e $work/res/norun ]] || fail "a refused rerun made its results folder"
+sed 's/ "history": "history.sqlite",//' "$work/plan.json" >"$work/plain.json"
+expect_rc 2 "$rb" run "$work/plain.json" --results "$work/res" --run-id norun --rerun-of slow
+expect_out "--rerun-of slow: the run adds itself to no history"
+expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow-rerun --history "$work/step.sqlite" --rerun-of slow
+expect_out "REGRESSED .*harness.rendezvous barrier_us_p50"
+[[ $(sqlite3 "$work/step.sqlite" "SELECT night FROM runs WHERE run = 'slow-rerun'") == slow ]] || fail "the rerun did not join night 'slow'"
 echo "PASS"

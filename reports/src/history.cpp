@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -35,7 +36,14 @@ const char* const kMigrations[] = {
     "CREATE INDEX points_by_run ON points(run_id);",
     // 2 -> 3: how busy the machine was (the records' cpu_pressure_pct), so that a busy night asks for a rerun
     "ALTER TABLE points ADD COLUMN cpu_pressure_pct REAL;",
+    // 3 -> 4: the night a rerun joins (the run it repeats; NULL: a night of its own)
+    "ALTER TABLE runs ADD COLUMN night TEXT;",
 };
+
+// Runs in run order (History::runs): a night's reruns right after it, whenever they were made.
+constexpr const char* kRunsInOrder =
+    "SELECT r.id, r.run, r.time, r.revision, r.version, r.machine, COALESCE(r.night, r.run) FROM runs r "
+    "LEFT JOIN runs n ON n.run = r.night ORDER BY COALESCE(n.time, r.time), COALESCE(r.night, r.run), r.time, r.run";
 static_assert(std::size(kMigrations) == kHistorySchemaVersion);
 
 std::string text_at(sqlite3_stmt* s, int col) {
@@ -230,7 +238,7 @@ void History::migrate(int version) {
   }
 }
 
-AddResult History::add(const std::vector<std::string>& files, const std::string& machine_override) {
+AddResult History::add(const std::vector<std::string>& files, const std::string& machine_override, const std::string& rerun_of) {
   // Everything is read and checked before the write lock is taken: a bad file changes nothing.
   struct Pending {
     json run;
@@ -262,8 +270,26 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
   AddResult result;
   exec("BEGIN IMMEDIATE");
   try {
+    std::string night;  // the night the runs join: rerun_of's
+    if (!rerun_of.empty()) {
+      Statement of(*this, "SELECT COALESCE(night, run), machine FROM runs WHERE run = ?1");
+      of.bind(1, rerun_of);
+      if (!of.step()) {
+        throw InputError(fmt::format("--rerun-of {}: no such run in {}; nothing was added", printable_excerpt(rerun_of), file_.string()));
+      }
+      night = text_at(of.get(), 0);
+      const std::string machine = text_at(of.get(), 1);
+      for (const auto& p : pending) {
+        if (p.machine != machine) {
+          throw InputError(fmt::format("--rerun-of {}: a run on '{}', but run {} is on '{}': a rerun repeats a run on the same kind "
+                                       "of machine; nothing was added", printable_excerpt(rerun_of), machine,
+                                       p.run["run"].get<std::string>(), p.machine));
+        }
+      }
+    }
     Statement exists(*this, "SELECT id FROM runs WHERE run = ?1");
-    Statement add_run(*this, "INSERT INTO runs(run, time, revision, version, plan, machine, added) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    Statement add_run(*this, "INSERT INTO runs(run, time, revision, version, plan, machine, added, night) "
+                             "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, ''))");
     Statement add_host(*this, "INSERT INTO hosts(run_id, hostname, info) VALUES(?1, ?2, ?3)");
     Statement add_series(*this, "INSERT INTO series(machine, step, params, world, metric) VALUES(?1, ?2, ?3, ?4, ?5) "
                                 "ON CONFLICT DO UPDATE SET machine = machine RETURNING id");
@@ -287,6 +313,7 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
           .bind(5, p.run.contains("plan") ? p.run["plan"].value("name", "") : "")
           .bind(6, p.machine)
           .bind(7, added_at)
+          .bind(8, night)
           .run();
       const std::int64_t run_id = sqlite3_last_insert_rowid(db_);
       for (const auto& h : p.run.value("hosts", json::array())) {
@@ -333,26 +360,34 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
 }
 
 std::vector<HistorySeries> History::series(const std::string& machine) const {
+  std::unordered_map<std::int64_t, std::size_t> place;  // run's row id -> its place in run order
+  {
+    Statement runs(*this, kRunsInOrder);
+    while (runs.step()) place.emplace(sqlite3_column_int64(runs.get(), 0), place.size());
+  }
   Statement s(*this,
               "SELECT s.id, s.machine, s.step, s.params, s.world, s.metric, r.run, r.time, r.revision, p.value, p.n, p.stdev, "
-              "p.ci_low, p.ci_high, p.cpu_pressure_pct FROM points p JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = p.run_id "
-              "WHERE ?1 = '' OR s.machine = ?1 ORDER BY p.series_id");  // the points' own order: no sort
+              "p.ci_low, p.ci_high, p.cpu_pressure_pct, COALESCE(r.night, r.run), r.id FROM points p JOIN series s ON s.id = p.series_id "
+              "JOIN runs r ON r.id = p.run_id WHERE ?1 = '' OR s.machine = ?1 ORDER BY p.series_id");  // the points' own order: no sort
   s.bind(1, machine);
   std::vector<HistorySeries> out;
+  std::vector<std::vector<std::pair<std::size_t, HistoryPoint>>> placed;  // per series
   std::int64_t last = -1;
   while (s.step()) {
     sqlite3_stmt* q = s.get();
     if (const std::int64_t id = sqlite3_column_int64(q, 0); id != last) {
       last = id;
       out.push_back({text_at(q, 1), text_at(q, 2), text_at(q, 3), text_at(q, 5), sqlite3_column_int(q, 4), {}});
+      placed.emplace_back();
     }
-    out.back().points.push_back({text_at(q, 6), text_at(q, 7), text_at(q, 8), sqlite3_column_double(q, 9),
-                                 static_cast<std::size_t>(sqlite3_column_int64(q, 10)), real_at(q, 11), real_at(q, 12),
-                                 real_at(q, 13), real_at(q, 14)});
+    placed.back().emplace_back(place.at(sqlite3_column_int64(q, 16)),
+                               HistoryPoint{text_at(q, 6), text_at(q, 7), text_at(q, 8), text_at(q, 15), sqlite3_column_double(q, 9),
+                                            static_cast<std::size_t>(sqlite3_column_int64(q, 10)), real_at(q, 11), real_at(q, 12),
+                                            real_at(q, 13), real_at(q, 14)});
   }
-  for (auto& one : out) {
-    std::sort(one.points.begin(), one.points.end(),
-              [](const HistoryPoint& a, const HistoryPoint& b) { return std::tie(a.time, a.run) < std::tie(b.time, b.run); });
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::sort(placed[i].begin(), placed[i].end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [at, point] : placed[i]) out[i].points.push_back(std::move(point));
   }
   std::sort(out.begin(), out.end(), [](const HistorySeries& a, const HistorySeries& b) {
     return std::tie(a.machine, a.step, a.params, a.world, a.metric) < std::tie(b.machine, b.step, b.params, b.world, b.metric);
@@ -361,9 +396,12 @@ std::vector<HistorySeries> History::series(const std::string& machine) const {
 }
 
 std::vector<HistoryRun> History::runs() const {
-  Statement s(*this, "SELECT run, time, revision, version, machine FROM runs ORDER BY time, run");
+  Statement s(*this, kRunsInOrder);
   std::vector<HistoryRun> out;
-  while (s.step()) out.push_back({text_at(s.get(), 0), text_at(s.get(), 1), text_at(s.get(), 2), text_at(s.get(), 3), text_at(s.get(), 4)});
+  while (s.step()) {
+    sqlite3_stmt* q = s.get();
+    out.push_back({text_at(q, 1), text_at(q, 2), text_at(q, 3), text_at(q, 4), text_at(q, 5), text_at(q, 6)});
+  }
   return out;
 }
 

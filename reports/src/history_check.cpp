@@ -29,27 +29,30 @@ std::map<std::string, RunNoise> run_noise(const std::vector<HistorySeries>& seri
 
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& o) {
-  // Runs are ordered by (time, run id), as the points of a series are.
-  std::map<std::string, std::pair<std::string, std::string>> newest;  // machine -> (time, run)
-  const HistoryRun* since = nullptr;
+  // Runs come in run order, as the points of a series do.
+  std::map<std::string, std::string> newest;  // machine -> run
+  std::map<std::string, std::size_t> place;   // run -> its place in run order
   for (const auto& r : runs) {
-    newest[r.machine] = std::max(newest[r.machine], std::make_pair(r.time, r.run));
-    if (r.run == o.since) since = &r;
+    newest[r.machine] = r.run;
+    place.emplace(r.run, place.size());
   }
-  if (!o.since.empty() && !since) throw InputError(fmt::format("--since {}: no such run in the history", o.since));
+  const auto since = place.find(o.since);
+  if (!o.since.empty() && since == place.end()) throw InputError(fmt::format("--since {}: no such run in the history", o.since));
 
   std::vector<SeriesCheck> out;
   std::vector<double> x;
   for (const auto& s : series) {
-    if (s.points.empty() || s.points.back().run != newest[s.machine].second) continue;  // not measured by the newest run
+    if (s.points.empty() || s.points.back().run != newest[s.machine]) continue;  // not measured by the newest run
     x.clear();
     for (const auto& p : s.points) x.push_back(p.value);
-    std::size_t first_new = x.size() > o.window ? x.size() - o.window : 0;
-    if (since) {
+    // The last `window` nights, each with its reruns; or every run from `since` on.
+    std::size_t first_new = x.size();
+    if (!o.since.empty()) {
       first_new = 0;
-      while (first_new < x.size() && std::make_pair(s.points[first_new].time, s.points[first_new].run) <
-                                         std::make_pair(since->time, since->run)) {
-        ++first_new;
+      while (first_new < x.size() && place.at(s.points[first_new].run) < since->second) ++first_new;
+    } else {
+      for (std::size_t nights = 0; first_new > 0; --first_new) {
+        if (s.points[first_new - 1].night != (first_new < x.size() ? s.points[first_new].night : "") && ++nights > o.window) break;
       }
     }
     SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};

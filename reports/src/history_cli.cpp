@@ -27,13 +27,14 @@ constexpr const char* kUsage =
     "  trends   one plot per series over time with its change points, and an index page\n";
 
 int add_main(const Args& args) {
-  std::string db, machine;
+  std::string db, machine, rerun_of;
   double busy_s = 10;
   std::vector<std::string> files;
   ArgParser p("rocebench history add", "Add runs to the history database (created when missing), all in one transaction: a\n"
                                        "bad file adds nothing, and a run already there is left as it is.");
   p.option("--db", &db, "history database (SQLite)", "FILE")
       .option("--machine", &machine, "machine class of the runs, for records that do not describe their hosts", "CLASS")
+      .option("--rerun-of", &rerun_of, "the runs repeat this run of the history (an UNKNOWN asked for them): they join its night", "RUN")
       .option("--busy-timeout", &busy_s, "seconds to wait for another writer (default 10)", "S")
       .range(0.001, 3600)
       .rest("RESULTS", &files, "run folders or their results.jsonl, one run each");
@@ -41,7 +42,7 @@ int add_main(const Args& args) {
   if (db.empty()) throw UsageError("rocebench history add: --db is missing\n\n" + p.usage());
   if (files.empty()) throw UsageError("rocebench history add: no results file given\n\n" + p.usage());
   History h(db, History::Mode::create, std::chrono::milliseconds(static_cast<long>(busy_s * 1000)));
-  const AddResult r = h.add(files, machine);
+  const AddResult r = h.add(files, machine, rerun_of);
   for (const auto& run : r.already) std::cout << fmt::format("{}: already in the history, left as it is\n", run);
   std::cout << fmt::format("added {} run(s), {} points, to {}\n", r.added.size(), r.points, db);
   return kExitOk;
@@ -61,7 +62,10 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   const auto checks = check_history(series, h.runs(), o);
   std::map<Call, std::size_t> count;
   std::vector<Verdict> verdicts;
-  std::string machine_shown;
+  std::string machine_shown, newest;  // newest: the run an UNKNOWN's reruns repeat
+  for (const auto& r : h.runs()) {
+    if (machine.empty() || r.machine == machine) newest = r.night;
+  }
   for (const auto& c : checks) {
     ++count[c.verdict.call];
     const std::string text = change_text(c);
@@ -74,9 +78,12 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
                              c.verdict.change ? fmt::format("{:+.1f}%", c.verdict.effect * 100) : "", c.series->label(), text);
   }
   std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
-                           o.since.empty() ? fmt::format("the last {} run(s)", o.window) : "since " + o.since,
+                           o.since.empty() ? fmt::format("the last {} night(s)", o.window) : "since " + o.since,
                            count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
-  if (count[Call::unknown]) std::cout << "UNKNOWN: the runs cannot decide; rerun (each line says about how many runs decide)\n";
+  if (count[Call::unknown]) {
+    std::cout << fmt::format("UNKNOWN: the runs cannot decide; rerun (each line says about how many runs decide), and add each rerun "
+                             "with --rerun-of {} so that it joins that night\n", newest);
+  }
   if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
   return count[Call::regressed] ? kExitCheckFailed : kExitOk;
 }
@@ -92,8 +99,8 @@ int check_main(const Args& args) {
               "SAME, REGRESSED, IMPROVED, or UNKNOWN when the runs cannot decide (it says how many more would).\n"
               "Exit 1 on a regression.");
   p.option("--db", &db, "history database", "FILE")
-      .option("--since", &o.since, "judge the runs from this one on (default: the last --window runs)", "RUN")
-      .option("--window", &window, "runs judged without --since (default 3)")
+      .option("--since", &o.since, "judge the runs from this one on (default: the last --window nights)", "RUN")
+      .option("--window", &window, "nights judged without --since, each with its reruns (default 3)")
       .range(1, 1000)
       .option("--machine", &machine, "only this machine class", "CLASS")
       .option("--min-effect", &o.judge.min_effect, "smallest relative step that counts (default 0.05)")
@@ -199,13 +206,14 @@ int export_main(const Args& args) {
 
 }  // namespace
 
-int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit) {
+int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit,
+                  const std::string& rerun_of) {
   std::string machine;
   for (const auto& r : read_records(results).records) {
     if (r.value("kind", "") == "run") machine = machine_class(r, results.string());
   }
   History h(db, History::Mode::create);
-  const AddResult added = h.add({results.string()});
+  const AddResult added = h.add({results.string()}, "", rerun_of);
   std::cout << fmt::format("history: {} {}\n", added.added.empty() ? "already held this run:" : "added this run to", db.string());
   return print_check(h, CheckOptions{}, machine, false, junit.string());
 }

@@ -24,7 +24,7 @@ int trends_main(const Args& args) {
   p.option("--db", &db, "history database", "FILE")
       .option("-o", &out, "output folder (default: trends)", "DIR")
       .option("--machine", &machine, "only this machine class", "CLASS")
-      .option("--since", &o.since, "judge the runs from this one on (default: the last 3 runs)", "RUN")
+      .option("--since", &o.since, "judge the runs from this one on (default: the last 3 nights, each with its reruns)", "RUN")
       .flag("--all", &all, "plot every series");
   if (!p.parse(args)) return kExitOk;
   if (db.empty()) throw UsageError("rocebench history trends: --db is missing\n\n" + p.usage());

@@ -420,3 +420,78 @@ TEST(History, CheckFlagsTheRegressedSeriesNamingItsRun) {
   since.since = "n30";
   for (const auto& s : check_history(series, h.runs(), since)) EXPECT_NE(s.verdict.call, Call::regressed);
 }
+
+// 30 nights of an allreduce around 100 µs, six load bursts (112 µs) among them, and a 10% step on
+// the last three: bursts or a step? UNKNOWN asks for reruns of the newest night.
+void add_bursty_step(History& h) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(1, 0.005);
+  for (int night = 1; night <= 30; ++night) {
+    const double level = night >= 28 ? 110 : night % 4 == 0 ? 112 : 100;
+    h.add({run_file(fmt::format("n{:02}", night), fmt::format("2026-03-{:02}T00:00:00Z", night), level * noise(rng))});
+  }
+}
+
+TrendVerdict time_us_verdict(const History& h) {
+  const auto series = h.series();
+  for (const auto& c : check_history(series, h.runs(), {})) {
+    if (c.series->metric == "time_us") return c.verdict;
+  }
+  ADD_FAILURE() << "no time_us series checked";
+  return {};
+}
+
+// Reruns added with --rerun-of join the night that asked for them, so the step is judged with all of
+// them. Added as nights of their own, they push the step's first night out of the 3 nights judged:
+// the step slides into the baseline and is never flagged.
+TEST(History, RerunsJoinTheNightThatAskedForThem) {
+  for (const bool joined : {true, false}) {
+    const auto db = temp_dir() / "h.sqlite";
+    History h(db);
+    add_bursty_step(h);
+    const TrendVerdict asked = time_us_verdict(h);
+    ASSERT_EQ(asked.call, Call::unknown) << asked.why;
+    ASSERT_GE(asked.more_runs, 1u) << asked.why;
+    const std::size_t reruns = 5;  // more than asked for
+    ASSERT_LE(asked.more_runs, reruns) << asked.why;
+    std::mt19937 rng(6);
+    std::normal_distribution<double> noise(1, 0.005);
+    for (std::size_t i = 1; i <= reruns; ++i) {
+      h.add({run_file(fmt::format("n30-rerun{}", i), fmt::format("2026-03-30T0{}:00:00Z", i), 110 * noise(rng))}, "", joined ? "n30" : "");
+    }
+    const TrendVerdict after = time_us_verdict(h);
+    EXPECT_EQ(after.call == Call::regressed, joined) << after.why;
+  }
+}
+
+TEST(History, ARerunSitsInItsNightAndMustNameARunOfTheSameMachine) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  h.add({run_file("n1", "2026-03-01T00:00:00Z", 100)});
+  h.add({run_file("n2", "2026-03-02T00:00:00Z", 100)});
+  h.add({run_file("n1-rerun", "2026-03-03T00:00:00Z", 100)}, "", "n1");
+  h.add({run_file("n1-rerun2", "2026-03-04T00:00:00Z", 100)}, "", "n1-rerun");  // a rerun's rerun joins the same night
+  std::vector<std::string> order, nights;
+  for (const auto& r : h.runs()) {
+    order.push_back(r.run);
+    nights.push_back(r.night);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"n1", "n1-rerun", "n1-rerun2", "n2"}));
+  EXPECT_EQ(nights, (std::vector<std::string>{"n1", "n1", "n1", "n2"}));
+  for (const auto& s : h.series()) {
+    ASSERT_EQ(s.points.size(), 4u);
+    EXPECT_EQ(s.points[2].run, "n1-rerun2");
+    EXPECT_EQ(s.points[2].night, "n1");
+  }
+  const std::string before = dump_db(db);
+  for (const auto& [of, cpu, says] : {std::tuple{"n9", "x86", "--rerun-of n9: no such run in"},
+                                      std::tuple{"n2", "arm64", "--rerun-of n2: a run on 'x86 / no GPU / no RDMA NIC', but run n3 is on 'arm64"}}) {
+    try {
+      h.add({run_file("n3", "2026-03-05T00:00:00Z", 100, cpu)}, "", of);
+      ADD_FAILURE() << of;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(dump_db(db), before) << "a refused rerun adds nothing";
+}

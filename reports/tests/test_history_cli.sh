@@ -58,6 +58,15 @@ expect_out "--since nosuchrun: no such run"
 expect_rc 2 "$rb" history check --db "$db" --window 0
 expect_out "window"
 
+# A rerun of night 11, made after night 12, joins night 11; one of a run the history lacks adds nothing.
+sed 's/"run": "n11"/"run": "n11-rerun"/' "$work/n11.jsonl" >"$work/n11-rerun.jsonl"
+expect_rc 2 "$rb" history add --db "$db" --rerun-of n99 "$work/n11-rerun.jsonl"
+expect_out "--rerun-of n99: no such run in $db; nothing was added"
+expect_rc 0 "$rb" history add --db "$db" --rerun-of n11 "$work/n11-rerun.jsonl"
+[[ $(sqlite3 "$db" "SELECT night FROM runs WHERE run = 'n11-rerun'") == n11 ]] || fail "the rerun did not join night n11"
+expect_rc 1 "$rb" history check --db "$db"
+expect_out "REGRESSED .*collectives.allreduce time_us"
+
 # compare: rows by size of change, largest first; with --db the nights' noise is known.
 expect_rc 1 "$rb" compare "$work/n01.jsonl" "$work/n12.jsonl"
 awk 'NR > 1 && $4 ~ /%$/ { e = $4; sub("%", "", e); e += 0; e = e < 0 ? -e : e; if (NR > 2 && e > last + 1e-9) bad = 1; last = e }
@@ -97,7 +106,7 @@ expect_out "locked by another process"
 echo "ROLLBACK;" >&3
 exec 3>&-
 wait "$locker"
-sqlite3 "$db" "SELECT count(*) FROM runs" | grep -qx 12 || fail "runs changed under the lock"
+sqlite3 "$db" "SELECT count(*) FROM runs" | grep -qx 13 || fail "runs changed under the lock"
 
 # No machine class: refused naming the field.
 sed -E 's/"model": *"[^"]*"/"model": ""/; s/"run": *"n01"/"run": "x01"/g' "$work/n01.jsonl" >"$work/x01.jsonl"
