@@ -218,14 +218,16 @@ std::pair<std::optional<bool>, std::string> significance(const Evidence& base, c
 
 }  // namespace
 
-double run_noise_limit(const RunNoise& noise) {
+namespace {
+
+double t_upper_quarter_percent(double df) {
   // Student's t, upper 0.25% point, by degrees of freedom (scipy.stats.t.ppf(0.9975, df)), ending in
   // the normal's at df = infinity; between the rows, linear in 1 / df, which is how the quantile bends.
   static constexpr double kInf = std::numeric_limits<double>::infinity();
   static constexpr std::pair<double, double> kT[] = {
       {1, 127.321}, {2, 14.089}, {3, 7.453},  {4, 5.598},  {5, 4.773},  {6, 4.317},   {7, 4.029},   {8, 3.833},  {9, 3.690},
       {10, 3.581},  {12, 3.428}, {15, 3.286}, {20, 3.153}, {30, 3.030}, {40, 2.971}, {60, 2.915}, {120, 2.860}, {kInf, 2.807}};
-  const double df = noise.runs > 1 ? static_cast<double>(noise.runs - 1) : 1;
+  df = std::max(df, 1.0);
   std::size_t i = 0;
   while (df > kT[i].first) ++i;
   double t = kT[i].second;
@@ -233,8 +235,44 @@ double run_noise_limit(const RunNoise& noise) {
     const auto [d0, t0] = kT[i - 1];
     t = t0 + (kT[i].second - t0) * (1 / df - 1 / d0) / (1 / kT[i].first - 1 / d0);
   }
-  return std::sqrt(2.0) * t * noise.relative;
+  return t;
 }
+
+}  // namespace
+
+double run_noise_limit(const RunNoise& noise) {
+  return std::sqrt(2.0) * t_upper_quarter_percent(static_cast<double>(noise.runs) - 1) * noise.relative;
+}
+
+namespace {
+
+// The pair's own run-to-run noise, per (step, metric): how far the series of that metric moved
+// between the two runs, log(now / base), around their common move, as 1.4826 MAD. A code change
+// moves a metric one way, or moves some series and not others; runs on a noisy machine move many
+// series both ways at once. None for fewer than kMinPairSeries series.
+constexpr std::size_t kMinPairSeries = 6;
+struct PairNoise {
+  double sigma = 0;  // of log(now / base)
+  std::size_t series = 0;
+};
+
+std::map<std::pair<std::string, std::string>, PairNoise> pair_noise(const std::vector<Comparison>& comparisons) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> moves;
+  for (const auto& c : comparisons) {
+    if (c.base && c.now && *c.base > 0 && *c.now > 0) moves[{c.key.step, c.key.metric}].push_back(std::log(*c.now / *c.base));
+  }
+  std::map<std::pair<std::string, std::string>, PairNoise> out;
+  for (auto& [key, x] : moves) {
+    if (x.size() < kMinPairSeries) continue;
+    const double common = median_of(x);
+    std::vector<double> deviation;
+    for (double v : x) deviation.push_back(std::abs(v - common));
+    out[key] = {1.4826 * median_of(deviation), x.size()};
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options) {
   std::vector<Comparison> out;
@@ -303,6 +341,20 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       ++n;
     }
     out.push_back(std::move(c));
+  }
+  // A change must also stand out of how far this pair's other series of the metric moved
+  // (p = 0.005, Student's t for the series it was estimated from).
+  const auto noise = pair_noise(out);
+  for (auto& c : out) {
+    if ((c.change != Change::improved && c.change != Change::regressed) || !(*c.base > 0 && *c.now > 0)) continue;
+    const auto pair = noise.find({c.key.step, c.key.metric});
+    if (pair == noise.end()) continue;
+    const auto [sigma, series] = pair->second;
+    if (std::abs(std::log(*c.now / *c.base)) < t_upper_quarter_percent(static_cast<double>(series) - 1) * sigma) {
+      c.change = Change::unknown;
+      c.noise = std::max(c.noise.value_or(0), sigma);
+      c.significance = fmt::format("{} series of it moved ±{:.0f}% between these runs: rerun", series, sigma * 100);
+    }
   }
   return out;
 }

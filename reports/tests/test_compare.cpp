@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "fixtures.hpp"
@@ -228,4 +229,60 @@ TEST(Compare, RunNoiseLimitWidensForFewRuns) {
   EXPECT_NEAR(run_noise_limit({0.01, 1001}), 2.813 * std::sqrt(2.0) * 0.01, 2e-5); // df 1000, past the table
   EXPECT_NEAR(run_noise_limit({0.01, 1}), 127.321 * std::sqrt(2.0) * 0.01, 1e-6);  // one run: no spread known
   EXPECT_LT(run_noise_limit({0.01, 200}), run_noise_limit({0.01, 100}));
+}
+
+namespace {
+
+// Two runs of a 20-size allreduce sweep, each size's summary interval ±2% (the fixture's): in the
+// new one, size i took `factor(i)` times as long.
+std::vector<Comparison> sweep_pair(const std::function<double(int)>& factor) {
+  std::vector<json> base, now;
+  for (int i = 0; i < 20; ++i) {
+    const double bytes = 1024.0 * (1 << i), us = 10 + bytes / 1e3;
+    base.push_back(collective("base", "allreduce", 2, bytes, us, bytes / us / 1e3));
+    now.push_back(collective("new", "allreduce", 2, bytes, us * factor(i), bytes / (us * factor(i)) / 1e3));
+  }
+  Dataset b, n;
+  b.load(write_records(temp_dir() / "base.jsonl", base));
+  n.load(write_records(temp_dir() / "new.jsonl", now));
+  return compare(collect_evidence(b), collect_evidence(n), {});
+}
+
+std::map<Change, int> count_time_us(const std::vector<Comparison>& cs) {
+  std::map<Change, int> out;
+  for (const auto& c : cs) out[c.change] += c.key.metric == "time_us";
+  return out;
+}
+
+}  // namespace
+
+// Two runs of one build on a noisy machine: sizes 30% slower and 30% faster at once, each within
+// its own narrow interval. The pair's other series show that noise: UNKNOWN, not 20 verdicts.
+TEST(Compare, SeriesThatMoveBothWaysBetweenTwoRunsAreUnknown) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> swing(0, 0.3);
+  std::vector<double> f;
+  for (int i = 0; i < 20; ++i) f.push_back(std::exp(swing(rng)));
+  const auto cs = sweep_pair([&](int i) { return f[i]; });
+  auto n = count_time_us(cs);
+  EXPECT_EQ(n[Change::regressed], 0);
+  EXPECT_EQ(n[Change::improved], 0);
+  EXPECT_EQ(n[Change::unknown] + n[Change::same], 20);
+  const auto unknown = std::find_if(cs.begin(), cs.end(), [](const Comparison& one) { return one.change == Change::unknown; });
+  ASSERT_NE(unknown, cs.end());
+  EXPECT_NE(unknown->significance.find("20 series of it moved ±"), std::string::npos) << unknown->significance;
+}
+
+// A quiet pair (sizes within ±0.5% of each other's move): a step in four sizes, or in all of them,
+// stands out and is called.
+TEST(Compare, AStepInAQuietPairIsCalledInSomeSeriesOrInAll) {
+  std::mt19937 rng(4);
+  std::normal_distribution<double> noise(1, 0.005);
+  std::vector<double> f;
+  for (int i = 0; i < 20; ++i) f.push_back(noise(rng));
+  auto some = count_time_us(sweep_pair([&](int i) { return f[i] * (i >= 16 ? 1.2 : 1.0); }));
+  EXPECT_EQ(some[Change::regressed], 4);
+  EXPECT_EQ(some[Change::same], 16);
+  auto all = count_time_us(sweep_pair([&](int i) { return f[i] * 1.15; }));
+  EXPECT_EQ(all[Change::regressed], 20);
 }
