@@ -71,8 +71,8 @@ constexpr std::size_t kMaxReruns = 10;  // a night's reruns: an operator stops a
 // `rerun` and joining the newest night; `reruns` counts them.
 Call call_after_reruns(std::vector<double> x, std::size_t first_new, bool higher_is_better, const std::function<double()>& rerun,
                        std::size_t& reruns) {
-  const JudgeOptions& o = g_options;
-  for (std::size_t made = 0;;) {
+  JudgeOptions o = g_options;
+  for (std::size_t made = 0;; o.reruns = made) {
     const TrendVerdict v = judge(x, first_new, e_divisive(x, o.detect), higher_is_better, o);
     if (v.call != Call::unknown || v.more_runs == 0 || made >= kMaxReruns) return v.call;
     for (std::size_t i = 0; i < v.more_runs && made < kMaxReruns; ++i, ++made, ++reruns) x.push_back(rerun());

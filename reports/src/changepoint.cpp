@@ -263,7 +263,9 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
     return v;
   }
   auto is_worse = [&](const ChangePoint& c) { return (c.mean_after > c.mean_before) != higher_is_better && c.mean_after != c.mean_before; };
-  auto level = [&](const ChangePoint& c) { return o.detect.max_p * (is_worse(c) ? kRegressionShare : kImprovementShare); };
+  auto level = [&](const ChangePoint& c) {
+    return o.detect.max_p * (is_worse(c) ? kRegressionShare : kImprovementShare) / static_cast<double>(1 + o.reruns);
+  };
   auto is_significant = [&](const ChangePoint& c) { return c.p / 2 < level(c); };
   ChangePoint cp = t_test(x, base, best_split(x, base, n, first_new, n), n);
   // The best split may leave fewer than min_after runs after it only because noise put the first
@@ -314,7 +316,7 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
   auto runs_to_see = [&](double effect) -> std::size_t {
     if (cv == 0) return 1;
     // A regression is tested one-sided: its two-sided critical value is at twice its level.
-    const double tc = student_t_critical(2 * kRegressionShare * o.detect.max_p, nb + 1);
+    const double tc = student_t_critical(2 * kRegressionShare * o.detect.max_p / static_cast<double>(1 + o.reruns), nb + 1);
     const double inv = std::pow(effect / ((tc + kPowerZ) * cv), 2) / kHuberVariance - 1 / nb;
     return inv <= 0 ? 0 : static_cast<std::size_t>(std::ceil(1 / inv));
   };
@@ -333,7 +335,11 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
     // Runs, each as far moved, after which bursts alone are too rare to explain them (none decide
     // when every run of the baseline is as far moved).
     v.more_runs = 0;
-    while (as_far < baseline_runs && chance_all_among(as_far, baseline_runs, n - cp.index + v.more_runs) >= level(cp)) ++v.more_runs;
+    // One factor of chance_all_among per run more: linear, where a small level asks for thousands.
+    for (double chance = chance_all_among(as_far, baseline_runs, n - cp.index); as_far < baseline_runs && chance >= level(cp);) {
+      ++v.more_runs;
+      chance *= static_cast<double>(as_far + n - cp.index + v.more_runs) / static_cast<double>(baseline_runs + n - cp.index + v.more_runs);
+    }
     v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}), but {} of the {} runs before were as far off: load bursts or a step? {}",
                         n - cp.index, v.effect * 100, cp.p, as_far, baseline_runs,
                         as_far < baseline_runs ? fmt::format("rerun: {} more run(s) decide", v.more_runs)

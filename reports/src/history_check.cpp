@@ -55,9 +55,11 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
         if (s.points[first_new - 1].night != (first_new < x.size() ? s.points[first_new].night : "") && ++nights > o.window) break;
       }
     }
+    JudgeOptions judging = o.judge;
+    for (std::size_t i = first_new + 1; i < x.size(); ++i) judging.reruns += s.points[i].night == s.points[i - 1].night;
     SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};
     const Better direction = declared_shapes().better(s.step, s.metric);
-    c.verdict = judge(x, first_new, c.changes, direction == Better::higher, o.judge);
+    c.verdict = judge(x, first_new, c.changes, direction == Better::higher, judging);
     // A change seen while the machine was busy may be the other tasks': the nights it rests on ask for a rerun.
     if (c.verdict.call == Call::improved || c.verdict.call == Call::regressed) {
       const auto busiest = std::max_element(s.points.begin() + static_cast<std::ptrdiff_t>(first_new), s.points.end(),

@@ -495,3 +495,14 @@ TEST(History, ARerunSitsInItsNightAndMustNameARunOfTheSameMachine) {
   }
   EXPECT_EQ(dump_db(db), before) << "a refused rerun adds nothing";
 }
+// A rerun added to the nights judged is one more look at them: the level a step must pass is shared
+// among the looks, or an operator rerunning until something shows would find it in noise.
+TEST(Verdict, EachRerunIsAnotherLookSoTheLevelIsShared) {
+  const auto x = quiet_then(0.03, 3, {104, 104, 104});  // one-sided p = 0.0075: below 0.9%, not below 0.45%
+  JudgeOptions o;
+  o.min_effect = 0;
+  EXPECT_EQ(judge(x, x.size() - 3, e_divisive(x, o.detect), false, o).call, Call::regressed);
+  o.reruns = 1;
+  const auto looked_twice = judge(x, x.size() - 3, e_divisive(x, o.detect), false, o);
+  EXPECT_EQ(looked_twice.call, Call::unknown) << looked_twice.why;
+}

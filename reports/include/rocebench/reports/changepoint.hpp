@@ -55,6 +55,9 @@ struct JudgeOptions {
   double min_effect = 0.05;      // a step surely smaller than this is SAME however significant
   std::size_t min_baseline = 5;  // runs before the new ones needed to judge at all
   std::size_t min_after = 3;     // runs after a step before it is called: one or two may be a load burst
+  // Reruns among the judged runs (history add --rerun-of): each was one more look at the same
+  // nights, so a step's false-alarm level is shared among the looks (Bonferroni).
+  std::size_t reruns = 0;
 };
 
 struct TrendVerdict {
