@@ -246,28 +246,40 @@ double run_noise_limit(const RunNoise& noise) {
 
 namespace {
 
-// The pair's own run-to-run noise, per (step, metric): how far the series of that metric moved
-// between the two runs, log(now / base), around their common move, as 1.4826 MAD. A code change
-// moves a metric one way, or moves some series and not others; runs on a noisy machine move many
-// series both ways at once. None for fewer than kMinPairSeries series.
-constexpr std::size_t kMinPairSeries = 6;
+// The pair's own run-to-run noise, per sweep: how far the series of one sweep moved between the
+// two runs, log(now / base), around their common move, as 1.4826 MAD. A code change moves a sweep
+// one way, or moves some of its points and not others; runs on a noisy machine move many points
+// both ways at once. None for sweeps of fewer than kMinSweepPoints series.
+constexpr std::size_t kMinSweepPoints = 6;
 struct PairNoise {
   double sigma = 0;  // of log(now / base)
   std::size_t series = 0;
 };
 
-std::map<std::pair<std::string, std::string>, PairNoise> pair_noise(const std::vector<Comparison>& comparisons) {
-  std::map<std::pair<std::string, std::string>, std::vector<double>> moves;
-  for (const auto& c : comparisons) {
-    if (c.base && c.now && *c.base > 0 && *c.now > 0) moves[{c.key.step, c.key.metric}].push_back(std::log(*c.now / *c.base));
+// The sweep a series is a point of: its step, metric, and the params its step declares as a
+// series' identity (shape.json), along the declared x (a collective's sizes). "" when undeclared.
+std::string sweep_of(const MetricKey& k) {
+  const StepShape* shape = declared_shapes().of(k.step);
+  if (!shape) return "";
+  json identity = json::object();
+  for (const auto& p : shape->series) {
+    if (k.params.contains(p)) identity[p] = k.params[p];
   }
-  std::map<std::pair<std::string, std::string>, PairNoise> out;
-  for (auto& [key, x] : moves) {
-    if (x.size() < kMinPairSeries) continue;
+  return fmt::format("{}\n{}\n{}\n{}", k.step, k.metric, shape->x == "world" ? 0 : k.world, identity.dump());
+}
+
+std::map<std::string, PairNoise> pair_noise(const std::vector<Comparison>& comparisons) {
+  std::map<std::string, std::vector<double>> moves;
+  for (const auto& c : comparisons) {
+    if (c.base && c.now && *c.base > 0 && *c.now > 0) moves[sweep_of(c.key)].push_back(std::log(*c.now / *c.base));
+  }
+  std::map<std::string, PairNoise> out;
+  for (auto& [sweep, x] : moves) {
+    if (sweep.empty() || x.size() < kMinSweepPoints) continue;
     const double common = median_of(x);
     std::vector<double> deviation;
     for (double v : x) deviation.push_back(std::abs(v - common));
-    out[key] = {1.4826 * median_of(deviation), x.size()};
+    out[sweep] = {1.4826 * median_of(deviation), x.size()};
   }
   return out;
 }
@@ -342,18 +354,18 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
     }
     out.push_back(std::move(c));
   }
-  // A change must also stand out of how far this pair's other series of the metric moved
-  // (p = 0.005, Student's t for the series it was estimated from).
+  // A change must also stand out of how far the other points of its sweep moved between these runs
+  // (p = 0.005, Student's t for the points it was estimated from).
   const auto noise = pair_noise(out);
   for (auto& c : out) {
     if ((c.change != Change::improved && c.change != Change::regressed) || !(*c.base > 0 && *c.now > 0)) continue;
-    const auto pair = noise.find({c.key.step, c.key.metric});
+    const auto pair = noise.find(sweep_of(c.key));
     if (pair == noise.end()) continue;
     const auto [sigma, series] = pair->second;
     if (std::abs(std::log(*c.now / *c.base)) < t_upper_quarter_percent(static_cast<double>(series) - 1) * sigma) {
       c.change = Change::unknown;
       c.noise = std::max(c.noise.value_or(0), sigma);
-      c.significance = fmt::format("{} series of it moved ±{:.0f}% between these runs: rerun", series, sigma * 100);
+      c.significance = fmt::format("its sweep's {} points moved ±{:.0f}%: rerun", series, sigma * 100);
     }
   }
   return out;

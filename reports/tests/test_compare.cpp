@@ -270,7 +270,7 @@ TEST(Compare, SeriesThatMoveBothWaysBetweenTwoRunsAreUnknown) {
   EXPECT_EQ(n[Change::unknown] + n[Change::same], 20);
   const auto unknown = std::find_if(cs.begin(), cs.end(), [](const Comparison& one) { return one.change == Change::unknown; });
   ASSERT_NE(unknown, cs.end());
-  EXPECT_NE(unknown->significance.find("20 series of it moved ±"), std::string::npos) << unknown->significance;
+  EXPECT_NE(unknown->significance.find("its sweep's 20 points moved ±"), std::string::npos) << unknown->significance;
 }
 
 // A quiet pair (sizes within ±0.5% of each other's move): a step in four sizes, or in all of them,
