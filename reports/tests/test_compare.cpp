@@ -235,12 +235,15 @@ namespace {
 
 // Two runs of a 20-size allreduce sweep, each size's summary interval ±2% (the fixture's): in the
 // new one, size i took `factor(i)` times as long.
-std::vector<Comparison> sweep_pair(const std::function<double(int)>& factor) {
+// With `algorithms` 2, sizes 0-9 are one sweep (ring) and 10-19 another (ps).
+std::vector<Comparison> sweep_pair(const std::function<double(int)>& factor, int algorithms = 1) {
   std::vector<json> base, now;
   for (int i = 0; i < 20; ++i) {
-    const double bytes = 1024.0 * (1 << i), us = 10 + bytes / 1e3;
+    const int size = algorithms == 2 ? i % 10 : i;
+    const double bytes = 1024.0 * (1 << size), us = 10 + bytes / 1e3;
     base.push_back(collective("base", "allreduce", 2, bytes, us, bytes / us / 1e3));
     now.push_back(collective("new", "allreduce", 2, bytes, us * factor(i), bytes / (us * factor(i)) / 1e3));
+    if (algorithms == 2 && i >= 10) base.back()["params"]["algorithm"] = now.back()["params"]["algorithm"] = "ps";
   }
   Dataset b, n;
   b.load(write_records(temp_dir() / "base.jsonl", base));
@@ -285,4 +288,16 @@ TEST(Compare, AStepInAQuietPairIsCalledInSomeSeriesOrInAll) {
   EXPECT_EQ(some[Change::same], 16);
   auto all = count_time_us(sweep_pair([&](int i) { return f[i] * 1.15; }));
   EXPECT_EQ(all[Change::regressed], 20);
+}
+
+// Each sweep's noise is its own: one algorithm 20% slower at every size beside another unchanged is
+// 10 regressions, not a metric that moved both ways.
+TEST(Compare, AStepInOneSweepIsNotHiddenByAnotherSweep) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(1, 0.005);
+  std::vector<double> f;
+  for (int i = 0; i < 20; ++i) f.push_back(noise(rng));
+  auto n = count_time_us(sweep_pair([&](int i) { return f[i] * (i < 10 ? 1.2 : 1.0); }, 2));
+  EXPECT_EQ(n[Change::regressed], 10);
+  EXPECT_EQ(n[Change::same], 10);
 }
