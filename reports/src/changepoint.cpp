@@ -263,9 +263,9 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
     return v;
   }
   auto is_worse = [&](const ChangePoint& c) { return (c.mean_after > c.mean_before) != higher_is_better && c.mean_after != c.mean_before; };
-  auto level = [&](const ChangePoint& c) {
-    return o.detect.max_p * (is_worse(c) ? kRegressionShare : kImprovementShare) / static_cast<double>(1 + o.reruns);
-  };
+  // Each rerun among the judged runs was one more look at these nights: the looks share max_p.
+  const double max_p_per_look = o.detect.max_p / static_cast<double>(1 + o.reruns);
+  auto level = [&](const ChangePoint& c) { return max_p_per_look * (is_worse(c) ? kRegressionShare : kImprovementShare); };
   auto is_significant = [&](const ChangePoint& c) { return c.p / 2 < level(c); };
   ChangePoint cp = t_test(x, base, best_split(x, base, n, first_new, n), n);
   // The best split may leave fewer than min_after runs after it only because noise put the first
@@ -316,7 +316,7 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
   auto runs_to_see = [&](double effect) -> std::size_t {
     if (cv == 0) return 1;
     // A regression is tested one-sided: its two-sided critical value is at twice its level.
-    const double tc = student_t_critical(2 * kRegressionShare * o.detect.max_p / static_cast<double>(1 + o.reruns), nb + 1);
+    const double tc = student_t_critical(2 * kRegressionShare * max_p_per_look, nb + 1);
     const double inv = std::pow(effect / ((tc + kPowerZ) * cv), 2) / kHuberVariance - 1 / nb;
     return inv <= 0 ? 0 : static_cast<std::size_t>(std::ceil(1 / inv));
   };

@@ -59,11 +59,12 @@ std::string change_text(const SeriesCheck& c) {
 // Returns 1 when a series regressed, else 0.
 int print_check(const History& h, const CheckOptions& o, const std::string& machine, bool all, const std::string& junit) {
   const auto series = h.series(machine);
-  const auto checks = check_history(series, h.runs(), o);
+  const auto runs = h.runs();
+  const auto checks = check_history(series, runs, o);
   std::map<Call, std::size_t> count;
   std::vector<Verdict> verdicts;
   std::string machine_shown, newest;  // newest: the run an UNKNOWN's reruns repeat
-  for (const auto& r : h.runs()) {
+  for (const auto& r : runs) {
     if (machine.empty() || r.machine == machine) newest = r.night;
   }
   for (const auto& c : checks) {
