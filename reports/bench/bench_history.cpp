@@ -72,10 +72,14 @@ constexpr std::size_t kMaxReruns = 10;  // a night's reruns: an operator stops a
 Call call_after_reruns(std::vector<double> x, std::size_t first_new, bool higher_is_better, const std::function<double()>& rerun,
                        std::size_t& reruns) {
   JudgeOptions o = g_options;
-  for (std::size_t made = 0;; o.reruns = made) {
+  o.is_rerun.assign(x.size(), false);
+  for (std::size_t made = 0;;) {
     const TrendVerdict v = judge(x, first_new, e_divisive(x, o.detect), higher_is_better, o);
     if (v.call != Call::unknown || v.more_runs == 0 || made >= kMaxReruns) return v.call;
-    for (std::size_t i = 0; i < v.more_runs && made < kMaxReruns; ++i, ++made, ++reruns) x.push_back(rerun());
+    for (std::size_t i = 0; i < v.more_runs && made < kMaxReruns; ++i, ++made, ++reruns) {
+      x.push_back(rerun());
+      o.is_rerun.push_back(true);
+    }
   }
 }
 

@@ -56,7 +56,7 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
       }
     }
     JudgeOptions judging = o.judge;
-    for (std::size_t i = first_new + 1; i < x.size(); ++i) judging.reruns += s.points[i].night == s.points[i - 1].night;
+    for (std::size_t i = 0; i < x.size(); ++i) judging.is_rerun.push_back(i > 0 && s.points[i].night == s.points[i - 1].night);
     SeriesCheck c{&s, e_divisive(x, o.judge.detect), {}};
     const Better direction = declared_shapes().better(s.step, s.metric);
     c.verdict = judge(x, first_new, c.changes, direction == Better::higher, judging);

@@ -44,8 +44,10 @@ struct DetectOptions {
 // first) until all are.
 std::vector<ChangePoint> e_divisive(const std::vector<double>& x, const DetectOptions& options);
 
-// The index in [lo, hi) at which splitting x[a, c) maximises the E-divisive statistic.
-std::size_t best_split(const std::vector<double>& x, std::size_t a, std::size_t c, std::size_t lo, std::size_t hi);
+// The index in [lo, hi) at which splitting x[a, c) maximises the E-divisive statistic; never at an
+// index that `is_rerun` marks (a rerun belongs to the night before it), unless all are (then lo).
+std::size_t best_split(const std::vector<double>& x, std::size_t a, std::size_t c, std::size_t lo, std::size_t hi,
+                       const std::vector<bool>& is_rerun = {});
 
 enum class Call { same, regressed, improved, unknown };
 const char* to_string(Call t);  // "SAME", "REGRESSED", "IMPROVED", "UNKNOWN"
@@ -55,9 +57,11 @@ struct JudgeOptions {
   double min_effect = 0.05;      // a step surely smaller than this is SAME however significant
   std::size_t min_baseline = 5;  // runs before the new ones needed to judge at all
   std::size_t min_after = 3;     // runs after a step before it is called: one or two may be a load burst
-  // Reruns among the judged runs (history add --rerun-of): each was one more look at the same
-  // nights, so a step's false-alarm level is shared among the looks (Bonferroni).
-  std::size_t reruns = 0;
+  // Per run of the series (shorter: the rest are not): a rerun (history add --rerun-of) joins the
+  // night before it. A step starts at a night, never inside one; and each rerun among the judged
+  // runs was one more look at the same nights, so a step's false-alarm level is shared among the
+  // looks (Bonferroni).
+  std::vector<bool> is_rerun;
 };
 
 struct TrendVerdict {
@@ -71,7 +75,8 @@ struct TrendVerdict {
 // Judges the runs from index `first_new` on against the history before them. `history` holds the
 // change points of the whole series (e_divisive); the baseline starts at the last one that the runs
 // before `first_new` show by themselves. A step needs min_after runs after it, none of them at the
-// old level; when the baseline has load bursts, it must also be rarer than they are by rank.
+// old level, and must pass a rank test as well as the t-test: its runs must be rarely as far moved
+// in the baseline, which is exact whatever the noise's shape (load bursts, runs in two regimes).
 TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const std::vector<ChangePoint>& history,
                    bool higher_is_better, const JudgeOptions& options);
 
