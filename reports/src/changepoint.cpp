@@ -305,10 +305,11 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
   }
   if (first_new - base < o.min_baseline) {
     v.call = Call::unknown;
-    v.more_runs = o.min_baseline - (first_new - base);
+    v.more_nights = o.min_baseline - (first_new - base);
     v.why = base == 0 ? fmt::format("{} runs of history; {} are needed to judge", first_new, o.min_baseline)
                       : fmt::format("the series stepped {} runs before these; {} runs at its new level are needed to judge",
                                     first_new - base, o.min_baseline);
+    v.why += fmt::format(": {} more night(s) decide", v.more_nights);
     return v;
   }
   auto is_worse = [&](const ChangePoint& c) { return (c.mean_after > c.mean_before) != higher_is_better && c.mean_after != c.mean_before; };

@@ -68,6 +68,7 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
                                             });
       if (busiest != s.points.end() && busiest->cpu_pressure_pct.value_or(0) >= kCpuContendedPct) {
         c.verdict.call = Call::unknown;
+        c.verdict.more_runs = 1;
         c.verdict.why += fmt::format("; CPU busy in run {}: a task waited for a CPU {:.0f}% of the time: rerun on a quiet machine",
                                      busiest->run, *busiest->cpu_pressure_pct);
       }

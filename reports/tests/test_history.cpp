@@ -260,9 +260,14 @@ TEST(Verdict, SignificantButTinyIsSame) {
   EXPECT_LT(v.change->p, 0.01);
 }
 
-TEST(Verdict, ShortHistoryIsUnknown) {
+// Three runs of history, five needed: later nights decide, reruns (which join the judged night, not
+// the baseline) never would.
+TEST(Verdict, ShortHistoryIsUnknownUntilMoreNights) {
   const auto v = judge_last(series(4, 100, 0.01, 0, 0, 9), 1, false);
   EXPECT_EQ(v.call, Call::unknown) << v.why;
+  EXPECT_EQ(v.more_nights, 2u) << v.why;
+  EXPECT_EQ(v.more_runs, 0u) << v.why;
+  EXPECT_NE(v.why.find("2 more night(s) decide"), std::string::npos) << v.why;
 }
 
 TEST(History, MachineClassFromHostsAndMissingFieldNamed) {

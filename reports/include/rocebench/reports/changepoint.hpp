@@ -68,7 +68,8 @@ struct TrendVerdict {
   Call call = Call::same;
   std::optional<ChangePoint> change;  // the step judged (in the new runs), when there is a candidate
   double effect = 0;                  // relative step of the candidate, signed as the metric moved
-  std::size_t more_runs = 0;          // UNKNOWN: runs that would decide (0: more runs would not)
+  std::size_t more_runs = 0;          // UNKNOWN: reruns that would decide (0: a few would not)
+  std::size_t more_nights = 0;        // UNKNOWN: nights of history needed first (a rerun joins no baseline)
   std::string why;                    // one line for people
 };
 
