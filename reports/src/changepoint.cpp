@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -76,6 +77,14 @@ constexpr double kRegressionShare = 0.9, kImprovementShare = 0.05;
 constexpr double kEachTestsShare = 1.75;
 // Reruns asked for at most: an operator makes a few, not dozens; beyond this the noise must go down.
 constexpr std::size_t kMostRerunsAsked = 5;
+
+// The fewest reruns, up to kMostRerunsAsked, after which `decides(reruns)`; 0 when none that few.
+std::size_t fewest_reruns(const std::function<bool(std::size_t)>& decides) {
+  for (std::size_t more = 1; more <= kMostRerunsAsked; ++more) {
+    if (decides(more)) return more;
+  }
+  return 0;
+}
 
 // What an UNKNOWN asks for: `more_runs` reruns, or, when none are asked, a quieter machine (`how`).
 std::string rerun_advice(std::size_t more_runs, bool more_would_decide, const char* how) {
@@ -387,9 +396,9 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
     // kMostRerunsAsked would.
     std::nth_element(beaten_by.begin(), beaten_by.begin() + static_cast<long>(beaten_by.size() / 2), beaten_by.end());
     const std::size_t typical = beaten_by[beaten_by.size() / 2];
-    for (std::size_t more = 1; more <= kMostRerunsAsked && !v.more_runs; ++more) {
-      if (rank_chance(beaten + more * typical, most_beaten, baseline_runs, n - cp.index + more) < level(is_worse(cp), more)) v.more_runs = more;
-    }
+    v.more_runs = fewest_reruns([&](std::size_t more) {
+      return rank_chance(beaten + more * typical, most_beaten, baseline_runs, n - cp.index + more) < level(is_worse(cp), more);
+    });
     v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}), but the {} runs before were as far off often enough (by rank, p={:.2g}): "
                         "load bursts or a step? {}",
                         n - cp.index, v.effect * 100, cp.p, baseline_runs, rank_p,
@@ -407,10 +416,10 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
       v.why = fmt::format("{:+.1f}% (p={:.2g}), within noise (CV {:.1f}%)", v.effect * 100, cp.p, cv * 100);
     } else {
       v.call = Call::unknown;
-      for (std::size_t more = 1; more <= kMostRerunsAsked && !v.more_runs; ++more) {
+      v.more_runs = fewest_reruns([&](std::size_t more) {
         const std::size_t with_more = runs_to_see(size, more);
-        if (with_more && with_more <= n - cp.index + more) v.more_runs = more;
-      }
+        return with_more && with_more <= n - cp.index + more;
+      });
       v.why = fmt::format("{:+.1f}% (p={:.2g}) with run-to-run noise CV {:.1f}%: a {:.0f}% step would not show in {} run(s); {}",
                           v.effect * 100, cp.p, cv * 100, size * 100, have,
                           rerun_advice(v.more_runs, need > 0, "more iterations per run, a quieter machine"));

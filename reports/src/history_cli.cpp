@@ -67,17 +67,19 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   for (const auto& r : runs) {
     if (machine.empty() || r.machine == machine) newest = r.night;
   }
-  // UNKNOWNs that reruns would decide (and the most reruns any asks for), and that later nights would.
-  std::size_t rerun_decides = 0, most_reruns = 0, nights_decide = 0, most_nights = 0;
+  // UNKNOWNs that reruns would decide and that later nights would: how many, and the most any asks for.
+  struct Asked {
+    std::size_t series = 0, most = 0;
+    void add(std::size_t n) {
+      series += n > 0;
+      most = std::max(most, n);
+    }
+  } reruns, nights;
   for (const auto& c : checks) {
     ++count[c.verdict.call];
-    if (c.verdict.call == Call::unknown && c.verdict.more_runs) {
-      ++rerun_decides;
-      most_reruns = std::max(most_reruns, c.verdict.more_runs);
-    }
-    if (c.verdict.call == Call::unknown && c.verdict.more_nights) {
-      ++nights_decide;
-      most_nights = std::max(most_nights, c.verdict.more_nights);
+    if (c.verdict.call == Call::unknown) {
+      reruns.add(c.verdict.more_runs);
+      nights.add(c.verdict.more_nights);
     }
     const std::string text = change_text(c);
     verdicts.push_back({"history", c.series->machine + ": " + c.series->label(),
@@ -91,16 +93,16 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
                            o.since.empty() ? fmt::format("the last {} night(s)", o.window) : "since " + o.since,
                            count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
-  if (rerun_decides) {
+  if (reruns.series) {
     std::cout << fmt::format("UNKNOWN: reruns would decide {} of them: make {} (the most any asks for), and add each rerun with "
-                             "--rerun-of {} so that it joins that night\n", rerun_decides, most_reruns, newest);
+                             "--rerun-of {} so that it joins that night\n", reruns.series, reruns.most, newest);
   }
-  if (nights_decide) {
-    std::cout << fmt::format("UNKNOWN: a longer history would decide {} of them: up to {} more night(s)\n", nights_decide, most_nights);
+  if (nights.series) {
+    std::cout << fmt::format("UNKNOWN: a longer history would decide {} of them: up to {} more night(s)\n", nights.series, nights.most);
   }
-  if (count[Call::unknown] > rerun_decides + nights_decide) {
+  if (count[Call::unknown] > reruns.series + nights.series) {
     std::cout << fmt::format("UNKNOWN: a few reruns would not decide {} of them: each line says why (most: lower the noise)\n",
-                             count[Call::unknown] - rerun_decides - nights_decide);
+                             count[Call::unknown] - reruns.series - nights.series);
   }
   if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
   return count[Call::regressed] ? kExitCheckFailed : kExitOk;
