@@ -145,6 +145,8 @@ bool ArgParser::parse(const Args& args) {
         if (eq != std::string::npos) value = arg.substr(eq + 1);
         else if (i + 1 < args.size()) value = args[++i];
         else fail(name + " needs a value");
+        // An empty value would pass as if the flag were absent: the user meant something by it.
+        if (value.empty()) fail(fmt::format("{} is empty: give {} or leave the flag out", name, it->metavar));
       } else if (eq != std::string::npos) {
         fail(name + " takes no value");
       }
