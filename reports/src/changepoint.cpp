@@ -342,15 +342,19 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
   // median of the other runs after the split; normal noise of the pooled sigma) says the runs after
   // it are a burst, not a step (two slow nights after a normal one): min_after runs after the last
   // such run decide.
-  std::size_t settled_runs = n - cp.index;
+  // The step is named from its first run that is not such a run: the settled split may start at one.
+  std::size_t settled_runs = n - cp.index, first_moved = n;
   for (std::size_t i = cp.index; i < n && n - cp.index > 1; ++i) {
     std::vector<double> others(x.begin() + static_cast<long>(cp.index), x.end());
     others.erase(others.begin() + static_cast<long>(i - cp.index));
     const double new_level = median_of(others);
     const double log_odds = (std::pow(x[i] - new_level, 2) - std::pow(x[i] - cp.mean_before, 2)) / (2 * cp.stdev * cp.stdev);
     if (log_odds > std::log(1000.0)) settled_runs = n - 1 - i;
+    else first_moved = std::min(first_moved, i);
   }
   v.change = cp;
+  v.start = first_moved < n ? first_moved : cp.index;
+  const std::size_t moved_runs = n - v.start;
   v.effect = cp.step();
   const std::size_t baseline_runs = cp.index - base;
   const double nb = static_cast<double>(baseline_runs), after = static_cast<double>(n - cp.index);
@@ -388,7 +392,7 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
   } else if (significant && settled_runs < o.min_after) {
     v.call = Call::unknown;
     v.more_runs = o.min_after - settled_runs;
-    v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}): an outlier or a step? rerun: {} more run(s) decide", n - cp.index,
+    v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}): an outlier or a step? rerun: {} more run(s) decide", moved_runs,
                         v.effect * 100, cp.p, v.more_runs);
   } else if (significant && by_chance) {
     v.call = Call::unknown;
@@ -399,13 +403,18 @@ TrendVerdict judge(const std::vector<double>& x, std::size_t first_new, const st
     v.more_runs = fewest_reruns([&](std::size_t more) {
       return rank_chance(beaten + more * typical, most_beaten, baseline_runs, n - cp.index + more) < level(is_worse(cp), more);
     });
-    v.why = fmt::format("{} run(s) {:+.1f}% off (p={:.2g}), but the {} runs before were as far off often enough (by rank, p={:.2g}): "
-                        "load bursts or a step? {}",
-                        n - cp.index, v.effect * 100, cp.p, baseline_runs, rank_p,
-                        rerun_advice(v.more_runs, most_beaten < baseline_runs, "a quieter machine"));
+    const std::string advice = rerun_advice(v.more_runs, most_beaten < baseline_runs, "a quieter machine");
+    // None as far off: the rank test cannot pass on so few runs, which says nothing about the baseline.
+    v.why = beaten == 0
+                ? fmt::format("{} run(s) {:+.1f}% off (p={:.2g}) and none of the {} runs before as far off, but that few runs cannot "
+                              "pass the rank test (p={:.2g} at best, {:.2g} needed): {}",
+                              moved_runs, v.effect * 100, cp.p, baseline_runs, rank_p, level(is_worse(cp)), advice)
+                : fmt::format("{} run(s) {:+.1f}% off (p={:.2g}), but the {} runs before were as far off often enough (by rank, "
+                              "p={:.2g}): load bursts or a step? {}",
+                              moved_runs, v.effect * 100, cp.p, baseline_runs, rank_p, advice);
   } else if (significant) {
     v.call = (v.effect > 0) == higher_is_better ? Call::improved : Call::regressed;
-    v.why = fmt::format("stepped {:+.1f}% (p={:.2g}) over the last {} runs", v.effect * 100, cp.p, n - cp.index);
+    v.why = fmt::format("stepped {:+.1f}% (p={:.2g}) over the last {} runs", v.effect * 100, cp.p, moved_runs);
   } else {
     // Nothing significant: SAME only when these runs would have shown a step of min_effect (or of
     // the size seen, when that is larger).

@@ -40,8 +40,8 @@ int trends_main(const Args& args) {
     for (const auto& pt : c.series->points) s["points"].push_back({{"run", pt.run}, {"time", pt.time}, {"revision", pt.revision}, {"value", pt.value}});
     for (const auto& cp : c.changes) s["changes"].push_back({{"index", cp.index}, {"step", cp.step()}, {"p", cp.p}});
     if (c.verdict.change) {
-      const auto& at = c.series->points[c.verdict.change->index];
-      s["judged_from"] = c.verdict.change->index;
+      const auto& at = c.series->points[c.verdict.start];
+      s["judged_from"] = c.verdict.start;
       s["since"] = at.time;
       s["since_run"] = fmt::format("{} ({})", at.run, at.revision);
     }

@@ -67,6 +67,7 @@ struct JudgeOptions {
 struct TrendVerdict {
   Call call = Call::same;
   std::optional<ChangePoint> change;  // the step judged (in the new runs), when there is a candidate
+  std::size_t start = 0;              // with change: the step's first run at its new level, named to people
   double effect = 0;                  // relative step of the candidate, signed as the metric moved
   std::size_t more_runs = 0;          // UNKNOWN: reruns that would decide (0: a few would not)
   std::size_t more_nights = 0;        // UNKNOWN: nights of history needed first (a rerun joins no baseline)
