@@ -321,9 +321,10 @@ void refuse_bad_rerun_of(const std::string& rerun_of, const std::string& db) {
                                  "with a history)", printable_excerpt(rerun_of)));
   }
   const auto runs = fs::exists(db) ? reports::History(db, reports::History::Mode::existing).runs() : std::vector<reports::HistoryRun>{};
-  if (std::none_of(runs.begin(), runs.end(), [&](const auto& r) { return r.run == rerun_of; })) {
-    throw UsageError(fmt::format("rocebench run: --rerun-of {}: no such run in {}", printable_excerpt(rerun_of), db));
-  }
+  const auto of = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.run == rerun_of; });
+  if (of == runs.end()) throw UsageError(fmt::format("rocebench run: --rerun-of {}: no such run in {}", printable_excerpt(rerun_of), db));
+  const auto night = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.run == of->night; });
+  reports::check_rerun_time(rerun_of, of->night, night == runs.end() ? "" : night->time, "this run", utc_now_rfc3339());
 }
 
 // A run stopped by SIGINT/SIGTERM/SIGHUP says so in its results, with the steps that had recorded.

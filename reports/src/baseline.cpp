@@ -1,4 +1,5 @@
 #include "rocebench/reports/baseline.hpp"
+#include "rocebench/reports/report.hpp"
 
 #include <fstream>
 
@@ -46,14 +47,7 @@ void write_baseline(const std::filesystem::path& file, const std::string& machin
   json metrics = json::array();
   for (const auto& [id, entry] : evidence) metrics.push_back(to_json(entry.first, entry.second));
   doc["machines"][machine] = {{"sources", sources}, {"metrics", metrics}};
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(file.string(), 0, "", "cannot write the baseline");
-    out << doc.dump(1) << "\n";
-    if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write the baseline");
-  }
-  std::filesystem::rename(tmp, file);  // a reader never sees half a baseline
+  write_text(file, doc.dump(1) + "\n");  // a reader never sees half a baseline
 }
 
 EvidenceMap read_baseline(const std::filesystem::path& file, const std::string& machine) {

@@ -128,7 +128,7 @@ struct Parsed {
 Parsed parse_line(const Line& line) {
   Parsed out;
   if (json_too_deep_at(line.text) != std::string_view::npos) {
-    out.problem = fmt::format("nested deeper than {} levels; ignored", kMaxJsonDepth);
+    out.problem = fmt::format("nested deeper than {} levels", kMaxJsonDepth);
     return out;
   }
   if (scan_result(line.text, out.result)) {
@@ -147,7 +147,7 @@ Parsed parse_line(const Line& line) {
     const auto errors = result_schema().validate(out.record);
     if (!errors.empty()) {
       const auto& first = errors.front();
-      out.problem = "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message + " (record skipped)";
+      out.problem = "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message;
       return out;
     }
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -13,6 +14,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/report.hpp"
+#include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
 
@@ -38,6 +40,10 @@ const char* const kMigrations[] = {
     "ALTER TABLE points ADD COLUMN cpu_pressure_pct REAL;",
     // 3 -> 4: the night a rerun joins (the run it repeats; NULL: a night of its own)
     "ALTER TABLE runs ADD COLUMN night TEXT;",
+    // 4 -> 5: what a run recorded without a measurement, and its events: why a series has no point
+    "CREATE TABLE notes(run_id INTEGER NOT NULL REFERENCES runs(id), step TEXT NOT NULL, params TEXT NOT NULL,"
+    " world INTEGER NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL);"
+    "CREATE INDEX notes_by_run ON notes(run_id);",
 };
 
 // Runs in run order (History::runs): a night's reruns right after it, whenever they were made.
@@ -191,6 +197,7 @@ History::History(const std::filesystem::path& file, Mode mode, std::chrono::mill
     sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
     // A year of 2,000 series is ~30 MB: read it mapped and cached, not a pread per 4 KiB page.
     exec("PRAGMA foreign_keys = ON; PRAGMA mmap_size = 268435456; PRAGMA cache_size = -65536");
+    check_integrity();
     migrate(version);
   } catch (...) {
     sqlite3_close(db_);
@@ -199,6 +206,24 @@ History::History(const std::filesystem::path& file, Mode mode, std::chrono::mill
 }
 
 History::~History() { sqlite3_close(db_); }
+
+void History::check_integrity() const {
+  // quick_check reads every page once (O(N), no index cross-check): a damaged page is found on open,
+  // not by a check that reads around it and turns green.
+  Statement s(*this, "PRAGMA quick_check(3)");
+  std::string found;
+  while (s.step()) {
+    std::string line = text_at(s.get(), 0);
+    if (line == "ok") continue;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    found += (found.empty() ? "" : "; ") + line;
+  }
+  if (found.empty()) return;
+  throw InputError(fmt::format("{0}: the history database is damaged (SQLite quick_check: {1}); nothing was read or written. "
+                               "The way back: restore it from a copy, or recover what is readable into a new file with "
+                               "`sqlite3 {0} .recover | sqlite3 NEW.sqlite` and give --db NEW.sqlite",
+                               file_.string(), printable_excerpt(found, 300)));
+}
 
 int History::schema_version() const {
   Statement s(*this, "PRAGMA user_version");
@@ -238,54 +263,117 @@ void History::migrate(int version) {
   }
 }
 
-AddResult History::add(const std::vector<std::string>& files, const std::string& machine_override, const std::string& rerun_of) {
+namespace {
+
+// What a run recorded without a measurement, and its events, once each: why a series has no point.
+std::vector<RunNote> notes_in(const Dataset& data) {
+  std::set<std::tuple<std::string, std::string, int, std::string, std::string>> seen;
+  std::vector<RunNote> out;
+  auto note = [&](RunNote n) {
+    if (seen.emplace(n.step, n.params, n.world, n.status, n.reason).second) out.push_back(std::move(n));
+  };
+  for (const auto& o : data.results) {
+    if (o.status == Status::ok || o.status == Status::warn) continue;
+    note({"", data.names.str(o.step), data.params_of(o).dump(), o.world, to_string(o.status),
+          o.reason == kNoName ? "" : data.names.str(o.reason)});
+  }
+  for (const auto& e : data.events) note({"", "", "{}", 0, "event " + e.value("event", "?"), e.value("message", "")});
+  return out;
+}
+
+}  // namespace
+
+void check_rerun_time(const std::string& rerun_of, const std::string& night, const std::string& night_time, const std::string& run,
+                      const std::string& run_time) {
+  const auto at = rfc3339_seconds(run_time), of = rfc3339_seconds(night_time);
+  if (!at || !of) return;
+  const double hours = (*at - *of) / 3600, limit = static_cast<double>(kRerunWithin.count());
+  if (hours >= 0 && hours <= limit) return;
+  throw InputError(fmt::format("--rerun-of {}: run {} was made {:.1f} h {} night {} ({}); a rerun is made after the night it "
+                               "repeats, within {:.0f} h, or it is a night of its own (add it without --rerun-of); nothing was added",
+                               printable_excerpt(rerun_of), run, std::abs(hours), hours < 0 ? "before" : "after", night, night_time,
+                               limit));
+}
+
+AddResult History::add(const std::vector<std::string>& files, const AddOptions& options) {
   // Everything is read and checked before the write lock is taken: a bad file changes nothing.
   struct Pending {
     json run;
     std::string machine;
     EvidenceMap evidence;
+    std::vector<RunNote> notes;
   };
   std::vector<Pending> pending;
   for (const auto& f : files) {
-    const Dataset data = load_results({f});
+    Dataset data;  // not load_results: its readers skip bad lines, and this one adds none of a file that has one
+    data.load(f);
+    if (!data.issues.empty()) {
+      const LoadIssue& first = data.issues.front();
+      throw InputError(fmt::format("{}: {} bad line(s), the first {}:{}: {}; a run is added whole or not at all: nothing was added "
+                                   "(fix the file and add it again)", f, data.issues.size(), first.file, first.line, first.message));
+    }
     json run;
     if (data.runs.size() == 1) {
       run = data.runs.front();
-    } else if (data.runs.empty() && !machine_override.empty() && !data.results.empty()) {
+    } else if (data.runs.empty() && !options.machine.empty() && !data.results.empty()) {
       // Records imported from other tools: the run is named by its results, the class by --machine.
       run = {{"run", data.names.str(data.results.front().run)}, {"time", ""}};
     } else {
       throw InputError(f, 0, "kind", data.runs.size() > 1 ? fmt::format("{} run records: add one run per file", data.runs.size())
-                                     : fmt::format("no {}run record: the history needs the run's metadata (records from other "
-                                                   "tools: give --machine CLASS)", data.issues.empty() ? "" : "valid "));
+                                     : "no run record: the history needs the run's metadata (records from other tools: give "
+                                       "--machine CLASS)");
     }
     for (const auto& o : data.results) {
       if (data.names.str(o.run) != run["run"].get<std::string>()) {
         throw InputError(f, o.line, "run", fmt::format("'{}' is not the file's run '{}'", data.names.str(o.run), run["run"].get<std::string>()));
       }
     }
-    pending.push_back({run, machine_override.empty() ? machine_class(run, f) : machine_override, collect_evidence(data)});
+    pending.push_back({run, options.machine.empty() ? machine_class(run, f) : options.machine, collect_evidence(data), notes_in(data)});
+  }
+  if (!options.replace.empty() && (pending.size() != 1 || pending.front().run["run"] != options.replace)) {
+    throw InputError(fmt::format("--replace {}: give one results file of that run (given: {}); nothing was added",
+                                 printable_excerpt(options.replace),
+                                 pending.size() == 1 ? "run " + pending.front().run["run"].get<std::string>()
+                                                     : fmt::format("{} files", pending.size())));
   }
 
   AddResult result;
   exec("BEGIN IMMEDIATE");
   try {
-    std::string night;  // the night the runs join: rerun_of's
-    if (!rerun_of.empty()) {
-      Statement of(*this, "SELECT COALESCE(night, run), machine FROM runs WHERE run = ?1");
-      of.bind(1, rerun_of);
+    std::string night;  // the night the runs join: rerun_of's, or the replaced run's
+    if (!options.rerun_of.empty()) {
+      Statement of(*this, "SELECT COALESCE(night, run), machine, (SELECT time FROM runs n WHERE n.run = COALESCE(r.night, r.run)) "
+                          "FROM runs r WHERE run = ?1");
+      of.bind(1, options.rerun_of);
       if (!of.step()) {
-        throw InputError(fmt::format("--rerun-of {}: no such run in {}; nothing was added", printable_excerpt(rerun_of), file_.string()));
+        throw InputError(fmt::format("--rerun-of {}: no such run in {}; nothing was added", printable_excerpt(options.rerun_of),
+                                     file_.string()));
       }
       night = text_at(of.get(), 0);
-      const std::string machine = text_at(of.get(), 1);
+      const std::string machine = text_at(of.get(), 1), night_time = text_at(of.get(), 2);
       for (const auto& p : pending) {
         if (p.machine != machine) {
           throw InputError(fmt::format("--rerun-of {}: a run on '{}', but run {} is on '{}': a rerun repeats a run on the same kind "
-                                       "of machine; nothing was added", printable_excerpt(rerun_of), machine,
+                                       "of machine; nothing was added", printable_excerpt(options.rerun_of), machine,
                                        p.run["run"].get<std::string>(), p.machine));
         }
+        check_rerun_time(options.rerun_of, night, night_time, p.run["run"], p.run.value("time", ""));
       }
+    }
+    if (!options.replace.empty()) {
+      Statement old(*this, "SELECT id, COALESCE(night, '') FROM runs WHERE run = ?1");
+      old.bind(1, options.replace);
+      if (!old.step()) {
+        throw InputError(fmt::format("--replace {}: no such run in {}; nothing was added", printable_excerpt(options.replace),
+                                     file_.string()));
+      }
+      const std::int64_t old_id = sqlite3_column_int64(old.get(), 0);
+      if (options.rerun_of.empty()) night = text_at(old.get(), 1);  // a replaced rerun stays in its night
+      for (const char* table : {"points", "hosts", "notes"}) {
+        Statement(*this, fmt::format("DELETE FROM {} WHERE run_id = ?1", table)).bind(1, old_id).run();
+      }
+      Statement(*this, "DELETE FROM runs WHERE id = ?1").bind(1, old_id).run();
+      result.replaced.push_back(options.replace);
     }
     Statement exists(*this, "SELECT id FROM runs WHERE run = ?1");
     Statement add_run(*this, "INSERT INTO runs(run, time, revision, version, plan, machine, added, night) "
@@ -295,6 +383,7 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
                                 "ON CONFLICT DO UPDATE SET machine = machine RETURNING id");
     Statement add_point(*this, "INSERT INTO points(series_id, run_id, value, n, stdev, ci_low, ci_high, cpu_pressure_pct) "
                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    Statement add_note(*this, "INSERT INTO notes(run_id, step, params, world, status, reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
     const std::string added_at = now_utc();
     for (const auto& p : pending) {
       const std::string id = p.run["run"];
@@ -348,6 +437,9 @@ AddResult History::add(const std::vector<std::string>& files, const std::string&
             .bind(8, e.cpu_pressure_pct >= 0 ? std::optional<double>(e.cpu_pressure_pct) : std::nullopt)
             .run();
         ++result.points;
+      }
+      for (const auto& n : p.notes) {
+        add_note.bind(1, run_id).bind(2, n.step).bind(3, n.params).bind(4, std::int64_t{n.world}).bind(5, n.status).bind(6, n.reason).run();
       }
       result.added.push_back(id);
     }
@@ -410,6 +502,21 @@ std::string History::hosts_of(const std::string& run) const {
   s.bind(1, run);
   std::string out;
   while (s.step()) out += (out.empty() ? "" : ",") + text_at(s.get(), 0);
+  return out;
+}
+
+std::vector<RunNote> History::notes_of(const std::vector<std::string>& runs) const {
+  Statement s(*this, "SELECT r.run, n.step, n.params, n.world, n.status, n.reason FROM notes n JOIN runs r ON r.id = n.run_id "
+                     "WHERE r.run = ?1 ORDER BY n.rowid");
+  std::vector<RunNote> out;
+  for (const auto& run : runs) {
+    s.bind(1, run);
+    while (s.step()) {
+      sqlite3_stmt* q = s.get();
+      out.push_back({text_at(q, 0), text_at(q, 1), text_at(q, 2), sqlite3_column_int(q, 3), text_at(q, 4), text_at(q, 5)});
+    }
+    sqlite3_reset(s.get());
+  }
   return out;
 }
 

@@ -3,12 +3,14 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
 #include "rocebench/reports/shapes.hpp"
+#include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
 
@@ -30,10 +32,10 @@ std::map<std::string, RunNoise> run_noise(const std::vector<HistorySeries>& seri
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& o) {
   // Runs come in run order, as the points of a series do.
-  std::map<std::string, std::string> newest;  // machine -> run
+  std::map<std::string, std::string> newest;  // machine -> its newest night (the last run is in it)
   std::map<std::string, std::size_t> place;   // run -> its place in run order
   for (const auto& r : runs) {
-    newest[r.machine] = r.run;
+    newest[r.machine] = r.night;
     place.emplace(r.run, place.size());
   }
   const auto since = place.find(o.since);
@@ -42,7 +44,7 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
   std::vector<SeriesCheck> out;
   std::vector<double> x;
   for (const auto& s : series) {
-    if (s.points.empty() || s.points.back().run != newest[s.machine]) continue;  // not measured by the newest run
+    if (s.points.empty() || s.points.back().night != newest[s.machine]) continue;  // not measured by the newest night: unmeasured()
     x.clear();
     for (const auto& p : s.points) x.push_back(p.value);
     // The last `window` nights, each with its reruns; or every run from `since` on.
@@ -88,6 +90,69 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
     return std::abs(a.verdict.effect) > std::abs(b.verdict.effect);
   });
   return out;
+}
+
+namespace {
+
+// Events that say a run lost measurements (the others describe how it ran).
+bool loses_measurements(const RunNote& n) { return n.status == "event rank.lost" || n.status == "event run.interrupted"; }
+
+}  // namespace
+
+std::vector<Unmeasured> unmeasured(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
+                                   const std::string& machine) {
+  // Runs come in run order, a night's reruns right after it: per machine class its nights in order,
+  // and the runs of the newest.
+  struct Nights {
+    std::vector<std::string> order, newest_runs;
+  };
+  std::map<std::string, Nights> of;
+  for (const auto& r : runs) {
+    if (!machine.empty() && r.machine != machine) continue;
+    Nights& n = of[r.machine];
+    if (n.order.empty() || n.order.back() != r.night) {
+      n.order.push_back(r.night);
+      n.newest_runs.clear();
+    }
+    n.newest_runs.push_back(r.run);
+  }
+  std::map<std::string, Unmeasured> out;
+  for (const auto& [m, n] : of) out[m] = {m, n.newest_runs, 0, {}};
+  for (const auto& s : series) {
+    const auto n = of.find(s.machine);
+    if (n == of.end() || s.points.empty()) continue;
+    const std::string& last = s.points.back().night;
+    if (last == n->second.order.back()) ++out[s.machine].points;
+    else if (n->second.order.size() > 1 && last == n->second.order[n->second.order.size() - 2]) out[s.machine].missing.push_back(&s);
+  }
+  std::vector<Unmeasured> gaps;
+  for (auto& [m, u] : out) {
+    if (u.points == 0 || !u.missing.empty()) gaps.push_back(std::move(u));
+  }
+  return gaps;
+}
+
+std::string Unmeasured::why(const HistorySeries& s, const std::vector<RunNote>& notes) const {
+  for (const auto& n : notes) {  // the series' own step, params and world
+    if (n.step == s.step && n.params == s.params && n.world == s.world) return fmt::format("{}: {}", n.status, n.reason);
+  }
+  // A step skipped before it measured anything records fewer params (no size): those it has must agree.
+  const json params = json::parse(s.params);
+  for (const auto& n : notes) {
+    if (n.step != s.step) continue;
+    const json noted = json::parse(n.params);
+    if (std::all_of(noted.items().begin(), noted.items().end(),
+                    [&](const auto& kv) { return params.contains(kv.key()) && params[kv.key()] == kv.value(); })) {
+      return fmt::format("{} of {} {}: {}", n.status, n.step, series_label(noted, n.world), n.reason);
+    }
+  }
+  std::string events;
+  for (const auto& n : notes) {
+    if (loses_measurements(n)) events += fmt::format("{}{}: {}", events.empty() ? "" : "; ", n.status.substr(6), n.reason);
+  }
+  if (!events.empty()) return events;
+  return fmt::format("no record of it in run {}: the run ended before this step, or its plan no longer has it",
+                     fmt::join(night, ", "));
 }
 
 }  // namespace rocebench::reports

@@ -1,11 +1,12 @@
 // `rocebench history add | check | export | trends`: the nightly results history (history.hpp).
 #include "history_cli.hpp"
 
-#include <unistd.h>
-
 #include <iostream>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/compare.hpp"
@@ -27,14 +28,17 @@ constexpr const char* kUsage =
     "  trends   one plot per series over time with its change points, and an index page\n";
 
 int add_main(const Args& args) {
-  std::string db, machine, rerun_of;
+  std::string db;
+  AddOptions o;
   double busy_s = 10;
   std::vector<std::string> files;
   ArgParser p("rocebench history add", "Add runs to the history database (created when missing), all in one transaction: a\n"
-                                       "bad file adds nothing, and a run already there is left as it is.");
+                                       "file with a bad line adds nothing, and a run already there is left as it is\n"
+                                       "(--replace RUN replaces it).");
   p.option("--db", &db, "history database (SQLite)", "FILE")
-      .option("--machine", &machine, "machine class of the runs, for records that do not describe their hosts", "CLASS")
-      .option("--rerun-of", &rerun_of, "the runs repeat this run of the history (an UNKNOWN asked for them): they join its night", "RUN")
+      .option("--machine", &o.machine, "machine class of the runs, for records that do not describe their hosts", "CLASS")
+      .option("--rerun-of", &o.rerun_of, "the runs repeat this run of the history (an UNKNOWN asked for them): they join its night", "RUN")
+      .option("--replace", &o.replace, "replace this run of the history by the one results file given (a repaired file)", "RUN")
       .option("--busy-timeout", &busy_s, "seconds to wait for another writer (default 10)", "S")
       .range(0.001, 3600)
       .rest("RESULTS", &files, "run folders or their results.jsonl, one run each");
@@ -42,8 +46,9 @@ int add_main(const Args& args) {
   if (db.empty()) throw UsageError("rocebench history add: --db is missing\n\n" + p.usage());
   if (files.empty()) throw UsageError("rocebench history add: no results file given\n\n" + p.usage());
   History h(db, History::Mode::create, std::chrono::milliseconds(static_cast<long>(busy_s * 1000)));
-  const AddResult r = h.add(files, machine, rerun_of);
-  for (const auto& run : r.already) std::cout << fmt::format("{}: already in the history, left as it is\n", run);
+  const AddResult r = h.add(files, o);
+  for (const auto& run : r.already) std::cout << fmt::format("{}: already in the history, left as it is (--replace {} replaces it)\n", run, run);
+  for (const auto& run : r.replaced) std::cout << fmt::format("{}: replaced\n", run);
   std::cout << fmt::format("added {} run(s), {} points, to {}\n", r.added.size(), r.points, db);
   return kExitOk;
 }
@@ -51,12 +56,62 @@ int add_main(const Args& args) {
 std::string change_text(const SeriesCheck& c) {
   const auto& v = c.verdict;
   if (!v.change || v.call == Call::same) return v.why;
-  const auto& at = c.series->points[v.change->index];
+  const auto& at = c.series->points[v.start];
   return fmt::format("{}; from run {} (revision {}, {})", v.why, at.run, at.revision, at.time.substr(0, 10));
 }
 
+// The machine classes of the history, for a --machine that names none of them.
+void require_machine(const History& h, const std::string& machine, const char* command) {
+  if (machine.empty()) return;
+  std::set<std::string> classes;
+  for (const auto& r : h.runs()) classes.insert(r.machine);
+  if (classes.count(machine)) return;
+  std::string list;
+  for (const auto& c : classes) list += "\n  " + c;
+  throw UsageError(fmt::format("rocebench history {}: --machine {}: no such machine class in {}; it holds {}", command,
+                               printable_excerpt(machine), h.file().string(), classes.empty() ? "no run yet" : "these:" + list));
+}
+
+// Prints what the newest nights did not measure, and adds it to `verdicts` as failures. Returns how
+// many machine classes missed something.
+std::size_t print_unmeasured(const History& h, const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
+                             const std::string& machine, std::vector<Verdict>& verdicts) {
+  const auto gaps = unmeasured(series, runs, machine);
+  for (const auto& u : gaps) {
+    const std::string night = fmt::format("run {}", fmt::join(u.night, ", "));
+    if (u.points == 0) {  // every series is missing: what the night's records say is the news
+      const auto notes = h.notes_of(u.night);
+      std::string why;
+      for (const auto& n : notes) why += fmt::format("\n            {}{}: {}", n.step.empty() ? "" : n.step + " ", n.status, n.reason);
+      const std::string text = fmt::format("the newest night ({}) measured nothing{}", night,
+                                           why.empty() ? ": its records hold no result and no event (did the run die before its first "
+                                                         "measurement?)" : "; its records say:" + why);
+      std::cout << fmt::format("machine {}\n  NOT MEASURED {}\n", u.machine, text);
+      verdicts.push_back({"history", u.machine + ": newest night", Outcome::fail, "NOT MEASURED: " + text});
+      continue;
+    }
+    std::cout << fmt::format("machine {}\n  NOT MEASURED {} series that the night before (run {}) measured, in the newest night ({}):\n",
+                             u.machine, u.missing.size(), u.missing.front()->points.back().night, night);
+    const auto notes = h.notes_of(u.night);
+    // One line per measurement (step, params, world) with its metrics: a lost size loses all of them.
+    std::map<std::tuple<std::string, std::string, int>, std::pair<std::vector<std::string>, std::string>> lines;
+    for (const HistorySeries* s : u.missing) {
+      auto& [metrics, why] = lines[{s->step, s->params, s->world}];
+      metrics.push_back(s->metric);
+      why = u.why(*s, notes);
+    }
+    for (const auto& [key, line] : lines) {
+      const auto& [step, params, world] = key;
+      const std::string what = fmt::format("{} [{}] {}", step, fmt::join(line.first, ", "), series_label(json::parse(params), world));
+      std::cout << fmt::format("    {}\n            {}\n", what, line.second);
+      verdicts.push_back({"history", u.machine + ": " + what, Outcome::fail, "NOT MEASURED: " + line.second});
+    }
+  }
+  return gaps.size();
+}
+
 // Prints every verdict but SAME (all: those too) and the counts; writes JUnit when `junit` is set.
-// Returns 1 when a series regressed, else 0.
+// Returns 1 when a series regressed or the newest night did not measure what the night before did, else 0.
 int print_check(const History& h, const CheckOptions& o, const std::string& machine, bool all, const std::string& junit) {
   const auto series = h.series(machine);
   const auto runs = h.runs();
@@ -90,6 +145,7 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
     std::cout << fmt::format("  {:<9} {:>7}  {}\n            {}\n", to_string(c.verdict.call),
                              c.verdict.change ? fmt::format("{:+.1f}%", c.verdict.effect * 100) : "", c.series->label(), text);
   }
+  const std::size_t gaps = print_unmeasured(h, series, runs, machine, verdicts);
   std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
                            o.since.empty() ? fmt::format("the last {} night(s)", o.window) : "since " + o.since,
                            count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
@@ -104,8 +160,12 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
     std::cout << fmt::format("UNKNOWN: a few reruns would not decide {} of them: each line says why (most: lower the noise)\n",
                              count[Call::unknown] - reruns.series - nights.series);
   }
+  if (gaps) {
+    std::cout << fmt::format("FAIL: the newest night of {} machine class(es) did not measure what it measured before (NOT MEASURED "
+                             "above): a night that lost its measurements cannot show a regression\n", gaps);
+  }
   if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
-  return count[Call::regressed] ? kExitCheckFailed : kExitOk;
+  return count[Call::regressed] || gaps ? kExitCheckFailed : kExitOk;
 }
 
 int check_main(const Args& args) {
@@ -136,6 +196,7 @@ int check_main(const Args& args) {
   o.window = static_cast<std::size_t>(window);
   o.judge.min_baseline = static_cast<std::size_t>(min_baseline);
   const History h(db, History::Mode::existing);
+  require_machine(h, machine, "check");
   return print_check(h, o, machine, all, junit);
 }
 
@@ -165,7 +226,8 @@ int export_main(const Args& args) {
   ArgParser p("rocebench history export",
               "Writes the newest run's metrics (per machine class) as the node_exporter textfile collector reads them:\n"
               "one gauge per metric, labelled by machine, host, step, world and the step's params. The file is\n"
-              "replaced atomically, so the collector never reads half of it.");
+              "replaced atomically, so the collector never reads half of it; a newest run that measured nothing\n"
+              "leaves it as it was (exit 1).");
   p.option("--db", &db, "history database", "FILE")
       .option("-o", &out, "output file (default: stdout), e.g. /var/lib/node_exporter/rocebench.prom", "FILE")
       .option("--format", &format, "prometheus (text format 0.0.4) or openmetrics", "NAME")
@@ -176,8 +238,11 @@ int export_main(const Args& args) {
     throw UsageError(fmt::format("rocebench history export: --format {}: must be prometheus or openmetrics", printable_excerpt(format)));
   }
   const History h(db, History::Mode::existing);
+  require_machine(h, machine, "export");
   std::map<std::string, HistoryRun> newest;  // by machine class; runs() is in run order
-  for (const auto& r : h.runs()) newest[r.machine] = r;
+  for (const auto& r : h.runs()) {
+    if (machine.empty() || r.machine == machine) newest[r.machine] = r;
+  }
   std::map<std::string, std::string> hosts;  // run -> "a,b"
   struct Gauge {
     std::string metric, better;  // as recorded, and its declared direction
@@ -212,14 +277,19 @@ int export_main(const Args& args) {
     text += fmt::format("# HELP {} rocebench {} of the newest run ({})\n# TYPE {} gauge\n", name, g.metric, g.better, name);
     for (const auto& s : g.samples) text += name + s + "\n";
   }
+  if (lines.empty()) {
+    std::string runs;
+    for (const auto& [m, r] : newest) runs += (runs.empty() ? "" : ", ") + r.run;
+    std::cerr << fmt::format("rocebench history export: nothing to export: the newest run ({}) measured nothing{}\n", runs,
+                             out.empty() ? "" : "; " + out + " left as it was");
+    return kExitCheckFailed;
+  }
   if (format == "openmetrics") text += "# EOF\n";
   if (out.empty()) {
     std::cout << text;
     return kExitOk;
   }
-  const std::string tmp = fmt::format("{}.tmp.{}", out, ::getpid());
-  write_text(tmp, text);
-  std::filesystem::rename(tmp, out);
+  write_text(out, text);
   std::cerr << fmt::format("rocebench history export: {} metrics to {}\n", lines.size(), out);
   return kExitOk;
 }
@@ -233,7 +303,7 @@ int add_and_check(const std::filesystem::path& db, const std::filesystem::path& 
     if (r.value("kind", "") == "run") machine = machine_class(r, results.string());
   }
   History h(db, History::Mode::create);
-  const AddResult added = h.add({results.string()}, "", rerun_of);
+  const AddResult added = h.add({results.string()}, {.rerun_of = rerun_of});
   std::cout << fmt::format("history: {} {}\n", added.added.empty() ? "already held this run:" : "added this run to", db.string());
   return print_check(h, CheckOptions{}, machine, false, junit.string());
 }

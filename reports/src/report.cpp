@@ -1,6 +1,11 @@
 #include "rocebench/reports/report.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -194,14 +199,35 @@ Dataset load_results(const std::vector<std::string>& files) {
   if (files.empty()) throw UsageError("no results file given");
   Dataset data;
   for (const auto& f : files) data.load(f);
-  for (const auto& issue : data.issues) std::cerr << issue.text() << "\n";
+  for (const auto& issue : data.issues) std::cerr << issue.text() << " (record skipped)\n";
   return data;
 }
 
 void write_text(const std::filesystem::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  if (!out.flush()) throw InputError(file.string(), 0, "", "cannot write");
+  // Written beside the file and renamed over it: a reader never sees half of it, a failure never
+  // leaves an empty file where a good one was, and no temp file of ours stays behind.
+  auto refuse = [&](const std::string& why) { throw InputError(file.string(), 0, "", "cannot write: " + why); };
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) refuse("it is a folder");
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) refuse(fmt::format("its folder {} does not exist", folder.string()));
+  const fs::path tmp = folder / fmt::format(".{}.tmp.{}", file.filename().string(), ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) refuse(std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const int write_errno = done == text.size() ? 0 : errno ? errno : EIO;
+  const bool closed = ::close(fd) == 0;
+  if (write_errno || !closed || ::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int e = write_errno ? write_errno : errno;
+    ::unlink(tmp.c_str());
+    refuse(std::strerror(e));
+  }
 }
 
 ReportResult write_report(const ReportRequest& request) {

@@ -299,12 +299,12 @@ TEST(History, RunWithoutMachineClassIsRefusedAndNothingAdded) {
       },
       InputError);
   EXPECT_TRUE(h.runs().empty());  // the good file before it was not added either
-  EXPECT_EQ(h.add({file.string()}, "lab-a").added.size(), 1u);  // --machine gives the class
+  EXPECT_EQ(h.add({file.string()}, {.machine = "lab-a"}).added.size(), 1u);  // --machine gives the class
   EXPECT_EQ(h.runs().at(0).machine, "lab-a");
   // Records imported from other tools have no run record: --machine and the results' run id do.
   const auto imported = write_records(temp_dir() / "results.jsonl", {collective("imp", "allreduce", 2, 1024, 10, 1)});
   EXPECT_THROW(h.add({imported.string()}), InputError);
-  EXPECT_EQ(h.add({imported.string()}, "lab-a").added, std::vector<std::string>{"imp"});
+  EXPECT_EQ(h.add({imported.string()}, {.machine = "lab-a"}).added, std::vector<std::string>{"imp"});
 }
 
 TEST(History, AddingARunTwiceChangesNothing) {
@@ -521,7 +521,7 @@ TEST(History, RerunsJoinTheNightThatAskedForThem) {
     std::mt19937 rng(6);
     std::normal_distribution<double> noise(1, 0.005);
     for (std::size_t i = 1; i <= reruns; ++i) {
-      h.add({run_file(fmt::format("n30-rerun{}", i), fmt::format("2026-03-30T0{}:00:00Z", i), 110 * noise(rng))}, "", joined ? "n30" : "");
+      h.add({run_file(fmt::format("n30-rerun{}", i), fmt::format("2026-03-30T0{}:00:00Z", i), 110 * noise(rng))}, {.rerun_of = joined ? "n30" : ""});
     }
     const TrendVerdict after = time_us_verdict(h);
     EXPECT_EQ(after.call == Call::regressed, joined) << after.why;
@@ -533,8 +533,8 @@ TEST(History, ARerunSitsInItsNightAndMustNameARunOfTheSameMachine) {
   History h(db);
   h.add({run_file("n1", "2026-03-01T00:00:00Z", 100)});
   h.add({run_file("n2", "2026-03-02T00:00:00Z", 100)});
-  h.add({run_file("n1-rerun", "2026-03-03T00:00:00Z", 100)}, "", "n1");
-  h.add({run_file("n1-rerun2", "2026-03-04T00:00:00Z", 100)}, "", "n1-rerun");  // a rerun's rerun joins the same night
+  h.add({run_file("n1-rerun", "2026-03-03T00:00:00Z", 100)}, {.rerun_of = "n1"});
+  h.add({run_file("n1-rerun2", "2026-03-04T00:00:00Z", 100)}, {.rerun_of = "n1-rerun"});  // a rerun's rerun joins the same night
   std::vector<std::string> order, nights;
   for (const auto& r : h.runs()) {
     order.push_back(r.run);
@@ -551,7 +551,7 @@ TEST(History, ARerunSitsInItsNightAndMustNameARunOfTheSameMachine) {
   for (const auto& [of, cpu, says] : {std::tuple{"n9", "x86", "--rerun-of n9: no such run in"},
                                       std::tuple{"n2", "arm64", "--rerun-of n2: a run on 'x86 / no GPU / no RDMA NIC', but run n3 is on 'arm64"}}) {
     try {
-      h.add({run_file("n3", "2026-03-05T00:00:00Z", 100, cpu)}, "", of);
+      h.add({run_file("n3", "2026-03-05T00:00:00Z", 100, cpu)}, {.rerun_of = of});
       ADD_FAILURE() << of;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
@@ -571,4 +571,90 @@ TEST(Verdict, EachRerunIsAnotherLookSoTheLevelIsShared) {
   o.is_rerun.back() = true;
   const auto looked_twice = judge(x, x.size() - 3, e_divisive(x, o.detect), false, o);
   EXPECT_EQ(looked_twice.call, Call::unknown) << looked_twice.why;
+}
+
+// A step whose first judged run is still at the old level (window 3 on six old runs, then two at
+// +30%) is named from its first moved run, not the last old one the split starts at.
+TEST(Verdict, AStepIsNamedFromItsFirstMovedRun) {
+  const auto x = quiet_then(0.005, 21, {130.0, 130.0});
+  const auto v = judge_last(x, 3, false);
+  ASSERT_TRUE(v.change) << v.why;
+  EXPECT_EQ(v.start, 40u) << v.why;
+  EXPECT_NE(v.why.find("2 run(s) +"), std::string::npos) << v.why;
+}
+
+// Five flat runs, then three 20% slower: none of the baseline is as far off, yet eight runs cannot
+// pass the rank test at the night's level. The verdict says that, not that the baseline was as far off.
+TEST(Verdict, ARankTestWithoutThePowerSaysSo) {
+  const std::vector<double> x{100.0, 100.2, 99.8, 100.1, 99.9, 120.0, 120.3, 119.8};
+  const auto v = judge(x, 5, e_divisive(x, {}), false, {});
+  EXPECT_EQ(v.call, Call::unknown) << v.why;
+  EXPECT_NE(v.why.find("none of the 5 runs before as far off, but that few runs cannot pass the rank test"), std::string::npos)
+      << v.why;
+  EXPECT_EQ(v.why.find("as far off often enough"), std::string::npos) << v.why;
+}
+
+// A night that measured nothing, or less than the night before, is unmeasured, and the night's own
+// records say why; the check no longer skips it in silence.
+TEST(History, ANightThatMeasuredLessThanTheNightBeforeIsUnmeasured) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  h.add({run_file("n1", "2026-03-01T00:00:00Z", 100)});
+  h.add({run_file("n2", "2026-03-02T00:00:00Z", 100)});
+  std::vector<HistorySeries> series;  // what unmeasured()'s answer points into
+  auto gaps = [&] { return unmeasured(series = h.series(), h.runs()); };
+  EXPECT_TRUE(gaps().empty());
+  const std::size_t per_size = h.series().size();  // the metrics of one allreduce size
+  // n3 measured another size, and skipped the one the nights before measured.
+  json run = run_record("n3", "2026-03-03T00:00:00Z", {{"node01", 100000}});
+  run["hosts"][0]["cpu"]["model"] = "x86";
+  const json other = collective("n3", "allreduce", 2, 1 << 10, 10, 0.1);
+  const json skipped = skipped_result("n3", "collectives.allreduce", "node01", 2,
+                                      json::parse(h.series().front().params), "no RDMA device");
+  h.add({write_records(temp_dir() / "results.jsonl", {run, other, skipped}).string()});
+  auto g = gaps();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].night, std::vector<std::string>{"n3"});
+  EXPECT_EQ(g[0].points, per_size);  // those of the other size
+  ASSERT_EQ(g[0].missing.size(), per_size);
+  EXPECT_EQ(g[0].why(*g[0].missing[0], h.notes_of(g[0].night)), "skip: no RDMA device");
+  // n4 died before its first measurement: it measured nothing, and nothing says why.
+  json crashed = run_record("n4", "2026-03-04T00:00:00Z", {{"node01", 100000}});
+  crashed["hosts"][0]["cpu"]["model"] = "x86";
+  h.add({write_records(temp_dir() / "results.jsonl", {crashed}).string()});
+  g = gaps();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].points, 0u);
+  EXPECT_EQ(g[0].missing.size(), per_size);  // the other size, measured by n3
+  EXPECT_TRUE(h.notes_of(g[0].night).empty());
+}
+
+// A run is added whole or not at all: a file with a bad line adds nothing, and --replace then
+// completes the run in one transaction.
+TEST(History, ABadLineAddsNothingAndReplaceCompletesTheRun) {
+  const auto db = temp_dir() / "h.sqlite";
+  History h(db);
+  const auto good = run_file("r1", "2026-03-01T00:00:00Z", 100);
+  const auto bad = temp_dir() / "results.jsonl";
+  write_file(bad, read_file(good) + "{\"kind\": \"result\", \"broken\n");
+  try {
+    h.add({bad.string()});
+    ADD_FAILURE() << "a file with a bad line was added";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was added"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(h.runs().empty());
+  EXPECT_EQ(h.add({good}).added.size(), 1u);
+  const auto faster = run_file("r1", "2026-03-01T00:00:00Z", 50);
+  EXPECT_EQ(h.add({faster}).already, std::vector<std::string>{"r1"});
+  const auto r = h.add({faster}, {.replace = "r1"});
+  EXPECT_EQ(r.replaced, std::vector<std::string>{"r1"});
+  for (const auto& s : h.series()) {
+    ASSERT_EQ(s.points.size(), 1u);
+    if (s.metric == "time_us") {
+      EXPECT_EQ(s.points[0].value, 50);
+    }
+  }
+  EXPECT_THROW(h.add({faster}, {.replace = "r2"}), InputError);  // the file is not run r2
 }

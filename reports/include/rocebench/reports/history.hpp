@@ -2,8 +2,10 @@
 // The results history: every run added to one SQLite file, as series of per-run points keyed by
 // (machine class, step, params, world, metric), for change-point checks across nights.
 //
-// One `add` is one transaction (all its files or none); a second add of a run changes nothing; a
-// busy timeout lets two writers at once take turns. The file carries its schema version (PRAGMA
+// One `add` is one transaction (all its files or none, and all of a file or none: a file with a bad
+// line adds nothing); a second add of a run changes nothing unless it replaces it; a busy timeout
+// lets two writers at once take turns. Opening runs SQLite's quick_check: a damaged file is refused
+// before anything is read from it or written to it. The file carries its schema version (PRAGMA
 // user_version), migrated forward on open, and an application id, so another program's database is
 // refused rather than altered.
 //
@@ -27,7 +29,11 @@ struct sqlite3;
 
 namespace rocebench::reports {
 
-inline constexpr int kHistorySchemaVersion = 4;
+inline constexpr int kHistorySchemaVersion = 5;
+
+// How long after a run its rerun may be made (a Friday night's rerun on Monday morning): a later
+// run is a night of its own, not a second look at that one.
+inline constexpr std::chrono::hours kRerunWithin{72};
 
 // What makes runs comparable: per host its CPU model, GPU models and RDMA NIC models (the device
 // name without its index: mlx5_0 -> mlx5), distinct hosts joined with " + ", "4x " for repeats.
@@ -55,8 +61,28 @@ struct HistoryRun {
   std::string night;  // as HistoryPoint::night
 };
 
+// Refuses (InputError naming --rerun-of) a run made before the night it would join, or more than
+// kRerunWithin after it; a time that is not RFC 3339 (records imported from other tools) passes.
+void check_rerun_time(const std::string& rerun_of, const std::string& night, const std::string& night_time, const std::string& run,
+                      const std::string& run_time);
+
+// A result a run recorded without a measurement (status fail, skip or error, with its reason), or
+// one of its events (step empty; status "event NAME": a rank lost, a run interrupted): why a series
+// has no point in that run.
+struct RunNote {
+  std::string run, step, params;  // params: canonical JSON
+  int world = 0;
+  std::string status, reason;
+};
+
+struct AddOptions {  // members initialised, so that a call names only the ones it sets ({.rerun_of = RUN})
+  std::string machine{};   // replaces the machine class the run records give (records imported from other tools)
+  std::string rerun_of{};  // a run of the history (same machine class, made within kRerunWithin before) these runs repeat
+  std::string replace{};   // a run already in the history that the (one) file replaces, in the same transaction
+};
+
 struct AddResult {
-  std::vector<std::string> added, already;  // run ids
+  std::vector<std::string> added, already, replaced;  // run ids
   std::size_t points = 0;
 };
 
@@ -72,15 +98,15 @@ class History {
   History(const History&) = delete;
   History& operator=(const History&) = delete;
 
-  // Adds the runs of results files in one transaction. `machine` replaces the machine class
-  // the run records give (for records imported from other tools). `rerun_of` names a run of the
-  // history (of the same machine class) that these runs repeat; InputError naming --rerun-of else.
-  AddResult add(const std::vector<std::string>& results_files, const std::string& machine = "", const std::string& rerun_of = "");
+  // Adds the runs of results files in one transaction; a file with a bad line adds nothing (InputError
+  // naming file:line). InputError naming --rerun-of or --replace when the run they name cannot be.
+  AddResult add(const std::vector<std::string>& results_files, const AddOptions& options = {});
 
   std::vector<HistorySeries> series(const std::string& machine = "") const;
   // In run order: nights by the time of their first run, each night's reruns right after it (by time, then id).
   std::vector<HistoryRun> runs() const;
   std::string hosts_of(const std::string& run) const;  // "node1,node2"
+  std::vector<RunNote> notes_of(const std::vector<std::string>& runs) const;
   int schema_version() const;
   const std::filesystem::path& file() const { return file_; }
 
@@ -88,6 +114,7 @@ class History {
   void exec(const std::string& sql) const;
   [[noreturn]] void fail(int rc, const std::string& doing) const;
   void migrate(int version);
+  void check_integrity() const;
   std::filesystem::path file_;
   sqlite3* db_ = nullptr;
   std::chrono::milliseconds busy_timeout_;
@@ -110,11 +137,25 @@ struct SeriesCheck {
   TrendVerdict verdict;
 };
 
-// A verdict for every series that has a point in the newest run of its machine class, the metric's
+// A verdict for every series that has a point in the newest night of its machine class, the metric's
 // direction from its step's declaration (shapes.hpp: a metric without a direction is never a
 // regression). Regressions first, then UNKNOWN, IMPROVED and SAME, each by size of change. InputError when `since` names no run of the history.
 std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                        const CheckOptions& options);
+
+// What the newest night of a machine class did not measure: the series that its night before measured
+// and it did not, or all when it measured nothing at all. A nightly that died early measures nothing,
+// and a check that only judges what was measured would turn green over it.
+struct Unmeasured {
+  std::string machine;
+  std::vector<std::string> night;  // the newest night's runs: the night, then its reruns
+  std::size_t points = 0;          // what it measured
+  std::vector<const HistorySeries*> missing;
+  std::string why(const HistorySeries& s, const std::vector<RunNote>& notes) const;  // what the night's records say of it
+};
+// Per machine class (only `machine` when given) whose newest night missed something.
+std::vector<Unmeasured> unmeasured(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
+                                   const std::string& machine = "");
 
 // What a run whose plan names a history does at its end: adds the run (its results.jsonl) to `db`,
 // then checks the newest runs of its machine class as `history check` does (the last 3 nights),
