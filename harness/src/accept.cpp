@@ -189,14 +189,20 @@ class Acceptance {
     return 0;
   }
 
-  // Stage 3: allreduce over every reachable node; below threshold (also on a retry), bisection
-  // names the node(s) that slow the group, and the group without them is tried again.
-  void allreduce_stage(std::vector<Node> group, double median_pair) {
+  // Stage 3: allreduce over every reachable node, against the rated link or the median pair.
+  void allreduce_stage(const std::vector<Node>& group, double median_pair) {
     const bool rated = profile_.rated_link_Gbps > 0;
-    if (median_pair <= 0 && !rated) return;
+    if (median_pair <= 0 && !rated) return;  // no figure to judge against: the links stage said why
     const double threshold = rated ? profile_.busbw_fraction_of_rated * profile_.rated_link_Gbps : profile_.busbw_fraction * median_pair;
     const std::string against = rated ? fmt::format("{} x the rated link's {:.3f}", profile_.busbw_fraction_of_rated, profile_.rated_link_Gbps)
                                       : fmt::format("{} x the median pair's {:.3f}", profile_.busbw_fraction, median_pair);
+    allreduce_rounds(group, threshold, against);
+    verdicts_.ran("allreduce", names(group));
+  }
+
+  // Below threshold (also on a retry), bisection names the node that slows the group, and the group
+  // without it is tried again (three rounds at most).
+  void allreduce_rounds(std::vector<Node> group, double threshold, const std::string& against) {
     std::vector<std::string> log;  // each run's group and figure, the evidence of a SLOW
     auto slow = [&](const std::string& label, const std::vector<Node>& g, double* seen = nullptr) {
       const double gbps = allreduce_gbps(label, g);
@@ -222,6 +228,7 @@ class Acceptance {
           "allreduce busbw (Gb/s) against {:.3f} ({}): {}; bisection: {} run(s)", threshold, against, fmt::join(log, "; "), b.runs);
       if (b.slow.empty()) {
         verdicts_.fail_cluster({accept::kSlow, "allreduce", evidence + "; no single node isolated"});
+        for (const auto& n : group) verdicts_.stage(n.name, "allreduce", fmt::format("slow with the group ({:.3f} Gb/s busbw)", full));
         return;
       }
       std::vector<Node> rest;
@@ -245,13 +252,19 @@ class Acceptance {
     std::vector<json> records;
     if (!with_gpu.empty()) {
       const json params = {{"filter", "^gpu_(gemm|copy/dir:h2d)"}, {"repetitions", 3}, {"min_time_s", 0.05}, {"min_bytes", 64 << 20}, {"max_bytes", 64 << 20}};
-      records = launch_retried("gpu", with_gpu, one_step("microbench.host", params)).records;
+      const StageRun s = launch_retried("gpu", with_gpu, one_step("microbench.host", params));
+      records = s.records;
+      if (!s.completed()) {  // the column stays, with the failure, beside what its records still say
+        for (const auto& n : with_gpu) {
+          verdicts_.fail(n.name, {accept::kUnverified, "gpu", fmt::format("the GPU benchmarks did not complete (exit {}, twice)", s.exit_code)});
+        }
+      }
     }
     std::map<std::string, std::string> left_out;
     for (const auto& n : reachable) {
       if (no_gpu_.count(n.name)) left_out[n.name] = no_gpu_.at(n.name);
     }
-    accept::judge_gpu(verdicts_, records, left_out, profile_);
+    accept::judge_gpu(verdicts_, records, names(reachable), left_out, profile_);
   }
 
   // Stage 5: a short data-parallel training run over the reachable nodes (one rank each, the full

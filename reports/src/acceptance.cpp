@@ -184,6 +184,14 @@ void Verdicts::fail(const std::string& host, Finding finding) {
   node(host).findings.push_back(std::move(finding));
 }
 
+void Verdicts::ran(const std::string& stage, const std::vector<std::string>& hosts) {
+  for (const auto& host : hosts) {
+    if (!node(host).stages.count(stage)) {
+      fail(host, {kUnverified, stage, fmt::format("the {} stage gave no evidence of this node: none of its records names it", stage)});
+    }
+  }
+}
+
 bool Verdicts::pass() const {
   return cluster_.empty() && std::all_of(nodes_.begin(), nodes_.end(), [](const NodeVerdict& n) { return n.pass(); });
 }
@@ -246,6 +254,7 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
     }
   }
   judge_consistency(v, records, hosts);
+  v.ran("netcheck", hosts);
 }
 
 namespace {
@@ -262,8 +271,8 @@ struct GpuFigure {
 
 }  // namespace
 
-void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
-               const Profile& profile) {
+void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts,
+               const std::map<std::string, std::string>& no_gpu, const Profile& profile) {
   // The table's cell says the gist ("no GPU"); the finding keeps the whole reason.
   auto gist = [](const std::string& why) { return "skip (" + why.substr(0, why.find(':')) + ")"; };
   for (const auto& [host, why] : no_gpu) {
@@ -332,6 +341,7 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std
     const auto it = cells.find(node.host);
     if (it != cells.end() && !node.stages.count("gpu")) v.stage(node.host, "gpu", fmt::format("ok ({})", fmt::join(it->second, ", ")));
   }
+  v.ran("gpu", hosts);
 }
 
 void judge_training(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile) {
@@ -376,6 +386,7 @@ void judge_training(Verdicts& v, const std::vector<json>& records, const std::ve
       v.stage(host, "train", fmt::format("ok ({} images/s)", number(it->second)));
     }
   }
+  v.ran("train", hosts);
 }
 
 namespace {
@@ -416,7 +427,10 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
       all.push_back(r["metrics"][metric].get<double>());
     }
   }
-  if (all.empty()) return;
+  if (all.empty()) {  // no pair was measured: no node has evidence
+    v.ran("links", hosts);
+    return;
+  }
   const double fleet = median_of(all);
   for (const auto& host : hosts) {
     std::vector<double> own, retests;
@@ -437,6 +451,7 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
       v.stage(host, "links", fmt::format("ok ({}{}, median of its pairs)", number(median_of(own)), unit));
     }
   }
+  v.ran("links", hosts);
 }
 
 // ---- bisection --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "rocebench/reports/acceptance.hpp"
@@ -89,7 +90,7 @@ TEST(AcceptVerdicts, NetcheckFailureIsConfigAndUnverifiedIsItsOwnReason) {
   EXPECT_EQ(n[1].findings[0].code, kUnverified);
   EXPECT_TRUE(n[2].pass()) << "a host without RDMA keeps its skips";
   EXPECT_EQ(n[2].stages.at("netcheck"), "skip (1 checks: no RDMA device)");
-  EXPECT_EQ(n[3].stages.count("netcheck"), 0u) << "no records: the stage did not reach d";
+  EXPECT_EQ(n[3].stages.at("netcheck"), "FAIL UNVERIFIED") << "no records: the stage gave no evidence of d";
   EXPECT_FALSE(v.pass());
 }
 
@@ -126,7 +127,7 @@ json gemm(const std::string& host, double tflops, int gpu = 0) {
 TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequired) {
   Profile p = load_profile("auto");
   Verdicts v({"a", "b", "c", "d"});
-  judge_gpu(v, {gemm("a", 700), gemm("b", 710), gemm("c", 520)}, {{"d", "no GPU: cudaGetDeviceCount found none"}}, p);
+  judge_gpu(v, {gemm("a", 700), gemm("b", 710), gemm("c", 520)}, {"a", "b", "c", "d"}, {{"d", "no GPU: cudaGetDeviceCount found none"}}, p);
   EXPECT_TRUE(v.nodes()[0].pass());
   EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "ok (700 TFLOP/s)");
   ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
@@ -136,7 +137,7 @@ TEST(AcceptVerdicts, GpuBelowTheFleetOrItsRatingIsGpuAndNoGpuIsASkipUnlessRequir
   p.gpu_required = true;
   p.gemm_tflops = 989;
   Verdicts rated({"a", "d"});
-  judge_gpu(rated, {gemm("a", 700)}, {{"d", "no GPU"}}, p);
+  judge_gpu(rated, {gemm("a", 700)}, {"a", "d"}, {{"d", "no GPU"}}, p);
   ASSERT_EQ(rated.nodes()[0].findings.size(), 1u);
   EXPECT_EQ(rated.nodes()[0].findings[0].evidence, "GPU 0: GEMM bf16: 700 TFLOP/s, below 0.9 x the rated 989");
   EXPECT_EQ(rated.nodes()[1].findings.at(0).code, kUnverified);
@@ -147,8 +148,8 @@ TEST(AcceptVerdicts, EveryGpuOfANodeIsJudgedAndTheVerdictNamesTheSlowOrFailedOne
   failed["status"] = "error";
   failed["reason"] = "cudaMalloc: out of memory";
   Verdicts v({"a", "b", "c"});
-  judge_gpu(v, {gemm("a", 700, 0), gemm("a", 705, 1), gemm("b", 702, 0), gemm("b", 400, 1), gemm("c", 698, 0), failed}, {},
-            load_profile("auto"));
+  judge_gpu(v, {gemm("a", 700, 0), gemm("a", 705, 1), gemm("b", 702, 0), gemm("b", 400, 1), gemm("c", 698, 0), failed},
+            {"a", "b", "c"}, {}, load_profile("auto"));
   EXPECT_TRUE(v.nodes()[0].pass());
   EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "ok (700–705 TFLOP/s on 2 GPUs)");
   ASSERT_EQ(v.nodes()[1].findings.size(), 1u);
@@ -157,6 +158,17 @@ TEST(AcceptVerdicts, EveryGpuOfANodeIsJudgedAndTheVerdictNamesTheSlowOrFailedOne
   ASSERT_EQ(v.nodes()[2].findings.size(), 1u);
   EXPECT_EQ(v.nodes()[2].findings[0].code, kGpu);
   EXPECT_EQ(v.nodes()[2].findings[0].evidence, "GPU 1: its benchmarks did not run: cudaMalloc: out of memory");
+}
+
+TEST(AcceptVerdicts, AGpuStageThatLeftNoRecordKeepsItsColumnAndPassesNoNode) {
+  Verdicts v({"a", "b"});
+  v.stage("a", "hosts", "ok");
+  v.stage("b", "hosts", "ok");
+  judge_gpu(v, {}, {"a", "b"}, {{"b", "no GPU: cudaGetDeviceCount found none"}}, load_profile("auto"));
+  EXPECT_EQ(v.stages(), (std::vector<std::string>{"hosts", "gpu"}));
+  EXPECT_EQ(v.nodes()[0].stages.at("gpu"), "FAIL UNVERIFIED") << "a has a GPU and no figure of it";
+  EXPECT_EQ(v.nodes()[1].stages.at("gpu"), "skip (no GPU)");
+  EXPECT_FALSE(v.pass());
 }
 
 // models.scaling's record at the full world, with each rank's figures as the step gathers them.
@@ -223,6 +235,30 @@ TEST(AcceptVerdicts, LinkNamesTheBadHostWithItsPairsAgainstTheMedian) {
   EXPECT_EQ(v.nodes()[3].findings[0].code, kLink);
   EXPECT_EQ(v.nodes()[3].findings[0].evidence, "pairs with x: 0.41–0.46 Gb/s against a median of 0.68; retest 0.44");
   EXPECT_NEAR(median_pair_bandwidth(records), 0.68, 1e-12);
+}
+
+// A node a stage ran on but whose records never came back (its name differs from the records', its
+// records were lost) has no evidence: it fails, saying which stage gave none, and never passes.
+TEST(AcceptVerdicts, ANodeWithoutEvidenceFromAStageThatRanOnItNeverPasses) {
+  Verdicts v({"a", "d"});
+  judge_netcheck(v, {check("a", "host.kernel", "ok")}, {"a", "d"});
+  judge_links(v, {pair("a", "x", 0.9)}, {"a", "d"});
+  judge_training(v, {training({{"a", 80}, {"x", 80}})}, {"a", "d"}, load_profile("auto"));
+  EXPECT_TRUE(v.nodes()[0].pass());
+  const NodeVerdict& d = v.nodes()[1];
+  EXPECT_FALSE(d.pass());
+  EXPECT_FALSE(v.pass());
+  std::map<std::string, std::string> no_evidence;  // stage -> the finding's code
+  for (const auto& f : d.findings) no_evidence[f.stage] = f.code;
+  EXPECT_EQ(no_evidence, (std::map<std::string, std::string>{{"links", kUnverified}, {"netcheck", kUnverified}, {"train", kUnverified}}));
+  EXPECT_EQ(d.stages.at("netcheck"), "FAIL UNVERIFIED") << "the stage's cell shows it, never an empty cell";
+  EXPECT_EQ(d.findings.front().evidence, "the netcheck stage gave no evidence of this node: none of its records names it");
+  EXPECT_NE(verdict_table(v).find("d     FAIL UNVERIFIED"), std::string::npos) << verdict_table(v);
+
+  Verdicts none({"a", "b"});  // a link matrix that measured no pair at all
+  judge_links(none, {}, {"a", "b"});
+  EXPECT_FALSE(none.pass());
+  EXPECT_EQ(none.stages(), std::vector<std::string>{"links"}) << "the stage's column stays";
 }
 
 TEST(AcceptVerdicts, RenderedOncePerHostAndStage) {

@@ -78,6 +78,9 @@ class Verdicts {
   explicit Verdicts(const std::vector<std::string>& hosts);
   void stage(const std::string& host, const std::string& stage, const std::string& cell);
   void fail(const std::string& host, Finding finding);
+  // The stage ran on `hosts`: its column stays, and each of them it gave no evidence of (no cell:
+  // no record names it) is UNVERIFIED. No evidence is never a pass.
+  void ran(const std::string& stage, const std::vector<std::string>& hosts);
   // A failure of the cluster that no node explains (a slow collective bisection could not pin).
   void fail_cluster(Finding finding) { cluster_.push_back(std::move(finding)); }
   const std::vector<NodeVerdict>& nodes() const { return nodes_; }
@@ -98,10 +101,10 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
 // microbench.host's GPU records (gpu_gemm, gpu_copy h2d), one per GPU (params.gpu): a GPU below the
 // profile's fraction of the rated figure (or of the fleet's median over every GPU) is GPU, naming the
 // GPU; so is a GPU whose benchmarks failed while the node's others ran. A node whose GPU benchmarks
-// could not run at all is a skip, or UNVERIFIED when the profile requires a GPU. `no_gpu` names the
-// nodes the stage left out, and why.
-void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::map<std::string, std::string>& no_gpu,
-               const Profile& profile);
+// could not run at all is a skip, or UNVERIFIED when the profile requires a GPU. `hosts` are the nodes
+// judged, `no_gpu` those of them the stage left out, and why.
+void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts,
+               const std::map<std::string, std::string>& no_gpu, const Profile& profile);
 // models.scaling's record at the largest world: each node's images/s from its own compute
 // (samples.per_rank) below the profile's fraction of the fleet's median is TRAIN; a skipped run is a
 // skip, or UNVERIFIED when the profile requires a GPU; `hosts` that the record does not name (or no
