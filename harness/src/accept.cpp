@@ -11,6 +11,7 @@
 #include "launch.hpp"
 #include "run.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/hostname.hpp"
 #include "rocebench/common/run_id.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
@@ -32,9 +33,14 @@ struct AcceptOptions {
 
 // A node as the operator named it (hostfile line or emulated host), and how to start a rank there.
 struct Node {
-  std::string name;
+  std::string name;     // as the operator wrote it: what the launcher is given
   std::string address;  // emulated hosts only
+  std::string host;     // what its ranks' records call it, and its row in the verdict
 };
+
+// The name a node's records carry: a rank on this host records this host's name, however the
+// hostfile named it ("localhost", an address, the FQDN). The one place records meet node names.
+std::string record_host(const std::string& name) { return names_this_host(name) ? this_hostname() : name; }
 
 // One stage's run: its plan on a group of nodes, in its own folder under stages/.
 struct StageRun {
@@ -51,7 +57,7 @@ class Acceptance {
  public:
   Acceptance(AcceptOptions options, std::vector<Node> nodes, fs::path dir, accept::Profile profile)
       : options_(std::move(options)), nodes_(std::move(nodes)), dir_(std::move(dir)), profile_(std::move(profile)),
-        verdicts_(names(nodes_)) {}
+        verdicts_(rows(nodes_)) {}
 
   int run() {
     const std::vector<Node> reachable = hosts_stage();
@@ -69,6 +75,13 @@ class Acceptance {
   }
 
  private:
+  // The nodes as their records name them (the verdict's rows).
+  static std::vector<std::string> rows(const std::vector<Node>& nodes) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes) out.push_back(n.host);
+    return out;
+  }
+  // The nodes as the operator named them (for messages).
   static std::vector<std::string> names(const std::vector<Node>& nodes) {
     std::vector<std::string> out;
     for (const auto& n : nodes) out.push_back(n.name);
@@ -124,7 +137,7 @@ class Acceptance {
     for (const auto& spec : options_.netcheck_trees) {
       const auto eq = spec.find('=');
       const fs::path tree = fs::absolute(spec.substr(eq + 1));
-      netcheck["per_host"][spec.substr(0, eq)] = {{"root", (tree / "root").string()}, {"capture", (tree / "capture").string()}};
+      netcheck["per_host"][record_host(spec.substr(0, eq))] = {{"root", (tree / "root").string()}, {"capture", (tree / "capture").string()}};
     }
     const json steps = json::array({{{"step", "harness.rendezvous"}, {"params", {{"rounds", 3}}}},
                                     {{"step", "netcheck.host"}, {"params", netcheck}}});
@@ -147,11 +160,11 @@ class Acceptance {
         for (const auto& r : alone.records) {
           if (r.value("event", "") == "rank.lost") why = r.value("message", why);
         }
-        verdicts_.fail(node.name, {accept::kUnreachable, "hosts", fmt::format("failed with the others and alone: {}", why)});
+        verdicts_.fail(node.host, {accept::kUnreachable, "hosts", fmt::format("failed with the others and alone: {}", why)});
       }
     }
-    for (const auto& node : reachable) verdicts_.stage(node.name, "hosts", "ok");
-    accept::judge_netcheck(verdicts_, records, names(reachable));
+    for (const auto& node : reachable) verdicts_.stage(node.host, "hosts", "ok");
+    accept::judge_netcheck(verdicts_, records, rows(reachable));
     // The run records say which nodes have a GPU, and why not (the GPU stage runs on the others).
     for (const auto& r : records) {
       if (r.value("kind", "") != "run") continue;
@@ -169,10 +182,10 @@ class Acceptance {
                          {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction}};
     const StageRun s = launch_retried("links", group, one_step("microbench.allpairs", params));
     if (!s.completed()) {
-      for (const auto& n : group) verdicts_.fail(n.name, {accept::kUnverified, "links", fmt::format("the link matrix did not complete (exit {}, twice)", s.exit_code)});
+      for (const auto& n : group) verdicts_.fail(n.host, {accept::kUnverified, "links", fmt::format("the link matrix did not complete (exit {}, twice)", s.exit_code)});
       return 0;
     }
-    accept::judge_links(verdicts_, s.records, names(group));
+    accept::judge_links(verdicts_, s.records, rows(group));
     return accept::median_pair_bandwidth(s.records);
   }
 
@@ -197,7 +210,7 @@ class Acceptance {
     const std::string against = rated ? fmt::format("{} x the rated link's {:.3f}", profile_.busbw_fraction_of_rated, profile_.rated_link_Gbps)
                                       : fmt::format("{} x the median pair's {:.3f}", profile_.busbw_fraction, median_pair);
     allreduce_rounds(group, threshold, against);
-    verdicts_.ran("allreduce", names(group));
+    verdicts_.ran("allreduce", rows(group));
   }
 
   // Below threshold (also on a retry), bisection names the node that slows the group, and the group
@@ -216,7 +229,7 @@ class Acceptance {
       double full = 0;
       log.clear();
       if (!slow("allreduce", group, &full) || !slow("allreduce-retry", group, &full)) {
-        for (const auto& n : group) verdicts_.stage(n.name, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", full));
+        for (const auto& n : group) verdicts_.stage(n.host, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", full));
         return;
       }
       const accept::Bisection b = accept::bisect(static_cast<int>(group.size()), [&](const std::vector<int>& members) {
@@ -228,13 +241,13 @@ class Acceptance {
           "allreduce busbw (Gb/s) against {:.3f} ({}): {}; bisection: {} run(s)", threshold, against, fmt::join(log, "; "), b.runs);
       if (b.slow.empty()) {
         verdicts_.fail_cluster({accept::kSlow, "allreduce", evidence + "; no single node isolated"});
-        for (const auto& n : group) verdicts_.stage(n.name, "allreduce", fmt::format("slow with the group ({:.3f} Gb/s busbw)", full));
+        for (const auto& n : group) verdicts_.stage(n.host, "allreduce", fmt::format("slow with the group ({:.3f} Gb/s busbw)", full));
         return;
       }
       std::vector<Node> rest;
       for (std::size_t i = 0; i < group.size(); ++i) {
         if (std::find(b.slow.begin(), b.slow.end(), static_cast<int>(i)) != b.slow.end()) {
-          verdicts_.fail(group[i].name, {accept::kSlow, "allreduce", evidence});
+          verdicts_.fail(group[i].host, {accept::kSlow, "allreduce", evidence});
         } else {
           rest.push_back(group[i]);
         }
@@ -247,7 +260,7 @@ class Acceptance {
   void gpu_stage(const std::vector<Node>& reachable) {
     std::vector<Node> with_gpu;
     for (const auto& n : reachable) {
-      if (!no_gpu_.count(n.name)) with_gpu.push_back(n);
+      if (!no_gpu_.count(n.host)) with_gpu.push_back(n);
     }
     std::vector<json> records;
     if (!with_gpu.empty()) {
@@ -256,15 +269,15 @@ class Acceptance {
       records = s.records;
       if (!s.completed()) {  // the column stays, with the failure, beside what its records still say
         for (const auto& n : with_gpu) {
-          verdicts_.fail(n.name, {accept::kUnverified, "gpu", fmt::format("the GPU benchmarks did not complete (exit {}, twice)", s.exit_code)});
+          verdicts_.fail(n.host, {accept::kUnverified, "gpu", fmt::format("the GPU benchmarks did not complete (exit {}, twice)", s.exit_code)});
         }
       }
     }
     std::map<std::string, std::string> left_out;
     for (const auto& n : reachable) {
-      if (no_gpu_.count(n.name)) left_out[n.name] = no_gpu_.at(n.name);
+      if (no_gpu_.count(n.host)) left_out[n.host] = no_gpu_.at(n.host);
     }
-    accept::judge_gpu(verdicts_, records, names(reachable), left_out, profile_);
+    accept::judge_gpu(verdicts_, records, rows(reachable), left_out, profile_);
   }
 
   // Stage 5: a short data-parallel training run over the reachable nodes (one rank each, the full
@@ -275,7 +288,7 @@ class Acceptance {
                    {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"predict", false}};
     if (profile_.train_engine == "replay") params["timeline"] = profile_.train_timeline;
     const StageRun s = launch_retried("train", reachable, one_step("models.scaling", params));
-    accept::judge_training(verdicts_, s.completed() ? s.records : std::vector<json>{}, names(reachable), profile_);
+    accept::judge_training(verdicts_, s.completed() ? s.records : std::vector<json>{}, rows(reachable), profile_);
   }
 
   int finish() {
@@ -304,9 +317,12 @@ class Acceptance {
 std::vector<Node> nodes_of(const AcceptOptions& o) {
   std::vector<Node> nodes;
   if (!o.netns_file.empty()) {
-    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address});
+    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address, h.name()});
   } else {
-    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, ""});
+    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, "", record_host(h.host)});
+  }
+  for (const auto& n : nodes) {
+    if (n.host != n.name) std::cout << fmt::format("accept: {} is this host: its row is {}, the name its records carry\n", n.name, n.host);
   }
   return nodes;
 }
@@ -353,9 +369,9 @@ int accept_main(const Args& args) {
     }
     refuse_bad_run_id("rocebench accept", o.run_id);
     const accept::Profile profile = accept::load_profile(o.profile);
-    std::vector<Node> nodes = nodes_of(o);
     const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? new_run_id("accept") : o.run_id)
                                                             : fs::path(o.results_dir));
+    std::vector<Node> nodes = nodes_of(o);
     fs::create_directories(dir);
     std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());
     return Acceptance(o, std::move(nodes), dir, profile).run();
