@@ -1,8 +1,11 @@
 // `rocebench accept`: cluster acceptance in stages, each a run of its own on the hosts it needs
 // (every host; the reachable ones; halves of them while bisecting), ending with one verdict per node.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,6 +39,7 @@ struct Node {
   std::string name;     // as the operator wrote it: what the launcher is given
   std::string address;  // emulated hosts only
   std::string host;     // what its ranks' records call it, and its row in the verdict
+  int line = 0;         // in the hostfile (or emulated hosts file)
 };
 
 // The name a node's records carry: a rank on this host records this host's name, however the
@@ -314,13 +318,30 @@ class Acceptance {
   int runs_ = 0;
 };
 
+// Each line is one node with a verdict of its own: two lines naming one host would share its
+// records, and the second would pass on evidence it never gave.
+void refuse_duplicate_nodes(const std::vector<Node>& nodes, const std::string& file) {
+  std::map<std::string, const Node*> seen;  // lowercased record name -> its first line (host names ignore case)
+  for (const auto& n : nodes) {
+    std::string key = n.host;
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    const auto [first, fresh] = seen.emplace(key, &n);
+    if (fresh) continue;
+    const Node& was = *first->second;
+    const std::string same = was.name == n.name ? fmt::format("'{}' is already on line {}", n.name, was.line)
+                                                : fmt::format("'{}' is the same host as '{}' on line {} ({})", n.name, was.name, was.line, n.host);
+    throw InputError(file, n.line, "host", same + ": each line is one node; name each host once");
+  }
+}
+
 std::vector<Node> nodes_of(const AcceptOptions& o) {
   std::vector<Node> nodes;
   if (!o.netns_file.empty()) {
-    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address, h.name()});
+    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address, h.name(), h.line});
   } else {
-    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, "", record_host(h.host)});
+    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, "", record_host(h.host), h.line});
   }
+  refuse_duplicate_nodes(nodes, o.netns_file.empty() ? o.hostfile : o.netns_file);
   for (const auto& n : nodes) {
     if (n.host != n.name) std::cout << fmt::format("accept: {} is this host: its row is {}, the name its records carry\n", n.name, n.host);
   }

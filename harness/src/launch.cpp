@@ -152,6 +152,7 @@ std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string&
     line = line.substr(0, line.find('#'));
     std::istringstream words(line);
     HostSlot h;
+    h.line = line_no;
     if (!(words >> h.host)) continue;
     if (!valid_host_name(h.host)) {
       throw InputError(file, line_no, "host",
@@ -243,6 +244,7 @@ std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file)
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     std::istringstream words(line.substr(0, line.find('#')));
     EmulatedHost h;
+    h.line = line_no;
     if (!(words >> h.netns)) continue;
     if (!(words >> h.address)) throw InputError(file.string(), line_no, "address", "expected 'NETNS ADDRESS'");
     hosts.push_back(h);

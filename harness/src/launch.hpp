@@ -49,6 +49,7 @@ CpuPin pin_to_cpu(int local_rank);
 struct HostSlot {
   std::string host;
   int slots = 1;
+  int line = 0;  // in its hostfile, for messages
 };
 // Throws InputError "file:line: field 'slots': …".
 std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string& file);
@@ -76,6 +77,7 @@ struct EmulatedHost {
   std::string netns;
   std::string address;
   std::string hostname;  // what its ranks are called; empty: the namespace's name
+  int line = 0;          // in its hosts file, for messages
 
   const std::string& name() const { return hostname.empty() ? netns : hostname; }
 };
