@@ -392,6 +392,9 @@ int accept_main(const Args& args) {
     const accept::Profile profile = accept::load_profile(o.profile);
     const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? new_run_id("accept") : o.run_id)
                                                             : fs::path(o.results_dir));
+    // Stages write into it (plans, captures, records): an earlier acceptance's folder is refused.
+    if (!o.results_dir.empty()) refuse_used_results_dir("rocebench accept", dir, "--results-dir", o.results_dir);
+    else if (!o.run_id.empty()) refuse_used_results_dir("rocebench accept", dir, "--run-id", o.run_id);
     std::vector<Node> nodes = nodes_of(o);
     fs::create_directories(dir);
     std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());

@@ -356,6 +356,14 @@ void refuse_bad_run_id(const std::string& program, const std::string& run_id) {
   }
 }
 
+void refuse_used_results_dir(const std::string& program, const fs::path& dir, const std::string& flag, const std::string& value) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) return;
+  throw UsageError(fmt::format("{}: {} '{}': the results folder {} already exists and is not empty (an earlier run's?): "
+                               "choose another {}", program, flag, printable_excerpt(value), dir.string(),
+                               flag == "--run-id" ? "run id" : "folder"));
+}
+
 int launch_run(RunOptions options) {
   const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
   const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
@@ -591,6 +599,9 @@ int run_main(const Args& args) {
     if (o.launcher == "env") {
       if (o.results_dir.empty() && !o.run_id.empty()) o.results_dir = (fs::path(o.results_root) / o.run_id).string();
       return rank_main(o);
+    }
+    if (o.results_dir.empty() && !o.run_id.empty()) {
+      refuse_used_results_dir("rocebench run", fs::path(o.results_root) / o.run_id, "--run-id", o.run_id);
     }
     return launch_run(o);
   });

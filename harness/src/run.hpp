@@ -30,6 +30,11 @@ struct RunOptions {
 
 // Throws UsageError when a --run-id is not a plain folder name.
 void refuse_bad_run_id(const std::string& program, const std::string& run_id);
+// Throws UsageError naming `flag` and what the user typed (`value`) when the results folder `dir`
+// exists and holds anything: two runs' records in one file cannot be told apart, and the earlier
+// run's plan would be overwritten. Called before any rank starts.
+void refuse_used_results_dir(const std::string& program, const std::filesystem::path& dir, const std::string& flag,
+                             const std::string& value);
 
 // Starts the plan's ranks, waits for them and returns the run's exit code (README's codes).
 int launch_run(RunOptions options);

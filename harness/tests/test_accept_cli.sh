@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `rocebench accept` refuses, before any rank starts, what would let an acceptance pass on evidence
-# it never gathered: a hostfile naming one host twice (by one name, or by two names of this host).
-# Each refusal is exit 2 naming what the user typed.
+# `rocebench accept` and `rocebench run` refuse, before any rank starts, what would let an acceptance
+# pass on evidence it never gathered: a hostfile naming one host twice (by one name, or by two names
+# of this host), and a results folder an earlier run already holds (--run-id, --results-dir), whose
+# records would mix with the new run's. Each refusal is exit 2 naming what the user typed.
 #   usage: test_accept_cli.sh ROCEBENCH
 set -euo pipefail
 rb=$1
@@ -22,4 +23,27 @@ printf '127.0.0.1 slots=1\nlocalhost slots=1\n' >"$work/loopback"
 expect_rc 2 "$rb" accept --hostfile "$work/loopback" --results-dir "$work/loopback-out" --deadline 5
 expect_out "$work/loopback:2: field 'host': 'localhost' is the same host as '127.0.0.1' on line 1 \\($here\\)"
 
+# An earlier acceptance's folder, by run id and by folder: refused before mpirun, and left as it was.
+printf 'localhost slots=1\n' >"$work/one"
+mkdir -p "$work/res/night1"
+echo '{"cluster": "PASS"}' >"$work/res/night1/accept.json"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results "$work/res" --run-id night1 --deadline 5
+expect_out "^rocebench accept: --run-id 'night1': the results folder $work/res/night1 already exists and is not empty"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/res/night1" --deadline 5
+expect_out "^rocebench accept: --results-dir '$work/res/night1': the results folder .* already exists"
+[[ $(ls "$work/res/night1") == accept.json && $(cat "$work/res/night1/accept.json") == '{"cluster": "PASS"}' ]] ||
+  fail "the earlier acceptance's folder was changed: $(ls "$work/res/night1")"
+mkdir "$work/res/empty"
+expect_rc 2 "$rb" accept --hostfile "$work/twice" --results "$work/res" --run-id empty --deadline 5
+expect_out "is already on line 2"  # an empty folder holds nothing to mix: the next check speaks
+
+# `rocebench run --run-id` twice: the second is refused, the first run's records are left as they were.
+cat >"$work/plan.json" <<'JSON'
+{"name": "tiny", "launcher": {"type": "local", "ranks": 1}, "steps": [{"step": "harness.rendezvous", "params": {"rounds": 1}}]}
+JSON
+expect_rc 0 "$rb" run "$work/plan.json" --results "$work/res" --run-id r1
+before=$(sha256sum "$work/res/r1/results.jsonl")
+expect_rc 2 "$rb" run "$work/plan.json" --results "$work/res" --run-id r1
+expect_out "^rocebench run: --run-id 'r1': the results folder $work/res/r1 already exists and is not empty"
+[[ $(sha256sum "$work/res/r1/results.jsonl") == "$before" ]] || fail "the first run's records were changed"
 echo "ok: every refusal came before anything started"
