@@ -72,3 +72,9 @@ TEST(Plan, BuiltinNightlyPlanIsValidAndPinsItsCounts) {
     }
   }
 }
+
+// A module command's world sizes are bounded by kMaxRanks, so that `train --world-sizes 100000` names
+// --world-sizes: the launcher's --ranks must admit exactly as many, or the flag blamed is --ranks again.
+TEST(Plan, LauncherRanksAdmitAsManyAsAModuleMayAskFor) {
+  EXPECT_EQ(plan_field_schema("/launcher/ranks").at("maximum").get<int>(), kMaxRanks);
+}

@@ -164,7 +164,8 @@ const OptionTable& data_parallel_options() {
   static const OptionTable table = [] {
     const ScalingConfig d;
     return OptionTable({
-        {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list, .rules = {{"minimum", 1}},
+        {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list,
+         .rules = {{"minimum", 1}, {"maximum", kMaxRanks}},
          .help = "data-parallel training at each of these rank counts, e.g. 1,2,4; a plan's default: 1, 2, 4 … and "
                  "every rank"},
         {.key = "sync", .flag = "--sync", .type = OptionType::text, .rules = {{"enum", {"ring", "ps", "rd"}}},

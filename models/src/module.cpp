@@ -102,6 +102,7 @@ int train_main(const Args& args) {
   parser.renamed("--out", "--results");
   if (!parser.parse(args)) return kExitOk;
   json params = training.params(kProgram);
+  check_engine_timeline(training_config_from(params));
   CommandOrigin origin{kProgram, training_options().flag_of()};
   if (data_parallel.given("world_sizes")) {
     refuse_flags_of(input_options(), input, "is models.train's: not with --world-sizes");

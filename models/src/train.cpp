@@ -92,14 +92,21 @@ TrainConfig training_config_from(const json& p) {
   return c;
 }
 
+void check_engine_timeline(const TrainConfig& c) {
+  if (c.engine == "replay" && c.timeline.empty())
+    throw InputError("the replay engine needs a timeline (--timeline, plan field 'timeline'): a shipped one's name or a results file");
+  if (c.engine != "replay" && !c.timeline.empty())
+    throw InputError(fmt::format("--timeline (plan field 'timeline') needs --engine replay: the {} engine plays no timeline and "
+                                 "would ignore it", c.engine));
+}
+
 void validate(const TrainConfig& c) {
   const Graph graph = build_model(c.model);
   parse_precision(c.precision);
   const auto engines = engine_names();
   if (std::find(engines.begin(), engines.end(), c.engine) == engines.end())
     throw InputError(fmt::format("unknown engine '{}'; engines: {}", c.engine, fmt::join(engines, ", ")));
-  if (c.engine == "replay" && c.timeline.empty())
-    throw InputError("the replay engine needs a timeline (--timeline, plan field 'timeline'): a shipped one's name or a results file");
+  check_engine_timeline(c);
   if (c.layout != "blocked" && c.layout != "plain")
     throw InputError(fmt::format("unknown layout '{}'; layouts: blocked, plain", c.layout));
   if (c.batch < 1 || c.iters < 1 || c.warmup < 0)

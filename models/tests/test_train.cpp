@@ -166,6 +166,16 @@ TEST(Train, FlagsTakeThePlanFieldsRangesAndTheOtherStepsFlagsAreRefused) {
   EXPECT_EQ(error_of({"--sync", "ps"}), "rocebench train: --sync is for data-parallel training: it needs --world-sizes");
   EXPECT_EQ(error_of({"--spin-us", "0"}), "rocebench train: --spin-us is for data-parallel training: it needs --world-sizes");
   EXPECT_EQ(error_of({"--world-sizes", "2", "--data", "d"}), "rocebench train: --data is models.train's: not with --world-sizes");
+  // The largest world size is how many ranks start: too many is said of --world-sizes, with its range,
+  // not of the --ranks the user never typed.
+  EXPECT_EQ(error_of({"--world-sizes", "1,100000"}), "rocebench train: --world-sizes: 1,100000 is out of range [1, 4096]");
+  // A timeline only the replay engine plays is refused with another engine, not ignored.
+  EXPECT_EQ(error_of({"--timeline", "cpu-resnet20_cifar-fp32-b64"}),
+            "rocebench train: --timeline (plan field 'timeline') needs --engine replay: the cpu engine plays no timeline and "
+            "would ignore it");
+  EXPECT_EQ(error_of({"--engine", "replay"}),
+            "rocebench train: the replay engine needs a timeline (--timeline, plan field 'timeline'): a shipped one's name or a "
+            "results file");
   for (const auto& kind : steps()) {
     const JsonSchema schema(kind.params_schema);
     EXPECT_FALSE(schema.validate({{"model", "alexnet"}, {"iters", 0}}).empty()) << kind.name;

@@ -31,6 +31,10 @@ class Recorder {
   virtual void end_step() = 0;  // make the step's records durable
 };
 
+// The most ranks a run starts (the plan schema's launcher.ranks, which a harness test holds to it):
+// a module command that asks for more ranks names its own flag, not the launcher's --ranks.
+inline constexpr int kMaxRanks = 4096;
+
 struct StepContext {
   std::string run_id;
   std::string step;  // the step's name in records, e.g. "harness.rendezvous"

@@ -41,6 +41,11 @@ json training_schema(const OptionTable& table);
 // The shared options of validated params (or a command line's), read into a config.
 TrainConfig training_config_from(const json& params);
 
+// The engine and its timeline agree: replay needs one, and the other engines would ignore one, so
+// it is refused (InputError naming --timeline / plan field 'timeline'), never dropped in silence.
+// `rocebench train` checks it before any rank starts; validate() checks it for plans.
+void check_engine_timeline(const TrainConfig& config);
+
 // Checks the config before anything is allocated: unknown model, engine or precision, bad counts,
 // or a batch that does not fit in memory throw InputError naming what exists or what is needed.
 void validate(const TrainConfig& config);
