@@ -78,10 +78,11 @@ ResultRecord collective(const Run& run, const Prefix& p, bool inplace, const Hal
   r.step = "collectives." + run.op;
   r.host = run.host;
   r.world = run.world;
-  r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", p.bytes}, {"dtype", p.type},
+  r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", as_count(p.bytes)}, {"dtype", p.type},
               {"inplace", inplace},  {"redop", p.redop}};
   if (run.world < 1) mark_ranks_unknown(r);
-  if (const auto root = to_number(trim(p.root)); root && *root >= 0) r.params["root"] = *root;
+  const auto root = to_number(trim(p.root));
+  if (root && *root >= 0 && *root < (1 << 24) && *root == std::floor(*root)) r.params["root"] = as_count(*root);  // a rank
   r.metrics = {{"time_us", h.time}, {"algbw_GBps", h.algbw}, {"busbw_GBps", h.busbw}};
   if (h.wrong) r.metrics["wrong"] = *h.wrong;
   if (h.max_error) r.metrics["max_error"] = *h.max_error;

@@ -126,7 +126,7 @@ ResultRecord osu_probe(const Section& s, const ImportOptions& o, const Values& v
   ResultRecord r;
   r.step = "microbench.probe";
   r.world = o.world > 0 ? o.world : 2;
-  r.params = {{"transport", o.transport.empty() ? "mpi" : o.transport}, {"test", latency ? "lat" : "bw"}, {"bytes", v.at("Size")}};
+  r.params = {{"transport", o.transport.empty() ? "mpi" : o.transport}, {"test", latency ? "lat" : "bw"}, {"bytes", as_count(v.at("Size"))}};
   if (!o.peer.empty()) r.params["peer"] = o.peer;
   if (o.world < 1 && multi_pair(s.benchmark)) mark_ranks_unknown(r);
   if (latency) r.metrics = {{"lat_us_avg", *latency}};
@@ -143,7 +143,7 @@ ResultRecord osu_collective(const Section& s, const ImportOptions& o, const Valu
   ResultRecord r;
   r.step = "collectives." + s.op;
   r.world = o.world;
-  r.params = {{"algorithm", "mpi"}, {"transport", o.transport.empty() ? "mpi" : o.transport}, {"bytes", bytes},
+  r.params = {{"algorithm", "mpi"}, {"transport", o.transport.empty() ? "mpi" : o.transport}, {"bytes", as_count(bytes)},
               {"dtype", s.dtype.empty() ? "MPI_CHAR" : s.dtype}, {"inplace", false}};
   const double algbw = *latency > 0 ? bytes / *latency / 1e3 : 0;  // bytes per µs to GB/s
   r.metrics = {{"time_us", *latency}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor(s.op, o.world)}};

@@ -40,7 +40,7 @@ ResultRecord probe(const ImportOptions& o, const std::string& host, const std::s
   r.step = "microbench.probe";
   r.host = host;
   r.world = 2;
-  r.params = {{"transport", o.transport.empty() ? "verbs" : o.transport}, {"test", test}, {"bytes", bytes}};
+  r.params = {{"transport", o.transport.empty() ? "verbs" : o.transport}, {"test", test}, {"bytes", as_count(bytes)}};
   if (!o.peer.empty()) r.params["peer"] = o.peer;
   return r;
 }
@@ -101,7 +101,7 @@ ResultRecord perftest_row(const ResultRecord& base, Table table, const std::vect
     return it->second;
   };
   ResultRecord r = base;
-  r.params["bytes"] = need("#bytes");
+  r.params["bytes"] = as_count(need("#bytes"));
   if (table == Table::bandwidth && need("#bytes") == 0) throw RowError(file, number, "", "column '#bytes': a bandwidth of 0-byte messages");
   if (table == Table::latency) {
     latency_metrics(r, need("#iterations"), need("t_min"), need("t_max"), need("t_typical"), need("t_avg"), need("t_stdev"),

@@ -553,3 +553,22 @@ TEST(ImportNcclTests, JsonFieldsOfAnotherTypeAreNotACrash) {
   EXPECT_EQ(imported.details["ranks"], "unknown");
   EXPECT_EQ(imported.results[0].status, Status::ok);
 }
+
+// A byte count is a whole number in the records, as our own steps write it: "bytes": 1024, never
+// 1024.0, which is another series to anything that reads the params as JSON (history, exports).
+TEST(Import, ByteCountsAndRootsAreIntegersInTheRecords) {
+  const std::pair<const char*, const char*> files[] = {
+      {"perftest", "perftest_write_lat.txt"}, {"perftest", "perftest_write_bw.json"}, {"perftest", "perftest_send_bw_mib.txt"},
+      {"nccl-tests", "all_reduce_perf.txt"},  {"nccl-tests", "all_gather_perf.json"}, {"osu", "osu_latency.txt"}};
+  for (const auto& [tool, file] : files) {
+    for (const auto& r : results(import(tool, file))) {
+      EXPECT_TRUE(r["params"]["bytes"].is_number_integer()) << file << ": " << r["params"].dump();
+      if (r["params"].contains("root")) {
+        EXPECT_TRUE(r["params"]["root"].is_number_integer()) << file << ": " << r["params"].dump();
+      }
+    }
+  }
+  for (const auto& r : results(import("osu", "osu_allreduce.txt", with([](ImportOptions& o) { o.world = 8; })))) {
+    EXPECT_TRUE(r["params"]["bytes"].is_number_integer()) << r["params"].dump();
+  }
+}
