@@ -35,8 +35,33 @@ const char* to_string(Change c) {
     case Change::unknown: return to_string(Call::unknown);
     case Change::missing: return "missing";
     case Change::added: return "new";
+    case Change::gone: return "gone";
   }
   return "UNKNOWN";
+}
+
+std::optional<PlanOfRun> plan_of(const Dataset& data) {
+  if (data.runs.empty()) return std::nullopt;
+  const json& run = data.runs.front();
+  const auto plan = run.find("plan");
+  if (plan == run.end() || !plan->is_object()) return std::nullopt;
+  auto text = [&](const char* field) {
+    const auto it = plan->find(field);
+    return it != plan->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (text("sha256").empty()) return std::nullopt;
+  return PlanOfRun{text("name"), text("sha256")};
+}
+
+std::string effect_text(const Comparison& c) {
+  if (!c.now) return "gone";
+  // From 0 no ratio exists; to 0 is -100%, a percentage like any other.
+  if (!c.base || (*c.base == 0 && *c.now != 0)) return "new";
+  const double percent = c.effect * 100;
+  // Past double's range (a ratio of 1e300 to 1e-300): its bound, never "inf%".
+  if (!std::isfinite(percent)) return percent > 0 ? ">+1e+308%" : "<-1e+308%";
+  // A thousandfold change: 3 significant digits, not a 300-digit number.
+  return std::abs(percent) < 1e5 ? fmt::format("{:+.1f}%", percent) : fmt::format("{:+.3g}%", percent);
 }
 
 std::string MetricKey::id() const { return step + "\n" + params.dump() + "\n" + std::to_string(world) + "\n" + metric; }
@@ -284,6 +309,48 @@ std::map<std::string, PairNoise> pair_noise(const std::vector<Comparison>& compa
   return out;
 }
 
+// A change that stood out of the noise, called by its metric's declared direction (an
+// undeclared or directionless metric stays UNKNOWN, its significance saying why).
+Change call(Comparison& c, Better direction) {
+  if (direction == Better::undeclared) {
+    c.significance += fmt::format(": undeclared (step {} declares no metric {}, so no direction)", c.key.step, c.key.metric);
+    return Change::unknown;
+  }
+  if (direction == Better::none) {
+    c.significance += ": changed, and neither direction is better";
+    return Change::unknown;
+  }
+  return (c.effect > 0) == (direction == Better::higher) ? Change::improved : Change::regressed;
+}
+
+// What would decide a change of `now` that no spread was recorded for. Another run of an import
+// cannot: the tool printed one figure per point, its iterations' spread is not in its output.
+std::string what_decides(const MetricKey& key, const Evidence& now) {
+  const auto tool = key.params.find("tool");
+  if (tool == key.params.end() || !tool->is_string()) return ": rerun keeping samples, or judge with a history (compare --db)";
+  const std::string name = tool->get<std::string>();
+  return fmt::format(": {} printed one figure per point{}, without its spread: import {} or more runs of {} into each "
+                     "results file (-o FILE --run ID), or judge with a history (compare --db DB --machine CLASS)",
+                     name, now.n > 1 ? fmt::format(" (the summary of {} iterations)", now.n) : "", kMinSamples, name);
+}
+
+// A change must also stand out of how far the other points of its sweep moved between these runs
+// (p = 0.005, Student's t for the points it was estimated from).
+void apply_pair_noise(std::vector<Comparison>& out) {
+  const auto noise = pair_noise(out);
+  for (auto& c : out) {
+    if ((c.change != Change::improved && c.change != Change::regressed) || !(*c.base > 0 && *c.now > 0)) continue;
+    const auto pair = noise.find(sweep_of(c.key));
+    if (pair == noise.end()) continue;
+    const auto [sigma, series] = pair->second;
+    if (std::abs(std::log(*c.now / *c.base)) < t_upper_quarter_percent(static_cast<double>(series) - 1) * sigma) {
+      c.change = Change::unknown;
+      c.noise = std::max(c.noise.value_or(0), sigma);
+      c.significance = fmt::format("its sweep's {} points moved ±{:.0f}%: rerun", series, sigma * 100);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now, const CompareOptions& options) {
@@ -295,7 +362,7 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
     if (n == now.end() || (b != base.end() && b->first < n->first)) {
       c.key = b->second.first;
       c.base = b->second.second.median();
-      c.change = Change::missing;
+      c.change = options.same_plan ? Change::missing : Change::gone;
       ++b;
     } else if (b == base.end() || n->first < b->first) {
       c.key = n->second.first;
@@ -337,37 +404,22 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
       } else if (c.noise && *c.noise >= std::abs(c.effect)) {
         c.change = Change::unknown;
         c.significance = fmt::format("noise ±{:.0f}% > effect: rerun", *c.noise * 100);
+      } else if (!significant && !no_history) {
+        // No spread of its own (an import): the history's, which the change stands out of, decides.
+        c.significance = fmt::format("beyond the ±{:.1f}% {} runs here vary", history->second.relative * 100, history->second.runs);
+        c.change = call(c, direction);
       } else if (!significant || !*significant) {
         c.change = Change::unknown;
-        c.significance += ": rerun";
-      } else if (direction == Better::undeclared) {
-        c.change = Change::unknown;
-        c.significance += fmt::format(": undeclared (step {} declares no metric {}, so no direction)", c.key.step, c.key.metric);
-      } else if (direction == Better::none) {
-        c.change = Change::unknown;
-        c.significance += ": changed, and neither direction is better";
+        c.significance += significant ? ": rerun" : what_decides(c.key, en);
       } else {
-        c.change = (c.effect > 0) == (direction == Better::higher) ? Change::improved : Change::regressed;
+        c.change = call(c, direction);
       }
       ++b;
       ++n;
     }
     out.push_back(std::move(c));
   }
-  // A change must also stand out of how far the other points of its sweep moved between these runs
-  // (p = 0.005, Student's t for the points it was estimated from).
-  const auto noise = pair_noise(out);
-  for (auto& c : out) {
-    if ((c.change != Change::improved && c.change != Change::regressed) || !(*c.base > 0 && *c.now > 0)) continue;
-    const auto pair = noise.find(sweep_of(c.key));
-    if (pair == noise.end()) continue;
-    const auto [sigma, series] = pair->second;
-    if (std::abs(std::log(*c.now / *c.base)) < t_upper_quarter_percent(static_cast<double>(series) - 1) * sigma) {
-      c.change = Change::unknown;
-      c.noise = std::max(c.noise.value_or(0), sigma);
-      c.significance = fmt::format("its sweep's {} points moved ±{:.0f}%: rerun", series, sigma * 100);
-    }
-  }
+  apply_pair_noise(out);
   return out;
 }
 
@@ -382,8 +434,10 @@ std::vector<Verdict> verdicts(const std::vector<Comparison>& comparisons, const 
       v.message = fmt::format("expected {:.6g} (baseline), no record in this run", *c.base);
     } else if (c.change == Change::added) {
       v.message = fmt::format("{:.6g}, not in the baseline", *c.now);
+    } else if (c.change == Change::gone) {
+      v.message = fmt::format("{:.6g} in the baseline, whose plan differs: this run's plan does not measure it", *c.base);
     } else {
-      v.message = fmt::format("{}: {:.6g} -> {:.6g} ({:+.1f}%, {})", to_string(c.change), *c.base, *c.now, c.effect * 100,
+      v.message = fmt::format("{}: {:.6g} -> {:.6g} ({}, {})", to_string(c.change), *c.base, *c.now, effect_text(c),
                               c.significance);
     }
     out.push_back(std::move(v));

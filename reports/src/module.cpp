@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -23,10 +24,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Evidence from a results file, or from a baseline file for one machine type.
-EvidenceMap evidence_of(const std::string& file, const std::string& machine) {
-  if (is_baseline_file(file)) return read_baseline(file, machine);
-  return collect_evidence(load_results({file}));
+// One side of a compare: evidence from a results file (with its first run record and plan, when it
+// has them), or from a baseline file for one machine type.
+struct Side {
+  EvidenceMap evidence;
+  std::optional<json> run;
+  std::optional<PlanOfRun> plan;
+};
+Side side_of(const std::string& file, const std::string& machine) {
+  if (is_baseline_file(file)) return {read_baseline(file, machine), std::nullopt, std::nullopt};
+  const Dataset data = load_results({file});
+  return {collect_evidence(data), data.runs.empty() ? std::nullopt : std::optional<json>(data.runs.front()), plan_of(data)};
+}
+
+// "BASE ran plan 'nightly' (sha256 1a2b3c4d5e6f)": the hash's first 12 digits tell plans apart.
+std::string plan_text(const char* side, const PlanOfRun& plan) {
+  return fmt::format("{} ran plan '{}' (sha256 {})", side, plan.name, plan.sha256.substr(0, 12));
 }
 
 int report_main(const Args& args) {
@@ -71,7 +84,8 @@ int compare_main(const Args& args) {
       .range(0, 100)
       .option("--alpha", &alpha, "significance level of the Mann-Whitney test (default 0.05)")
       .range(1e-9, 0.5)
-      .option("--machine", &machine, "machine type in a baseline file", "TYPE")
+      .option("--machine", &machine, "machine type in a baseline file; with --db, NEW's machine class when NEW has no run "
+                                     "record (records imported from other tools)", "TYPE")
       .option("--db", &db, "history database: a change must also stand out of how much runs vary on NEW's machine class",
               "FILE")
       .option("--write-baseline", &baseline_out, "write BASE as a baseline to FILE (and compare nothing)", "FILE")
@@ -88,33 +102,43 @@ int compare_main(const Args& args) {
     return kExitOk;
   }
   if (now.empty()) throw UsageError("rocebench compare: NEW is missing\n\n" + p.usage());
+  const Side base_side = side_of(base, machine), new_side = side_of(now, machine);
   CompareOptions options{min_effect, alpha, {}};
+  // Runs of two plans: only what both ran is judged; what one ran alone is listed, never a failure.
+  options.same_plan = !base_side.plan || !new_side.plan || base_side.plan->sha256 == new_side.plan->sha256;
   if (!db.empty()) {
-    const Dataset data = load_results({now});
-    if (data.runs.empty()) throw InputError(now, 0, "kind", "no run record: --db needs NEW's machine class");
-    options.run_noise = run_noise(History(db, History::Mode::existing).series(machine_class(data.runs.front(), now)));
+    if (!new_side.run && machine.empty()) {
+      throw InputError(now, 0, "kind", "no run record: --db needs NEW's machine class (records from other tools: give --machine CLASS)");
+    }
+    const std::string machine_class_of_new = new_side.run ? machine_class(*new_side.run, now) : machine;
+    options.run_noise = run_noise(History(db, History::Mode::existing).series(machine_class_of_new));
   }
-  const auto comparisons = compare(evidence_of(base, machine), evidence_of(now, machine), options);
+  const auto comparisons = compare(base_side.evidence, new_side.evidence, options);
   // Largest changes first; metrics in one run only after them.
   std::vector<const Comparison*> rows;
   for (const auto& c : comparisons) rows.push_back(&c);
   auto size = [](const Comparison* c) { return c->base && c->now ? std::abs(c->effect) : -1.0; };
   std::stable_sort(rows.begin(), rows.end(), [&](const auto* a, const auto* b) { return size(a) > size(b); });
   std::map<Change, std::size_t> count;
+  if (!options.same_plan) {
+    std::cout << fmt::format("plans differ: {}, {}: only the metrics both measured are judged\n", plan_text("BASE", *base_side.plan),
+                             plan_text("NEW", *new_side.plan));
+  }
   std::cout << fmt::format("{:<10} {:>12} {:>12} {:>8}  {:<26} {}\n", "verdict", "base", "new", "effect", "significance", "metric");
   for (const Comparison* c : rows) {
     ++count[c->change];
     if (c->change == Change::same && !all) continue;
-    std::cout << fmt::format("{:<10} {:>12} {:>12} {:>7.1f}%  {:<26} {}\n", to_string(c->change), number(c->base), number(c->now),
-                             c->effect * 100, c->significance, c->key.label());
+    std::cout << fmt::format("{:<10} {:>12} {:>12} {:>8}  {:<26} {}\n", to_string(c->change), number(c->base), number(c->now),
+                             effect_text(*c), c->significance, c->key.label());
   }
   const std::size_t regressions = count[Change::regressed] + count[Change::missing];
-  std::cout << fmt::format("{} metrics compared: {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME, {} missing, {} new\n",
+  std::cout << fmt::format("{} metrics compared: {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME, {} missing, {} new{}\n",
                            comparisons.size(), count[Change::regressed], count[Change::improved], count[Change::unknown],
-                           count[Change::same], count[Change::missing], count[Change::added]);
+                           count[Change::same], count[Change::missing], count[Change::added],
+                           options.same_plan ? "" : fmt::format(", {} gone (BASE's plan only: not judged)", count[Change::gone]));
   if (count[Change::unknown]) {
-    std::cout << "UNKNOWN: the noise of these runs hides the change; rerun both (more iterations), or judge many runs with "
-                 "rocebench history check\n";
+    std::cout << "UNKNOWN: these runs cannot tell the change from their noise; each row says what would decide, and many "
+                 "runs are judged with rocebench history check\n";
   }
   if (!junit.empty()) write_text(junit, render_junit("rocebench compare", verdicts(comparisons, "compare")));
   return regressions ? kExitCheckFailed : kExitOk;

@@ -1,10 +1,17 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <functional>
 #include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fixtures.hpp"
 #include "rocebench/reports/compare.hpp"
+#include "rocebench/reports/importers.hpp"
+#include "rocebench/reports/text.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -42,6 +49,10 @@ const Comparison& find(const std::vector<Comparison>& cs, const std::string& met
     if (c.key.metric == metric) return c;
   }
   throw std::runtime_error("no " + metric);
+}
+
+std::size_t find_index(const std::vector<Comparison>& cs, const std::string& metric) {
+  return static_cast<std::size_t>(&find(cs, metric) - cs.data());
 }
 
 bool flagged(const std::vector<Comparison>& cs) {
@@ -300,4 +311,90 @@ TEST(Compare, AStepInOneSweepIsNotHiddenByAnotherSweep) {
   auto n = count_time_us(sweep_pair([&](int i) { return f[i] * (i < 10 ? 1.2 : 1.0); }, 2));
   EXPECT_EQ(n[Change::regressed], 10);
   EXPECT_EQ(n[Change::same], 10);
+}
+
+namespace {
+
+// Two runs of one allreduce whose time goes from `base_us` to `now_us`, each of 10 samples 0.1% apart.
+std::vector<Comparison> compare_times(double base_us, double now_us) {
+  auto run = [](const std::string& id, double t) {
+    json r = collective(id, "allreduce", 8, 1024, t, t == 0 ? 0 : 1024 / t / 1e3);
+    std::vector<double> values;
+    for (int i = 0; i < 10; ++i) values.push_back(t * (1 + 0.001 * (i - 5)));
+    r["samples"] = {{"n", 10}, {"median", t}, {"values", values}};
+    Dataset d;
+    d.load(write_records(temp_dir() / "results.jsonl", {r}));
+    return collect_evidence(d);
+  };
+  return compare(run("a", base_us), run("b", now_us), {});
+}
+
+// A message that prints its effect as it should: no infinity, no 300-digit number.
+void expect_printable(const std::vector<Comparison>& cs) {
+  for (const auto& v : verdicts(cs, "compare")) {
+    EXPECT_EQ(v.message.find("inf"), std::string::npos) << v.message;
+    EXPECT_LT(v.message.size(), 200u) << v.message;
+  }
+}
+
+}  // namespace
+
+// Effects of any size are finite percentages, and a change from 0 has none: it is "new".
+TEST(Compare, EffectsArePrintedAsFinitePercentagesOrNew) {
+  const auto huge = compare_times(1e-5, 1e300);
+  expect_printable(huge);
+  EXPECT_NE(verdicts(huge, "compare")[find_index(huge, "time_us")].message.find("(+1e+307%, "), std::string::npos);
+  const auto overflow = compare_times(1e-300, -1e10);  // past double's range
+  expect_printable(overflow);
+  const auto from_zero = compare_times(0, 50);
+  expect_printable(from_zero);
+  EXPECT_NE(verdicts(from_zero, "compare")[find_index(from_zero, "time_us")].message.find("(new, "), std::string::npos);
+  const auto usual = compare_times(100, 110);
+  EXPECT_NE(verdicts(usual, "compare")[find_index(usual, "time_us")].message.find("(+10.0%, "), std::string::npos);
+}
+
+namespace {
+
+// A run of nccl-tests imported: all_reduce_perf.txt with its times scaled by `factor`.
+EvidenceMap imported_run(const std::string& run, double factor) {
+  std::string text = read_file(source_dir() / "all_reduce_perf.txt");
+  std::string scaled;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto t = split_ws(line);
+    if (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0][0])) && t.size() == 13) {
+      for (std::size_t i : {5u, 9u}) t[i] = fmt::format("{:.2f}", std::stod(t[i]) * factor);
+      line = fmt::format("{}", fmt::join(t, "  "));
+    }
+    scaled += line + "\n";
+  }
+  const auto dir = temp_dir();
+  write_file(dir / "all_reduce_perf.txt", scaled);
+  ImportOptions o;
+  o.run = run;
+  Dataset d;
+  d.load(write_records(dir / "results.jsonl", import_file("nccl-tests", dir / "all_reduce_perf.txt", o)));
+  return collect_evidence(d);
+}
+
+}  // namespace
+
+// Imports carry one figure per point, no spread: a 2x slowdown is UNKNOWN, and what it says would
+// decide is not another run of the same kind but repeats of the tool or a history, which does decide.
+TEST(Compare, AnImportWithoutSpreadSaysWhatWouldDecideAndAHistoryDecides) {
+  const auto base = imported_run("i-base", 1), slow = imported_run("i-slow", 2);
+  const auto cs = compare(base, slow, {});
+  const Comparison& time = cs[find_index(cs, "time_us")];
+  ASSERT_EQ(time.change, Change::unknown) << time.significance;
+  EXPECT_NE(time.significance.find("nccl-tests printed one figure per point (the summary of 20 iterations)"), std::string::npos)
+      << time.significance;
+  EXPECT_NE(time.significance.find("import 5 or more runs of nccl-tests"), std::string::npos) << time.significance;
+  EXPECT_NE(time.significance.find("compare --db"), std::string::npos) << time.significance;
+  // A history whose runs of this machine class vary by 1%: the 2x stands out of it.
+  CompareOptions o;
+  for (const auto& c : cs) o.run_noise[c.key.id()] = {0.01, 10};
+  const auto judged = compare(base, slow, o);
+  const Comparison& t = judged[find_index(judged, "time_us")];
+  EXPECT_EQ(t.change, Change::regressed) << t.significance;
+  EXPECT_EQ(t.significance, "beyond the ±1.0% 10 runs here vary");
 }

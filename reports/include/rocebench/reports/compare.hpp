@@ -46,9 +46,18 @@ using EvidenceMap = std::map<std::string, std::pair<MetricKey, Evidence>>;
 // Evidence for every metric of every good result record.
 EvidenceMap collect_evidence(const Dataset& data);
 
-// The verdicts of `history check` (SAME, IMPROVED, REGRESSED, UNKNOWN), and a metric in only one run.
-enum class Change { same, improved, regressed, unknown, missing, added };
+// The verdicts of `history check` (SAME, IMPROVED, REGRESSED, UNKNOWN), and a metric in only one run:
+// missing (BASE's plan ran it and NEW's, the same plan, did not), added ("new"), or gone (only BASE,
+// whose plan is not NEW's, ran it: not judged).
+enum class Change { same, improved, regressed, unknown, missing, added, gone };
 const char* to_string(Change c);
+
+// A plan as a run record names it.
+struct PlanOfRun {
+  std::string name, sha256;
+};
+// The plan the first run record of `data` names; none for records without one (imports, baselines).
+std::optional<PlanOfRun> plan_of(const Dataset& data);
 
 struct Comparison {
   MetricKey key;
@@ -71,6 +80,8 @@ struct CompareOptions {
   double alpha = 0.05;
   // By MetricKey::id: what two runs cannot show about themselves. A change must stand out of it.
   std::map<std::string, RunNoise> run_noise;
+  // False when the runs ran different plans: a metric only BASE has is gone, not missing.
+  bool same_plan = true;
 };
 
 // The largest relative difference two single runs of one build show by chance (p = 0.005,
@@ -89,6 +100,10 @@ std::vector<Comparison> compare(const EvidenceMap& base, const EvidenceMap& now,
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity
 // correction).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// The effect as people read it: a finite percentage ("+12.3%", "+1.5e+06%", "-100.0%"), "new" when
+// BASE is 0 or lacks the metric (a change from nothing has no percentage), "gone" when NEW lacks it.
+std::string effect_text(const Comparison& c);
 
 // A verdict per comparison: regressions and missing metrics fail.
 std::vector<Verdict> verdicts(const std::vector<Comparison>& comparisons, const std::string& suite);
