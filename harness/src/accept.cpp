@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "launch.hpp"
 #include "run.hpp"
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/run_id.hpp"
@@ -98,16 +99,16 @@ class Acceptance {
     fs::create_directories(s.dir);
     const json plan = {{"name", "accept-" + label}, {"launcher", {{"type", "local"}, {"ranks", group.size()}}},
                        {"deadline_s", deadline_s}, {"steps", steps}};
-    std::ofstream(s.dir / "stage-plan.json") << plan.dump(2) << "\n";
+    write_file_atomically(s.dir / "stage-plan.json", plan.dump(2) + "\n");
     RunOptions run;
     run.plan_path = (s.dir / "stage-plan.json").string();
     run.results_dir = s.dir.string();
     run.deadline_s = deadline_s;
     run.report = false;
     run.mpirun = options_.mpirun;
-    std::ofstream hosts(s.dir / "hosts");
-    for (const auto& n : group) hosts << (options_.netns_file.empty() ? n.name + " slots=1" : n.name + " " + n.address) << "\n";
-    hosts.close();
+    std::string hosts;
+    for (const auto& n : group) hosts += (options_.netns_file.empty() ? n.name + " slots=1" : n.name + " " + n.address) + "\n";
+    write_file_atomically(s.dir / "hosts", hosts);
     if (options_.netns_file.empty()) {
       run.launcher = options_.launcher;
       run.hostfile = (s.dir / "hosts").string();
@@ -298,12 +299,12 @@ class Acceptance {
   int finish() {
     json out = accept::verdict_json(verdicts_);
     out["profile"] = profile_.file;
-    reports::write_text(dir_ / "accept.json", out.dump(2) + "\n");
+    write_file_atomically(dir_ / "accept.json", out.dump(2) + "\n");
     const std::string title = "rocebench accept " + dir_.filename().string();
     const auto sections = accept::verdict_sections(verdicts_);
-    reports::write_text(dir_ / "accept.md", reports::render_markdown(title, sections, "."));
-    reports::write_text(dir_ / "accept.html", reports::render_html(title, sections));
-    reports::write_text(dir_ / "junit.xml", accept::verdict_junit(verdicts_));
+    write_file_atomically(dir_ / "accept.md", reports::render_markdown(title, sections, "."));
+    write_file_atomically(dir_ / "accept.html", reports::render_html(title, sections));
+    write_file_atomically(dir_ / "junit.xml", accept::verdict_junit(verdicts_));
     std::cout << "\n" << accept::verdict_table(verdicts_);
     std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
     return verdicts_.pass() ? kExitOk : kExitCheckFailed;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/reports/plots.hpp"
 
 namespace rocebench {
@@ -45,7 +46,7 @@ EmulatedHosts::EmulatedHosts(int count, const std::string& link_rate) : prefix_(
   char dir_template[] = "/tmp/rocebench-hosts-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) throw std::runtime_error("cannot make a folder for the emulated hosts' state in /tmp");
   dir_ = dir_template;
-  std::ofstream(dir_ / "netns.sh") << netns_script_text();
+  write_file_atomically(dir_ / "netns.sh", netns_script_text());
   const reports::ProcessResult up =
       reports::run_process({"bash", (dir_ / "netns.sh").string(), "up", std::to_string(count), "--prefix", prefix_, "--rate", link_rate},
                            {"ROCEBENCH_NETNS_STATE=" + dir_.string()}, kScriptDeadline, dir_ / "up.log");

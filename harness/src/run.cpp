@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -18,6 +17,7 @@
 #include "commands.hpp"
 #include "emulated_hosts.hpp"
 #include "launch.hpp"
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
 #include "metadata.hpp"
@@ -385,7 +385,7 @@ int launch_run(RunOptions options) {
     fs::create_directories(dir, ec);
     if (ec) throw InputError(dir.string(), 0, "", "cannot create the results folder: " + ec.message());
     { RecordWriter probe(dir / "results.jsonl"); }
-    std::ofstream(dir / "plan.json") << plan.text;
+    write_file_atomically(dir / "plan.json", plan.text);
   }
 
   const std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -579,7 +579,7 @@ void install_step_runner() {
     const int fd = ::mkstemp(name);
     if (fd < 0) throw InfraError("cannot create a temporary plan file");
     ::close(fd);
-    std::ofstream(name) << plan.dump(2) << "\n";
+    write_file_atomically(name, plan.dump(2) + "\n");
     Args args{name};
     args.insert(args.end(), launcher_args.begin(), launcher_args.end());
     const int rc = run_main(args);

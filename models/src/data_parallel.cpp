@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 
@@ -11,6 +10,7 @@
 #include <omp.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
@@ -355,7 +355,7 @@ std::string gather_trace(StepContext& ctx, int k, const json& mine) {
   for (const json& events : ranks)
     for (const auto& e : events) all["traceEvents"].push_back(e);
   const std::string name = fmt::format("trace-{}-{}ranks.json", ctx.scope, k);
-  std::ofstream(std::filesystem::path(ctx.results_dir) / name) << all.dump() << "\n";
+  write_file_atomically(std::filesystem::path(ctx.results_dir) / name, all.dump() + "\n");
   return name;
 }
 

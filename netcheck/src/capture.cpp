@@ -1,8 +1,8 @@
 #include "rocebench/netcheck/capture.hpp"
 
-#include <fstream>
 #include <set>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
 #include "rocebench/netcheck/host_state.hpp"
@@ -15,9 +15,7 @@ namespace {
 
 void write_bytes(const fs::path& file, const std::string& bytes) {
   fs::create_directories(file.parent_path());
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  if (!out.flush()) throw InputError(file.string() + ": cannot be written");
+  write_file_atomically(file, bytes);
 }
 
 // Copies host paths from one tree into another, each symlink on the way recreated as a link (to

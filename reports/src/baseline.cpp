@@ -1,8 +1,8 @@
 #include "rocebench/reports/baseline.hpp"
-#include "rocebench/reports/report.hpp"
 
 #include <fstream>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/located_json.hpp"
 #include "rocebench/reports/embedded.hpp"
@@ -47,7 +47,7 @@ void write_baseline(const std::filesystem::path& file, const std::string& machin
   json metrics = json::array();
   for (const auto& [id, entry] : evidence) metrics.push_back(to_json(entry.first, entry.second));
   doc["machines"][machine] = {{"sources", sources}, {"metrics", metrics}};
-  write_text(file, doc.dump(1) + "\n");  // a reader never sees half a baseline
+  write_file_atomically(file, doc.dump(1) + "\n");  // a reader never sees half a baseline
 }
 
 EvidenceMap read_baseline(const std::filesystem::path& file, const std::string& machine) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/history.hpp"
@@ -164,7 +165,7 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
     std::cout << fmt::format("FAIL: the newest night of {} machine class(es) did not measure what it measured before (NOT MEASURED "
                              "above): a night that lost its measurements cannot show a regression\n", gaps);
   }
-  if (!junit.empty()) write_text(junit, render_junit("rocebench history check", verdicts));
+  if (!junit.empty()) write_file_atomically(junit, render_junit("rocebench history check", verdicts));
   return count[Call::regressed] || gaps ? kExitCheckFailed : kExitOk;
 }
 
@@ -193,6 +194,7 @@ int check_main(const Args& args) {
       .flag("--all", &all, "list SAME series too");
   if (!p.parse(args)) return kExitOk;
   if (db.empty()) throw UsageError("rocebench history check: --db is missing\n\n" + p.usage());
+  if (!junit.empty()) require_writable(junit, "--junit");
   o.window = static_cast<std::size_t>(window);
   o.judge.min_baseline = static_cast<std::size_t>(min_baseline);
   const History h(db, History::Mode::existing);
@@ -234,6 +236,7 @@ int export_main(const Args& args) {
       .option("--machine", &machine, "only this machine class", "CLASS");
   if (!p.parse(args)) return kExitOk;
   if (db.empty()) throw UsageError("rocebench history export: --db is missing\n\n" + p.usage());
+  if (!out.empty()) require_writable(out, "-o");
   if (format != "prometheus" && format != "openmetrics") {
     throw UsageError(fmt::format("rocebench history export: --format {}: must be prometheus or openmetrics", printable_excerpt(format)));
   }
@@ -289,7 +292,7 @@ int export_main(const Args& args) {
     std::cout << text;
     return kExitOk;
   }
-  write_text(out, text);
+  write_file_atomically(out, text);
   std::cerr << fmt::format("rocebench history export: {} metrics to {}\n", lines.size(), out);
   return kExitOk;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "history_cli.hpp"
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/embedded.hpp"
 #include "rocebench/reports/history.hpp"
@@ -52,8 +53,8 @@ int trends_main(const Args& args) {
   if (python.empty()) throw InfraError(why_not);
   std::filesystem::create_directories(out);
   const auto dir = std::filesystem::path(out);
-  write_text(dir / "trends-input.json", doc.dump());
-  write_text(dir / "trends.py", trends_py_source());
+  write_file_atomically(dir / "trends-input.json", doc.dump());
+  write_file_atomically(dir / "trends.py", trends_py_source());
   const auto r = run_process({python, (dir / "trends.py").string(), (dir / "trends-input.json").string(), dir.string()},
                              {"MPLBACKEND=Agg"}, std::chrono::minutes(30), dir / "trends.log");
   std::filesystem::remove(dir / "trends.py");

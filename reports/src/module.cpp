@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "history_cli.hpp"
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/history.hpp"
@@ -93,6 +94,7 @@ int compare_main(const Args& args) {
       .positional("BASE", &base, "a run folder, its results.jsonl, or a baseline file")
       .positional("NEW", &now, "a run folder or its results.jsonl", false);
   if (!p.parse(args)) return kExitOk;
+  if (!junit.empty()) require_writable(junit, "--junit");
 
   if (!baseline_out.empty()) {
     if (!now.empty()) throw UsageError("rocebench compare: --write-baseline takes one results file\n\n" + p.usage());
@@ -140,7 +142,7 @@ int compare_main(const Args& args) {
     std::cout << "UNKNOWN: these runs cannot tell the change from their noise; each row says what would decide, and many "
                  "runs are judged with rocebench history check\n";
   }
-  if (!junit.empty()) write_text(junit, render_junit("rocebench compare", verdicts(comparisons, "compare")));
+  if (!junit.empty()) write_file_atomically(junit, render_junit("rocebench compare", verdicts(comparisons, "compare")));
   return regressions ? kExitCheckFailed : kExitOk;
 }
 

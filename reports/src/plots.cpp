@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/reports/embedded.hpp"
 
@@ -84,8 +84,8 @@ Plots draw_plots(const Aggregate& agg, const std::filesystem::path& dir, std::ch
   const auto script = dir / "plot.py";
   const auto input = dir / "plot-input.json";
   const auto log = dir / "plot.log";
-  std::ofstream(script) << plot_py_source();
-  std::ofstream(input) << plot_input(agg).dump();
+  write_file_atomically(script, plot_py_source());
+  write_file_atomically(input, plot_input(agg).dump());
   const auto r = run_process({python, script.string(), input.string(), dir.string()}, {"MPLBACKEND=Agg"}, deadline, log);
   if (r.timed_out) plots.missing = "plot.py did not finish within its deadline; see " + log.string();
   else if (r.exit_code != 0) plots.missing = "plot.py failed (exit " + std::to_string(r.exit_code) + "); see " + log.string();

@@ -1,11 +1,6 @@
 #include "rocebench/reports/report.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -13,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
@@ -203,33 +199,6 @@ Dataset load_results(const std::vector<std::string>& files) {
   return data;
 }
 
-void write_text(const std::filesystem::path& file, const std::string& text) {
-  // Written beside the file and renamed over it: a reader never sees half of it, a failure never
-  // leaves an empty file where a good one was, and no temp file of ours stays behind.
-  auto refuse = [&](const std::string& why) { throw InputError(file.string(), 0, "", "cannot write: " + why); };
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) refuse("it is a folder");
-  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (!fs::is_directory(folder, ec)) refuse(fmt::format("its folder {} does not exist", folder.string()));
-  const fs::path tmp = folder / fmt::format(".{}.tmp.{}", file.filename().string(), ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) refuse(std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const int write_errno = done == text.size() ? 0 : errno ? errno : EIO;
-  const bool closed = ::close(fd) == 0;
-  if (write_errno || !closed || ::rename(tmp.c_str(), file.c_str()) != 0) {
-    const int e = write_errno ? write_errno : errno;
-    ::unlink(tmp.c_str());
-    refuse(std::strerror(e));
-  }
-}
-
 ReportResult write_report(const ReportRequest& request) {
   const Dataset data = load_results(request.inputs);
   const Aggregate agg = aggregate(data);
@@ -248,10 +217,10 @@ ReportResult write_report(const ReportRequest& request) {
   if (!request.plots) plots.missing = "--no-plots was given";
   else plots = draw_plots(agg, request.out_dir / "plots", std::chrono::minutes(5));
   const auto sections = build_sections({&agg, &result.verdicts, &data.issues, &data.files, &plots});
-  write_text(request.out_dir / "report.md", render_markdown(request.title, sections, "plots"));
-  write_text(request.out_dir / "report.html", render_html(request.title, sections));
-  write_text(request.out_dir / "junit.xml", render_junit(request.title, result.verdicts));
-  write_text(request.out_dir / "aggregate.csv", render_csv(agg));
+  write_file_atomically(request.out_dir / "report.md", render_markdown(request.title, sections, "plots"));
+  write_file_atomically(request.out_dir / "report.html", render_html(request.title, sections));
+  write_file_atomically(request.out_dir / "junit.xml", render_junit(request.title, result.verdicts));
+  write_file_atomically(request.out_dir / "aggregate.csv", render_csv(agg));
 
   for (const auto& v : result.verdicts) result.failed += v.outcome != Outcome::pass;
   result.html = request.out_dir / "report.html";

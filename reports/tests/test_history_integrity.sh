@@ -6,7 +6,7 @@
 #     and --replace replaces a run that is already there;
 #  3. a damaged page (SQLite's quick_check fails) is refused by every command, the file unchanged;
 #  4. exports never replace a good file with nothing: an unknown --machine lists the classes, a folder
-#     or a missing folder is named with the system's reason, no temp file is left behind;
+#     or a missing folder is named with the system's reason before any work, no temp file is left behind;
 #  5. flags given empty, and reruns timed before or long after the night they join, are refused.
 #   usage: test_history_integrity.sh ROCEBENCH
 set -euo pipefail
@@ -124,10 +124,16 @@ expect_out "/nonexistent/dir/x.prom: cannot write: its folder /nonexistent/dir d
 chmod 555 "$work/folder"
 if ! touch "$work/folder/probe" 2>/dev/null; then  # root writes anywhere: only a user sees the refusal
   expect_rc 2 "$rb" history export --db "$db" -o "$work/folder/x.prom"
-  expect_out "folder/x.prom: cannot write: Permission denied"
+  expect_out "folder/x.prom: cannot write: its folder .*: Permission denied"
 fi
 rm -f "$work/folder/probe"
 chmod 755 "$work/folder"
+# An output path that cannot be written is named before anything is judged: a regression's exit 1
+# is never turned into a failure to write its JUnit file.
+expect_rc 2 "$rb" history check --db "$db" --junit /nonexistent/dir/junit.xml
+expect_out "--junit /nonexistent/dir/junit.xml: cannot write: its folder /nonexistent/dir does not exist"
+expect_rc 2 "$rb" compare --junit "$work/folder" "$work/n01.jsonl" "$work/n12.jsonl"
+expect_out "--junit .*folder: cannot write: it is a folder"
 leftover=$(find "$work" -name '*.tmp.*')
 [[ -z $leftover ]] || fail "temp files left behind: $leftover"
 

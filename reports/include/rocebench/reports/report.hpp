@@ -34,8 +34,6 @@ struct ReportResult {
 // UsageError without files, InputError on a file without one valid record.
 Dataset load_results(const std::vector<std::string>& files);
 
-// Writes `text` to `file`; InputError naming the file when it cannot.
-void write_text(const std::filesystem::path& file, const std::string& text);
 
 // Writes report.md, report.html, junit.xml, aggregate.csv and plots/ into out_dir. Throws
 // InputError/UsageError on bad input.
