@@ -1,15 +1,11 @@
 #include "rocebench/common/host_fs.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <charconv>
 #include <sstream>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 
 namespace rocebench {
@@ -38,27 +34,17 @@ std::optional<fs::file_status> HostFs::status_of(const fs::path& file) const {
 }
 
 std::optional<std::string> HostFs::read_all(const std::string& host_path) const {
+  // A sysfs or procfs file: /proc/cpuinfo of a 256-core host is ~400 KB, the rest a few bytes.
+  static constexpr InputLimits kHostFileLimits{"saved host file", 16 * kMiB};
   const fs::path file = at(host_path);
   const auto st = status_of(file);
   if (!st || fs::is_directory(*st)) return std::nullopt;
-  const auto refuse = [&](const std::string& why) -> std::optional<std::string> {
-    if (saved_tree_) throw InputError(file.string() + ": " + why);
-    return std::nullopt;
-  };
-  // A FIFO or device would block the read: a saved tree holds plain files only.
-  if (!fs::is_regular_file(*st)) return refuse("not a plain file, cannot be read");
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return refuse(std::string("cannot be read: ") + std::strerror(errno));
-  std::string bytes;
-  char buffer[4096];
-  ssize_t got = 0;
-  while ((got = ::read(fd, buffer, sizeof buffer)) > 0 || (got < 0 && errno == EINTR)) {
-    if (got > 0) bytes.append(buffer, static_cast<std::size_t>(got));
+  try {
+    return read_input(file, kHostFileLimits);  // a FIFO or device would block or never end: refused by kind
+  } catch (const InputError&) {
+    if (saved_tree_) throw;
+    return std::nullopt;  // the live root: debugfs as non-root (EACCES), an empty GID slot (EINVAL)
   }
-  const int error = got < 0 ? errno : 0;
-  ::close(fd);
-  if (error) return refuse(std::string("cannot be read: ") + std::strerror(error));  // EINVAL / EACCES from sysfs
-  return bytes;
 }
 
 bool HostFs::exists(const std::string& host_path) const {

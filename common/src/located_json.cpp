@@ -5,10 +5,9 @@
 #include "rocebench/common/json_depth.hpp"
 
 #include <cctype>
-#include <fstream>
 #include <string_view>
-#include <sstream>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 
 namespace rocebench {
@@ -149,11 +148,9 @@ LocatedJson parse_located(const std::string& text, const std::string& file) {
 }
 
 LocatedJson load_located(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_located(buffer.str(), file.string());
+  // A plan, profile or thresholds file: hand-written, a few KB, parsed whole with a line per value.
+  static constexpr InputLimits kJsonFileLimits{"JSON file", 16 * kMiB};
+  return parse_located(read_input(file, kJsonFileLimits), file.string());
 }
 
 }  // namespace rocebench

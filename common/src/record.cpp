@@ -5,13 +5,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/json_depth.hpp"
+#include "rocebench/common/results_limits.hpp"
 #include "rocebench/common/schema.hpp"
 
 namespace rocebench {
@@ -97,35 +97,71 @@ void RecordWriter::sync() {
   if (::fsync(fd_) != 0) throw InfraError(path_.string() + ": fsync failed: " + std::strerror(errno));
 }
 
-RecordFile read_records(const std::filesystem::path& file, const JsonSchema* schema) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open results file: " + std::string(std::strerror(errno)));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::string OverlongField::message() const {
+  return fmt::format("{} is {} long; a field that names a series is at most {}", key ? "the name" : "the value",
+                     byte_size_text(bytes), byte_size_text(kMaxSeriesFieldBytes));
+}
 
+namespace {
+
+// A value's length as the history keeps it: a string's text, anything else as JSON.
+std::size_t written_size(const json& value) {
+  return value.is_string() ? value.get_ref<const std::string&>().size() : value.dump().size();
+}
+
+std::optional<OverlongField> overlong_member(const std::string& object, const json& members) {
+  if (!members.is_object()) return std::nullopt;
+  for (const auto& [name, value] : members.items()) {
+    const std::string field = object + "." + printable_excerpt(name, 40);
+    if (name.size() > kMaxSeriesFieldBytes) return OverlongField{field, true, name.size()};
+    if (object == "params" && written_size(value) > kMaxSeriesFieldBytes) return OverlongField{field, false, written_size(value)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OverlongField> overlong_params_field(const json& params) { return overlong_member("params", params); }
+
+std::optional<OverlongField> overlong_series_field(const json& record) {
+  if (!record.is_object()) return std::nullopt;
+  for (const char* name : {"run", "step", "host"}) {
+    const auto it = record.find(name);
+    if (it != record.end() && it->is_string() && it->get_ref<const std::string&>().size() > kMaxSeriesFieldBytes)
+      return OverlongField{name, false, it->get_ref<const std::string&>().size()};
+  }
+  if (const auto it = record.find("params"); it != record.end())
+    if (auto bad = overlong_params_field(*it)) return bad;
+  if (const auto it = record.find("metrics"); it != record.end()) return overlong_member("metrics", *it);
+  return std::nullopt;
+}
+
+RecordFile read_records(const std::filesystem::path& file, const JsonSchema* schema) {
+  LineReader lines(file, kResultsLimits);
   RecordFile out;
-  std::size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
-    const std::size_t end = text.find('\n', pos);
-    const bool complete = end != std::string::npos;
-    const std::string line = text.substr(pos, complete ? end - pos : std::string::npos);
-    pos = complete ? end + 1 : text.size();
-    ++line_no;
+  const auto issue = [&](const std::string& message) {
+    if (out.issues.size() == kMaxReadIssues)
+      throw InputError(lines.name(), lines.number(), "",
+                       fmt::format("more than {} lines are not valid records: not a results file", kMaxReadIssues));
+    out.issues.push_back({lines.number(), message});
+  };
+  for (std::string_view line; lines.next(line);) {
+    const int line_no = lines.number();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
 
     if (json_too_deep_at(line) != std::string::npos) {
-      out.issues.push_back({line_no, fmt::format("nested deeper than {} levels; ignored", kMaxJsonDepth)});
+      issue(fmt::format("nested deeper than {} levels; ignored", kMaxJsonDepth));
       continue;
     }
     json record;
     try {
       record = json::parse(line);
     } catch (const json::exception& e) {  // a syntax error, or a number beyond double's range
-      if (!complete) {
+      if (!lines.complete()) {
         out.truncated_tail = true;
-        out.issues.push_back({line_no, "last line is cut short (the writer stopped mid-record); ignored"});
+        issue("last line is cut short (the writer stopped mid-record); ignored");
       } else {
-        out.issues.push_back({line_no, "not a JSON record: " + json_parse_message(e.what())});
+        issue("not a JSON record: " + json_parse_message(e.what()));
       }
       continue;
     }
@@ -133,11 +169,11 @@ RecordFile read_records(const std::filesystem::path& file, const JsonSchema* sch
       const auto errors = schema->validate(record);
       if (!errors.empty()) {
         const auto& first = errors.front();
-        out.issues.push_back({line_no, "field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " +
-                                           first.message + " (record skipped)"});
+        issue("field '" + (first.pointer.empty() ? "/" : first.pointer) + "': " + first.message + " (record skipped)");
         continue;
       }
     }
+    if (const auto bad = overlong_series_field(record)) throw InputError(lines.name(), line_no, bad->field, bad->message());
     out.records.push_back(std::move(record));
     out.record_lines.push_back(line_no);
   }

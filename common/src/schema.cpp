@@ -1,9 +1,9 @@
 #include "rocebench/common/schema.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <regex>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 
 namespace rocebench {
@@ -69,10 +69,10 @@ JsonSchema::JsonSchema(json schema) : root_(std::move(schema)) { collect_pattern
 const std::regex& JsonSchema::regex(const std::string& pattern) const { return regexes_.at(pattern); }
 
 JsonSchema JsonSchema::from_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open schema");
+  static constexpr InputLimits kSchemaLimits{"JSON Schema", 16 * kMiB};  // ours is 10 KB
+  const std::string text = read_input(file, kSchemaLimits);
   try {
-    return JsonSchema(json::parse(in));
+    return JsonSchema(json::parse(text));
   } catch (const json::exception& e) {
     throw InputError(file.string(), 0, "", "schema is not JSON: " + json_parse_message(e.what()));
   }
