@@ -1,18 +1,18 @@
 #include "rocebench/reports/dataset.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
+#include "rocebench/common/results_limits.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/json_depth.hpp"
 #include "rocebench/common/schema.hpp"
@@ -179,27 +179,18 @@ std::vector<Parsed> parse_batch(const std::vector<Line>& lines) {
 namespace {
 
 // A results file mapped read-only: a million records are ~400 MB, and reading them into a string
-// costs a zero-fill and a copy.
+// costs a zero-fill and a copy. Opened as every input is (bounded_read.hpp): another kind of file, or
+// one over kResultsLimits, is refused before it is mapped.
 class MappedFile {
  public:
-  explicit MappedFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0) {
-      const int error = errno;
-      if (fd >= 0) ::close(fd);
-      throw InputError(path.string(), 0, "", std::string("cannot open results file: ") + std::strerror(error));
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) {
-      void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      const int error = errno;
-      ::close(fd);
-      if (data == MAP_FAILED) throw InputError(path.string(), 0, "", std::string("cannot read results file: ") + std::strerror(error));
-      data_ = static_cast<const char*>(data);
-    } else {
-      ::close(fd);
-    }
+  explicit MappedFile(const std::filesystem::path& path) : file_(path, kResultsLimits), size_(file_.size()) {
+    if (size_ == 0) return;
+    void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file_.fd(), 0);
+    if (data == MAP_FAILED) throw InputError(path.string(), 0, "", std::string("cannot read results file: ") + std::strerror(errno));
+    // Pages are read ahead as the lines are read, not all at once (MAP_POPULATE): a line over the
+    // limit is refused having touched no more than the limit's pages.
+    ::madvise(data, size_, MADV_SEQUENTIAL);
+    data_ = static_cast<const char*>(data);
   }
   ~MappedFile() {
     if (data_) ::munmap(const_cast<char*>(data_), size_);
@@ -209,9 +200,24 @@ class MappedFile {
   std::string_view text() const { return {data_ ? data_ : "", size_}; }
 
  private:
-  const char* data_ = nullptr;
+  InputFile file_;
   std::size_t size_ = 0;
+  const char* data_ = nullptr;
 };
+
+// The first field naming a series over kMaxSeriesFieldBytes (results_limits.hpp), from the view: a params
+// text within the limit holds no key or value beyond it, so it is parsed only when longer.
+std::optional<OverlongField> overlong_field(const ResultView& r) {
+  const std::pair<const char*, std::string_view> fields[] = {{"run", r.run}, {"step", r.step}, {"host", r.host}};
+  for (const auto& [field, text] : fields) {
+    if (text.size() > kMaxSeriesFieldBytes) return OverlongField{field, false, text.size()};
+  }
+  for (const auto& [name, value] : r.metrics) {
+    if (name.size() > kMaxSeriesFieldBytes) return OverlongField{"metrics." + printable_excerpt(name, 40), true, name.size()};
+  }
+  if (r.params.size() > kMaxSeriesFieldBytes) return overlong_params_field(json::parse(r.params));
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -264,15 +270,20 @@ void Dataset::load(const std::filesystem::path& given) {
 
   constexpr std::size_t kBatch = 1 << 16;  // bounds the memory held as parsed JSON
   std::vector<Line> batch;
-  std::size_t kept = 0;
+  std::size_t kept = 0, bad = 0;
   auto flush = [&] {
     auto parsed = parse_batch(batch);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Parsed& p = parsed[i];
+      const int line = batch[i].number;
       if (!p.problem.empty()) {
-        issues.push_back({path.string(), batch[i].number, p.problem});
+        if (++bad > kMaxReadIssues)
+          throw InputError(path.string(), line, "", fmt::format("more than {} lines are not valid records: not a results file", kMaxReadIssues));
+        issues.push_back({path.string(), line, p.problem});
         continue;
       }
+      const auto overlong = p.is_result ? overlong_field(p.result) : overlong_series_field(p.record);
+      if (overlong) throw InputError(path.string(), line, overlong->field, overlong->message());
       ++kept;
       if (p.is_result) add(std::move(p.result), file, batch[i].number);
       else if (p.record["kind"] == "run") runs.push_back(std::move(p.record));
@@ -282,16 +293,12 @@ void Dataset::load(const std::filesystem::path& given) {
     batch.clear();
   };
 
-  std::size_t pos = 0;
+  TextLines lines(text, path.string(), kResultsLimits);
   int number = 0;
-  while (pos < text.size()) {
-    const std::size_t end = text.find('\n', pos);
-    const bool complete = end != std::string::npos;
-    const std::string_view line(text.data() + pos, (complete ? end : text.size()) - pos);
-    pos = complete ? end + 1 : text.size();
-    ++number;
+  for (std::string_view line; lines.next(line);) {
+    number = lines.number();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    batch.push_back({line, number, complete});
+    batch.push_back({line, number, lines.complete()});
     if (batch.size() == kBatch) flush();
   }
   flush();

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
 #include "fixtures.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/results_limits.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/dataset.hpp"
 #include "rocebench/reports/fast_check.hpp"
@@ -292,4 +295,73 @@ TEST(Dataset, RespelledRecordsLoadLikeCanonicalOnes) {
     EXPECT_EQ(x.samples.ci_low, y.samples.ci_low);
   }
   EXPECT_EQ(a.params.size(), b.params.size());
+}
+
+namespace {
+
+std::string load_error(const std::filesystem::path& file) {
+  try {
+    Dataset d;
+    d.load(file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+long peak_rss_kib() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+}  // namespace
+
+// /dev/zero read as "empty", a FIFO blocked forever: both are refused by their kind.
+TEST(Dataset, RefusesDevicesAndFifosByTheirKind) {
+  const auto dir = temp_dir();
+  EXPECT_EQ(load_error("/dev/zero"), "/dev/zero: is a character device, not a file");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(load_error(dir / "fifo"), (dir / "fifo").string() + ": is a FIFO (named pipe), not a file");
+}
+
+// A 1 GiB line is refused at its line, having mapped in no more than the limit of a line.
+TEST(Dataset, ALineOverTheLimitIsRefusedBeforeMemoryGrows) {
+  const auto dir = temp_dir();
+  const auto file = write_records(dir / "r.jsonl", {collective("r", "allreduce", 4, 1024, 100, 8)});
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) + kGiB);  // then a line of zeros
+  const long before = peak_rss_kib();
+  EXPECT_EQ(load_error(file), file.string() + ":2: a line of a results file is at most 8 MiB; this one is longer");
+  EXPECT_LT(peak_rss_kib() - before, 64 * 1024) << "KiB grown while refusing a 1 GiB line";
+}
+
+// One 50 MB params value grew a history by 420 MB: a field that names a series is refused at its
+// line, on the fast path and on the general one (a record with an escaped string).
+TEST(Dataset, AFieldThatNamesASeriesOverItsLimitIsRefused) {
+  const auto dir = temp_dir();
+  const std::string big(kMaxSeriesFieldBytes + 1, 'v');
+  const json good = collective("r", "allreduce", 4, 1024, 100, 8);
+  const std::string limit = "the value is 1.0 KiB long; a field that names a series is at most 1 KiB";
+  for (const bool escaped : {false, true}) {
+    json r = good;
+    if (escaped) r["reason"] = "a\nb";  // the fast scanner leaves escaped strings to the general path
+    json model = r, host = r, metric = r, fine = r;
+    model["params"]["model"] = big;
+    host["host"] = big;
+    metric["metrics"][big] = 1;
+    fine["params"]["model"] = std::string(kMaxSeriesFieldBytes, 'v');
+    const auto file = dir / "r.jsonl";
+    EXPECT_EQ(load_error(write_records(file, {good, model})), file.string() + ":2: field 'params.model': " + limit) << escaped;
+    EXPECT_EQ(load_error(write_records(file, {host})), file.string() + ":1: field 'host': " + limit) << escaped;
+    EXPECT_NE(load_error(write_records(file, {metric})).find(":1: field 'metrics.vvvv"), std::string::npos) << escaped;
+    EXPECT_EQ(load_error(write_records(file, {fine})), "(no InputError)") << escaped;
+  }
+}
+
+TEST(Dataset, AFileOfMostlyBadLinesIsRefusedNotKeptAsIssues) {
+  const auto dir = temp_dir();
+  std::string junk;
+  for (std::size_t i = 0; i <= kMaxReadIssues; ++i) junk += "x\n";
+  write_file(dir / "junk", junk);
+  EXPECT_EQ(load_error(dir / "junk"), (dir / "junk").string() + ":1001: more than 1000 lines are not valid records: not a results file");
 }
