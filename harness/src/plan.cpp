@@ -1,10 +1,10 @@
 #include "plan.hpp"
 
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/sha256.hpp"
@@ -82,11 +82,8 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
 Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds) {
   if (path == kBuiltinLocalPlan) return parse_plan(builtin_local_plan_text(), path, kinds);
   if (path == kBuiltinNightlyPlan) return parse_plan(builtin_nightly_plan_text(), path, kinds);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open plan file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_plan(text.str(), path, kinds);
+  static constexpr InputLimits kPlanLimits{"plan", 16 * kMiB};  // hand-written, a few KB
+  return parse_plan(read_input(path, kPlanLimits), path, kinds);
 }
 
 }  // namespace rocebench

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "rocebench/common/atomic_write.hpp"
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/located_json.hpp"
 #include "rocebench/reports/embedded.hpp"
@@ -10,6 +11,9 @@
 namespace rocebench::reports {
 
 namespace {
+
+// A baseline: a few thousand series of a few machine types (~1 MB each), parsed whole.
+constexpr InputLimits kBaselineLimits{"baseline", 64 * kMiB};
 
 json to_json(const MetricKey& k, const Evidence& e) {
   json j = {{"step", k.step}, {"params", k.params}, {"world", k.world}, {"metric", k.metric},
@@ -28,11 +32,13 @@ void validate_located(const LocatedJson& doc, const JsonSchema& schema) {
 }  // namespace
 
 bool is_baseline_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  char first = 0;
-  in >> first;  // results.jsonl starts with a record too, but a baseline names its schema
-  if (first != '{') return false;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Another kind of file, or one larger than a baseline, is left to the results reader to refuse.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec) || std::filesystem::file_size(file, ec) > kBaselineLimits.max_bytes) return false;
+  const std::string text = read_input(file, kBaselineLimits);
+  // results.jsonl starts with a record too, but a baseline names its schema
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return false;
   return text.find(kBaselineSchema) != std::string::npos && text.find("\"machines\"") != std::string::npos;
 }
 
@@ -40,7 +46,7 @@ void write_baseline(const std::filesystem::path& file, const std::string& machin
                     const std::vector<std::string>& sources) {
   json doc = {{"schema", kBaselineSchema}, {"machines", json::object()}};
   if (std::filesystem::exists(file)) {
-    const LocatedJson existing = load_located(file);
+    const LocatedJson existing = parse_located(read_input(file, kBaselineLimits), file.string());
     validate_located(existing, baseline_schema());
     doc = existing.value;
   }
@@ -51,7 +57,7 @@ void write_baseline(const std::filesystem::path& file, const std::string& machin
 }
 
 EvidenceMap read_baseline(const std::filesystem::path& file, const std::string& machine) {
-  const LocatedJson doc = load_located(file);
+  const LocatedJson doc = parse_located(read_input(file, kBaselineLimits), file.string());
   validate_located(doc, baseline_schema());
   const json& machines = doc.value["machines"];
   std::string name = machine;

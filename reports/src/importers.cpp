@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "rocebench/common/bounded_read.hpp"
+#include "rocebench/common/results_limits.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/text.hpp"
@@ -67,9 +69,9 @@ void mark_ranks_unknown(ResultRecord& r) {
 }
 
 std::vector<json> import_file(const std::string& tool, const std::filesystem::path& file, const ImportOptions& options) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open the file to import");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A tool's output: nccl-tests' sweep of every size is ~100 lines, a long MPI job's log a few MB.
+  static constexpr InputLimits kImportLimits{"tool output to import", 64 * kMiB, 4 * kMiB};
+  const std::string text = read_input(file, kImportLimits);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(file.string(), 0, "", "the file is empty");
 
   Imported imported;
@@ -118,13 +120,12 @@ struct FirstLine {
   int number = 0;
   bool complete = false;
 };
-FirstLine first_line(std::istream& in) {
+FirstLine first_line(LineReader& lines) {
   FirstLine f;
-  while (std::getline(in, f.text)) {
-    ++f.number;
+  for (std::string_view line; lines.next(line);) {
+    f = {std::string(line), lines.number(), lines.complete()};
     if (!trim(f.text).empty()) break;
   }
-  f.complete = !in.eof();
   return f;
 }
 
@@ -150,15 +151,17 @@ std::pair<std::string, bool> last_complete_line(std::istream& in) {
 }  // namespace
 
 bool check_results_file_for_append(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;  // absent: RecordWriter creates it (or says why it cannot)
+  std::error_code absent;
+  if (!std::filesystem::exists(file, absent)) return false;  // RecordWriter creates it (or says why it cannot)
+  LineReader lines(file, kResultsLimits);  // a results file, within its limits: not /dev/zero
   auto refuse = [&](int line, const std::string& text, const char* which) {
     throw InputError(file.string(), line, "",
                      std::string(which) + " is not a rocebench result record ('" + printable_excerpt(trim(text), 60) +
                          "'): -o appends to a results file, and this is another kind of file");
   };
-  const FirstLine first = first_line(in);
+  const FirstLine first = first_line(lines);
   if (trim(first.text).empty()) return false;  // empty, or blank lines only
+  std::ifstream in(file, std::ios::binary);
   // A first line that is also the cut last one may be a record its writer did not finish.
   if (first.complete ? !is_record_line(first.text) : !trim(first.text).starts_with("{")) refuse(first.number, first.text, "its first line");
   const auto [last, cut] = last_complete_line(in);

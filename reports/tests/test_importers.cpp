@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 
 #include "fixtures.hpp"
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/aggregate.hpp"
@@ -571,4 +573,21 @@ TEST(Import, ByteCountsAndRootsAreIntegersInTheRecords) {
   for (const auto& r : results(import("osu", "osu_allreduce.txt", with([](ImportOptions& o) { o.world = 8; })))) {
     EXPECT_TRUE(r["params"]["bytes"].is_number_integer()) << r["params"].dump();
   }
+}
+
+// /dev/zero ended in std::bad_alloc (exit 3): it, a FIFO, and an output over the stated limit are
+// refused before they are read; so is an -o file that is not a results file by its kind.
+TEST(ImportBounds, RefusesDevicesFifosAndFilesOverTheLimit) {
+  const auto dir = temp_dir();
+  EXPECT_EQ(input_error([] { import_file("perftest", "/dev/zero", {}); }), "/dev/zero: is a character device, not a file");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(input_error([&] { import_file("nccl-tests", dir / "fifo", {}); }), (dir / "fifo").string() + ": is a FIFO (named pipe), not a file");
+  write_file(dir / "big.txt", "");
+  std::filesystem::resize_file(dir / "big.txt", 65 * kMiB);
+  EXPECT_EQ(input_error([&] { import_file("osu", dir / "big.txt", {}); }),
+            (dir / "big.txt").string() + ": is 65 MiB; a tool output to import is at most 64 MiB");
+  write_file(dir / "long.txt", "# OSU MPI Bandwidth Test\n" + std::string(4 * kMiB + 1, ' ') + "\n");
+  EXPECT_EQ(input_error([&] { import_file("osu", dir / "long.txt", {}); }),
+            (dir / "long.txt").string() + ":2: a line of a tool output to import is at most 4 MiB; this one is longer");
+  EXPECT_EQ(input_error([] { check_results_file_for_append("/dev/zero"); }), "/dev/zero: is a character device, not a file");
 }
