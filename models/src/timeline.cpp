@@ -1,12 +1,13 @@
 #include "rocebench/models/timeline.hpp"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/json_depth.hpp"
+#include "rocebench/common/results_limits.hpp"
 
 namespace rocebench::models {
 
@@ -15,10 +16,16 @@ const std::map<std::string, std::string>& embedded_timelines();
 
 namespace {
 
-// The first models.train record with samples.layers among `lines`, checked against the graph.
-Timeline parse_timeline(std::istream& lines, const std::string& file, const Graph& graph) {
-  std::string line;
-  for (int number = 1; std::getline(lines, line); ++number) {
+// A timeline is the results file of `train --profile`: a few records, the longest a results line.
+constexpr InputLimits kTimelineLimits{"timeline", 64 * kMiB, kResultsLimits.max_line_bytes};
+
+// The first models.train record with samples.layers among `lines` (a LineReader or TextLines),
+// checked against the graph.
+template <class Lines>
+Timeline parse_timeline(Lines& lines, const std::string& file, const Graph& graph) {
+  for (std::string_view line; lines.next(line);) {
+    const int number = lines.number();
+    if (json_too_deep_at(line) != std::string_view::npos) continue;  // not a record: destroying it would overflow the stack
     json r = json::parse(line, nullptr, false);
     if (r.is_discarded() || !r.is_object() || r.value("step", "") != "models.train") continue;
     const json& samples = r.value("samples", json::object());
@@ -91,9 +98,8 @@ json to_samples(const Graph& graph, const Timeline& t) {
 }
 
 Timeline read_timeline(const std::filesystem::path& file, const Graph& graph) {
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("cannot read the timeline file '{}'", file.string()));
-  return parse_timeline(in, file.string(), graph);
+  LineReader lines(file, kTimelineLimits);
+  return parse_timeline(lines, file.string(), graph);
 }
 
 std::vector<std::string> shipped_timelines() {
@@ -105,8 +111,9 @@ std::vector<std::string> shipped_timelines() {
 Timeline load_timeline(const std::string& name_or_file, const Graph& graph) {
   const auto& shipped = embedded_timelines();
   if (auto it = shipped.find(name_or_file); it != shipped.end()) {
-    std::istringstream in(it->second);
-    return parse_timeline(in, "models/timelines/" + name_or_file + ".jsonl", graph);
+    const std::string file = "models/timelines/" + name_or_file + ".jsonl";
+    TextLines lines(it->second, file, kTimelineLimits);
+    return parse_timeline(lines, file, graph);
   }
   if (name_or_file.empty() || !std::filesystem::exists(name_or_file))
     throw InputError(fmt::format("timeline '{}' is neither a shipped one ({}) nor a file", name_or_file,

@@ -18,6 +18,7 @@
 #include "local_rendezvous.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/record.hpp"
+#include "rocebench/common/results_limits.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/module.hpp"
@@ -199,6 +200,35 @@ TEST(Timeline, ATimelineOfAnotherModelOrShapeIsRefusedNamingTheField) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("timeline 'no-such-timeline' is neither a shipped one ("), std::string::npos) << e.what();
   }
+}
+
+// `train --engine replay --timeline /dev/zero` grew to 12 GB: a timeline that is not a file, is over
+// its stated size, or has a line over the limit is refused before memory grows.
+TEST(Timeline, ADeviceAHugeFileOrAHugeLineIsRefusedBeforeItIsRead) {
+  const Graph g = small_net();
+  const auto dir = rbtest::temp_dir("timeline-bounds");
+  const auto error = [&](const std::string& file) {
+    try {
+      load_timeline(file, g);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  EXPECT_EQ(error("/dev/zero"), "/dev/zero: is a character device, not a file");
+  const auto huge = dir / "huge.jsonl";
+  std::ofstream(huge).close();
+  std::filesystem::resize_file(huge, kGiB);
+  EXPECT_EQ(error(huge.string()), huge.string() + ": is 1 GiB; a timeline is at most 64 MiB");
+  const auto timeline = write_timeline(g, dir, 1, 1);
+  std::filesystem::resize_file(timeline, std::filesystem::file_size(timeline) + kResultsLimits.max_line_bytes + 1);
+  std::ofstream(timeline, std::ios::app) << "\n";  // the record, then a line of 8 MiB of zeros and one more
+  std::ofstream(dir / "after.jsonl") << "{\"note\": 1}\n" << std::string(200000, '[') << "\n";
+  EXPECT_NE(error((dir / "after.jsonl").string()).find("no models.train record"), std::string::npos);  // deep nesting is skipped, not a crash
+  EXPECT_EQ(load_timeline(timeline.string(), g).nodes.size() + 1, g.nodes().size());  // the record comes first: read, the rest not
+  std::ofstream(dir / "long.jsonl") << "{}\n" << std::string(kResultsLimits.max_line_bytes + 1, ' ') << "\n";
+  EXPECT_EQ(error((dir / "long.jsonl").string()),
+            (dir / "long.jsonl").string() + ":2: a line of a timeline is at most 8 MiB; this one is longer");
 }
 
 TEST(Timeline, TrainProfileRecordsATimelineTheReplayEngineReads) {
