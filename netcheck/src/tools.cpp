@@ -15,6 +15,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 
@@ -184,19 +185,27 @@ std::optional<std::string> command_key(const std::vector<std::string>& argv_in) 
   return std::nullopt;
 }
 
+namespace {
+
+// A captured tool output: `lspci -vvv` of a large server is ~1 MB, `ethtool -S` a few KB.
+constexpr InputLimits kCaptureLimits{"tool capture", 16 * kMiB, 1 * kMiB};
+// COMMANDS.tsv: a line per captured command.
+constexpr InputLimits kCommandsLimits{"capture list", 1 * kMiB, 64 * 1024};
+
+}  // namespace
+
 ToolSource ToolSource::live(std::chrono::milliseconds timeout) { return ToolSource(Mode::live, timeout, {}, {}); }
 ToolSource ToolSource::captured(std::filesystem::path dir) {
   ToolSource source(Mode::captured, std::chrono::milliseconds(0), std::move(dir), {});
   const auto list = source.dir_ / kCommandsFile;
   std::error_code ec;
   if (!std::filesystem::exists(list, ec)) return source;
-  std::ifstream in(list);
-  if (!in) throw InputError(list.string() + ": cannot be read");
+  LineReader lines(list, kCommandsLimits);
   source.has_commands_ = true;
   std::map<std::string, int> line_of;  // command_key -> line that gave it
-  int number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
+  for (std::string_view text; lines.next(text);) {
+    const int number = lines.number();
+    std::string line(text);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#') continue;
     const std::string where = list.string() + ":" + std::to_string(number) + ": ";
@@ -247,12 +256,12 @@ ToolText ToolSource::get(const ToolQuery& query) const {
         file = dir_ / it->second;
       }
       t.source = file.string();
-      std::ifstream in(file, std::ios::binary);
-      if (!in) {
+      std::error_code ec;
+      if (!std::filesystem::exists(file, ec)) {
         t.missing = "no capture " + file.string();
         return t;
       }
-      t.text = std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      t.text = read_input(file, kCaptureLimits);  // one that is there but not a file, or too large, is bad input
       return t;
     }
     case Mode::live: {

@@ -1,5 +1,6 @@
 // Running tools (argv, deadline) and reading their captured outputs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <sstream>
 
@@ -126,4 +127,29 @@ TEST(ToolSource, BadCommandsLinesNameFileAndLine) {
   const auto run = fixture::run_netcheck({"--root", host.root().string(), "--capture", host.capture().string(), "--host", "n1"});
   EXPECT_EQ(run.code, rocebench::kExitBadInput);
   EXPECT_NE(run.err.find("COMMANDS.tsv:1: expected FILE<TAB>COMMAND"), std::string::npos) << run.err;
+}
+
+// A capture that is /dev/zero was read without end, a FIFO COMMANDS.tsv blocked forever: each is
+// refused by its kind, and a capture over the stated limit by its size, before it is read.
+TEST(ToolSource, CapturesThatAreNotFilesOrTooLargeAreRefused) {
+  const auto error = [](const auto& read) {
+    try {
+      read();
+    } catch (const rocebench::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  fixture::TempDir dir;
+  const auto zero = dir.path() / "dcb-pfc-eth0.txt";
+  std::filesystem::create_symlink("/dev/zero", zero);
+  const auto captured = ToolSource::captured(dir.path());
+  EXPECT_EQ(error([&] { captured.get(dcb_pfc_query("eth0")); }), zero.string() + ": is a character device, not a file");
+  const auto big = dir.path() / "dcb-pfc-eth1.txt";
+  fixture::write_file(big, "");
+  std::filesystem::resize_file(big, 17 << 20);
+  EXPECT_EQ(error([&] { captured.get(dcb_pfc_query("eth1")); }), big.string() + ": is 17 MiB; a tool capture is at most 16 MiB");
+  const auto list = dir.path() / kCommandsFile;
+  ASSERT_EQ(::mkfifo(list.c_str(), 0600), 0);
+  EXPECT_EQ(error([&] { ToolSource::captured(dir.path()); }), list.string() + ": is a FIFO (named pipe), not a file");
 }
