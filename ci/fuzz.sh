@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of user input with libFuzzer (clang; ASan and UBSan): the plan and the hostfile,
 # results files (the common reader and the reports dataset), the importers, netcheck's parsers and
-# profile, and the rendezvous wire protocol. Builds the `fuzz` preset into build-fuzz/, seeds each
-# target with the tests' own inputs, runs each for SECONDS, and prints executions per second and
-# crashes. A crash leaves its input in build-fuzz/artifacts/ and fails the run.
+# profile, the rendezvous wire protocol, the replay engine's timeline and the history database.
+# Builds the `fuzz` preset into build-fuzz/, seeds each target with the tests' own inputs, runs each
+# for SECONDS, and prints executions per second and crashes. A crash leaves its input in build-fuzz/artifacts/ and fails the run.
 #   ci/fuzz.sh [--seconds N | --ci] [--only TARGET]   (the closing benchmark: --seconds 600)
 # --ci: what CTest runs: a fixed seed and a fixed number of inputs per target (about 20 s each here) from
 # an empty corpus, so that runs follow nearly the same path (two runs here kept corpora within 2%) and
@@ -13,7 +13,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/ci/testbeds/unavailable.sh"
 seconds=20 only="" ci=0
-declare -A ci_runs=([plan]=180000 [hostfile]=400000 [records]=1200 [importers]=96000 [netcheck]=36000 [wire]=580000)
+declare -A ci_runs=([plan]=180000 [hostfile]=400000 [records]=1200 [importers]=96000 [netcheck]=36000 [wire]=580000
+                   [timeline]=20000 [history]=3000)
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
@@ -35,10 +36,13 @@ rm -f build-fuzz.log
 # Seeds: the inputs the unit tests read, a few written here, and fuzz/seeds/TARGET/ (a sample of
 # results, and every input a fuzzer crashed on once, so that CI replays it under the sanitizers).
 seeds=build-fuzz/seeds
-rm -rf "$seeds" && mkdir -p "$seeds"/{plan,hostfile,records,importers,netcheck,wire}
+rm -rf "$seeds" && mkdir -p "$seeds"/{plan,hostfile,records,importers,netcheck,wire,timeline,history}
 cp harness/plans/*.json ci/gpu/one_gpu.json "$seeds/plan/"
 printf 'node1 slots=8\nnode2   slots=4 max_slots=4  # comment\n\n10.0.0.7\nfe80::1 slots=2\n' >"$seeds/hostfile/hosts"
 cp models/timelines/*.jsonl "$seeds/records/"
+cp models/timelines/*.jsonl "$seeds/timeline/"
+# A small history of two runs, kept as SQL text (a reviewable diff), written as the SQLite file it seeds.
+if command -v sqlite3 >/dev/null; then sqlite3 "$seeds/history/two-runs.sqlite" <fuzz/history_seed.sql; fi
 for dir in fuzz/seeds/*/; do cp "$dir"* "$seeds/$(basename "$dir")/"; done
 cp reports/tests/data/* "$seeds/importers/"
 cp netcheck/tests/fixtures/mlx5-good/capture/* netcheck/profiles/lossless-roce.json "$seeds/netcheck/"
@@ -53,7 +57,7 @@ PY
 mkdir -p build-fuzz/artifacts
 [[ $ci == 0 ]] || rm -rf build-fuzz/corpus  # the same start on every machine
 failures=0
-for target in plan hostfile records importers netcheck wire; do
+for target in plan hostfile records importers netcheck wire timeline history; do
   [[ -z $only || $only == "$target" || $only == "fuzz_$target" ]] || continue
   corpus=build-fuzz/corpus/$target
   mkdir -p "$corpus"
