@@ -87,7 +87,7 @@ struct RecordFile {
 class JsonSchema;
 // Reads a results.jsonl. Keeps every complete record; a cut last line is reported, not fatal.
 // With a schema, records that break it are reported with their line and field, and skipped.
-// Throws InputError if the file cannot be opened.
+// Throws InputError if it cannot be opened, and for what results_limits.hpp refuses.
 RecordFile read_records(const std::filesystem::path& file, const JsonSchema* schema = nullptr);
 
 }  // namespace rocebench
