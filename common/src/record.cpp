@@ -97,6 +97,10 @@ void RecordWriter::sync() {
   if (::fsync(fd_) != 0) throw InfraError(path_.string() + ": fsync failed: " + std::strerror(errno));
 }
 
+std::string too_many_bad_lines() {
+  return fmt::format("more than {} lines are not valid records: not a results file", kMaxReadIssues);
+}
+
 std::string OverlongField::message() const {
   return fmt::format("{} is {} long; a field that names a series is at most {}", key ? "the name" : "the value",
                      byte_size_text(bytes), byte_size_text(kMaxSeriesFieldBytes));
@@ -140,9 +144,7 @@ RecordFile read_records(const std::filesystem::path& file, const JsonSchema* sch
   LineReader lines(file, kResultsLimits);
   RecordFile out;
   const auto issue = [&](const std::string& message) {
-    if (out.issues.size() == kMaxReadIssues)
-      throw InputError(lines.name(), lines.number(), "",
-                       fmt::format("more than {} lines are not valid records: not a results file", kMaxReadIssues));
+    if (out.issues.size() == kMaxReadIssues) throw InputError(lines.name(), lines.number(), "", too_many_bad_lines());
     out.issues.push_back({lines.number(), message});
   };
   for (std::string_view line; lines.next(line);) {

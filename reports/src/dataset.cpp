@@ -277,8 +277,7 @@ void Dataset::load(const std::filesystem::path& given) {
       Parsed& p = parsed[i];
       const int line = batch[i].number;
       if (!p.problem.empty()) {
-        if (++bad > kMaxReadIssues)
-          throw InputError(path.string(), line, "", fmt::format("more than {} lines are not valid records: not a results file", kMaxReadIssues));
+        if (++bad > kMaxReadIssues) throw InputError(path.string(), line, "", too_many_bad_lines());
         issues.push_back({path.string(), line, p.problem});
         continue;
       }

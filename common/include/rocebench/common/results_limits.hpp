@@ -35,5 +35,6 @@ std::optional<OverlongField> overlong_series_field(const nlohmann::json& record)
 // More bad lines than this and a file is refused rather than read on: it is not a results file,
 // and each bad line would keep a message.
 inline constexpr std::size_t kMaxReadIssues = 1000;
+std::string too_many_bad_lines();  // the refusal's words
 
 }  // namespace rocebench
