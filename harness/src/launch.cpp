@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/run_id.hpp"
 
@@ -185,11 +186,8 @@ std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string&
 }
 
 std::vector<HostSlot> load_hostfile(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open hostfile");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hostfile(text.str(), file.string());
+  static constexpr InputLimits kHostfileLimits{"hostfile", 16 * kMiB, 64 * 1024};  // a line per host
+  return parse_hostfile(read_input(file, kHostfileLimits), file.string());
 }
 
 int total_ranks(const LaunchSpec& spec) {

@@ -146,3 +146,13 @@ TEST(Launchers, RanksKilledAreReadFromWhatMpirunOrSrunSay) {
   EXPECT_EQ(deaths[4].host, "gpu-a01");
   EXPECT_EQ(deaths[4].ended, "killed by SIGTERM");
 }
+
+// A hostfile that is a device or a FIFO was read without end or waited on forever: refused by kind.
+TEST(Hostfile, ADeviceIsRefusedByItsKind) {
+  try {
+    load_hostfile("/dev/zero");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "/dev/zero: is a character device, not a file");
+  }
+}
