@@ -49,11 +49,16 @@ std::string byte_size_text(std::uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
+void refuse_other_kinds(const std::filesystem::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse_kind(file.string(), st.st_mode);
+}
+
 InputFile::InputFile(const std::filesystem::path& file, const InputLimits& limits) : name_(file.string()), limits_(limits) {
   // The kind is checked before opening (opening some devices acts on them) and again on the open
   // file, which cannot change under us. O_NONBLOCK: a FIFO that appears in between does not block.
+  refuse_other_kinds(file);
   struct stat st {};
-  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse_kind(name_, st.st_mode);
   fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw InputError(name_, 0, "", fmt::format("cannot open the {}: {}", limits_.what, std::strerror(errno)));
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {

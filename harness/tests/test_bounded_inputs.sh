@@ -64,6 +64,10 @@ bounded 2 "$rb" history add --db "$work/h.sqlite" "$work/long-param.jsonl"
 expect_out "long-param.jsonl:1: field 'params.model': the value is 2.0 KiB long; a field that names a series is at most 1 KiB"
 bounded 2 "$rb" report --no-plots -o "$work/report" "$work/long-param.jsonl"
 expect_out "long-param.jsonl:1: field 'params.model'"
+bounded 2 "$rb" history check --db /dev/zero
+expect_out "$kind_of_zero"
+bounded 2 "$rb" history add --db "$work/fifo" "$work/long-param.jsonl"
+expect_out "$work/fifo: is a FIFO \(named pipe\), not a file"
 
 # The plan, a thresholds file and a baseline.
 bounded 2 "$rb" run /dev/zero

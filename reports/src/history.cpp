@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/report.hpp"
@@ -188,6 +189,7 @@ void History::exec(const std::string& sql) const {
 
 History::History(const std::filesystem::path& file, Mode mode, std::chrono::milliseconds busy_timeout, int version)
     : file_(file), busy_timeout_(busy_timeout) {
+  refuse_other_kinds(file);  // /dev/zero was "disk I/O error", exit 3
   if (mode == Mode::existing && !std::filesystem::exists(file)) {
     throw InputError(fmt::format("{}: no such history database (rocebench history add creates it)", file.string()));
   }

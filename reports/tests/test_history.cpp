@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <random>
@@ -657,4 +658,24 @@ TEST(History, ABadLineAddsNothingAndReplaceCompletesTheRun) {
     }
   }
   EXPECT_THROW(h.add({faster}, {.replace = "r2"}), InputError);  // the file is not run r2
+}
+
+// A history that is a device or a FIFO was opened by SQLite: "disk I/O error", exit 3. Refused by
+// its kind, and nothing is written to it.
+TEST(History, ADeviceOrFifoIsRefusedByItsKind) {
+  const auto dir = temp_dir();
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::vector<std::pair<std::filesystem::path, std::string>> cases{
+      {"/dev/zero", "/dev/zero: is a character device, not a file"},
+      {dir / "fifo", (dir / "fifo").string() + ": is a FIFO (named pipe), not a file"}};
+  for (const auto& [file, message] : cases) {
+    for (const auto mode : {History::Mode::create, History::Mode::existing}) {
+      try {
+        History h(file, mode);
+        ADD_FAILURE() << "no error for " << file;
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), message);
+      }
+    }
+  }
 }

@@ -53,6 +53,10 @@ class InputFile {
 // The refusal of line `line` (1-based) of `file`, longer than limits.max_line_bytes.
 [[noreturn]] void refuse_long_line(const std::string& file, int line, const InputLimits& limits);
 
+// Refuses a path that exists and is not a regular file, by its kind: for files a library opens
+// itself (a SQLite history), which a device or a FIFO would make fail as an I/O error, or hang.
+void refuse_other_kinds(const std::filesystem::path& file);
+
 // What a file holds, whole; with max_line_bytes, each line within it. For documents (JSON, tool
 // output) that are parsed whole anyway.
 std::string read_input(const std::filesystem::path& file, const InputLimits& limits);
