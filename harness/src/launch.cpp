@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -235,8 +234,12 @@ std::vector<std::string> srun_argv(const LaunchSpec& spec) {
 }
 
 std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), 0, "", "cannot open the emulated-hosts file (is the netns test bed up?)");
+  static constexpr InputLimits kEmulatedHostsFile{"netns hosts file", 16 * kMiB, 64 * 1024};
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw InputError(file.string(), 0, "", "cannot open the emulated-hosts file (is the netns test bed up?)");
+  }
+  std::istringstream in(read_input(file, kEmulatedHostsFile));
   std::vector<EmulatedHost> hosts;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {

@@ -58,6 +58,10 @@ bounded 2 "$rb" compare "$work/big" "$work/big"
 expect_out "$results_line"
 bounded 2 "$rb" history add --db "$work/h.sqlite" /dev/zero
 expect_out "$kind_of_zero"
+bounded 2 "$rb" accept --netns /dev/zero
+expect_out "$kind_of_zero"
+bounded 2 "$rb" accept --netns "$work/big"
+expect_out "$work/big: is 1 GiB; a netns hosts file is at most 16 MiB"
 bounded 2 "$rb" history add --db "$work/h.sqlite" "$work/big"
 expect_out "$results_line"
 bounded 2 "$rb" history add --db "$work/h.sqlite" "$work/long-param.jsonl"

@@ -6,22 +6,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 
 namespace rocebench::models {
 namespace {
 
 std::vector<std::uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the image", path));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  static constexpr InputLimits kImage{"training image", 64 * kMiB};  // a JPEG of ImageNet size is well under 1 MiB
+  const std::string bytes = read_input(path, kImage);
+  return {bytes.begin(), bytes.end()};
 }
 
 RgbImage decode_jpeg(const std::string& path, const std::vector<std::uint8_t>& bytes) {
