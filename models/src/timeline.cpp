@@ -19,6 +19,36 @@ namespace {
 // A timeline is the results file of `train --profile`: a few records, the longest a results line.
 constexpr InputLimits kTimelineLimits{"timeline", 64 * kMiB, kResultsLimits.max_line_bytes};
 
+// The timeline a models.train record holds. Kept out of the loop below: a named return value declared
+// inside a loop of a function template leaked under clang 14 (LeakSanitizer, the fuzz build).
+Timeline timeline_of(const json& r, const json& samples, int number, const std::string& file, const Graph& graph) {
+  auto bad = [&](const std::string& field, const std::string& what) { return InputError(file, number, field, what); };
+  const json& params = r.value("params", json::object());
+  Timeline t;
+  t.model = params.value("model", "");
+  if (t.model != graph.name())
+    throw bad("params.model", fmt::format("the timeline is of model '{}', not '{}'", t.model, graph.name()));
+  const json& layers = samples["layers"];
+  if (!layers.is_array() || layers.size() + 1 != graph.nodes().size())
+    throw bad("samples.layers", fmt::format("{} has {} nodes after its input; the timeline has {}", graph.name(),
+                                            graph.nodes().size() - 1, layers.is_array() ? layers.size() : 0));
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const json& l = layers[i];
+    const int node = static_cast<int>(i) + 1;
+    const std::string field = fmt::format("samples.layers[{}]", i);
+    if (!l.is_object() || l.value("node", -1) != node || l.value("op", "") != to_string(graph.node(node).op))
+      throw bad(field, fmt::format("expected node {} ({}), found {}", node, to_string(graph.node(node).op), l.dump()));
+    const double f = l.value("forward_ms", -1.0), b = l.value("backward_ms", -1.0);
+    if (!(f >= 0 && b >= 0)) throw bad(field, "forward_ms and backward_ms must be numbers of at least 0");
+    t.nodes.push_back({node, f, b});
+  }
+  t.update_ms = samples.value("update_ms", 0.0);
+  t.source = {{"host", r.value("host", "")}, {"run", r.value("run", "")}};
+  for (const char* key : {"engine", "precision", "batch", "gpu"})
+    if (params.contains(key)) t.source[key] = params[key];
+  return t;
+}
+
 // The first models.train record with samples.layers among `lines` (a LineReader or TextLines),
 // checked against the graph.
 template <class Lines>
@@ -30,33 +60,7 @@ Timeline parse_timeline(Lines& lines, const std::string& file, const Graph& grap
     if (r.is_discarded() || !r.is_object() || r.value("step", "") != "models.train") continue;
     const json& samples = r.value("samples", json::object());
     if (!samples.contains("layers")) continue;
-    auto bad = [&](const std::string& field, const std::string& what) {
-      return InputError(file, number, field, what);
-    };
-    const json& params = r.value("params", json::object());
-    Timeline t;
-    t.model = params.value("model", "");
-    if (t.model != graph.name())
-      throw bad("params.model", fmt::format("the timeline is of model '{}', not '{}'", t.model, graph.name()));
-    const json& layers = samples["layers"];
-    if (!layers.is_array() || layers.size() + 1 != graph.nodes().size())
-      throw bad("samples.layers", fmt::format("{} has {} nodes after its input; the timeline has {}", graph.name(),
-                                              graph.nodes().size() - 1, layers.is_array() ? layers.size() : 0));
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      const json& l = layers[i];
-      const int node = static_cast<int>(i) + 1;
-      const std::string field = fmt::format("samples.layers[{}]", i);
-      if (!l.is_object() || l.value("node", -1) != node || l.value("op", "") != to_string(graph.node(node).op))
-        throw bad(field, fmt::format("expected node {} ({}), found {}", node, to_string(graph.node(node).op), l.dump()));
-      const double f = l.value("forward_ms", -1.0), b = l.value("backward_ms", -1.0);
-      if (!(f >= 0 && b >= 0)) throw bad(field, "forward_ms and backward_ms must be numbers of at least 0");
-      t.nodes.push_back({node, f, b});
-    }
-    t.update_ms = samples.value("update_ms", 0.0);
-    t.source = {{"host", r.value("host", "")}, {"run", r.value("run", "")}};
-    for (const char* key : {"engine", "precision", "batch", "gpu"})
-      if (params.contains(key)) t.source[key] = params[key];
-    return t;
+    return timeline_of(r, samples, number, file, graph);
   }
   throw InputError(file, 0, "", "no models.train record with samples.layers (`rocebench train --profile` records one in its results folder)");
 }
