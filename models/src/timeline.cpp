@@ -57,10 +57,14 @@ Timeline parse_timeline(Lines& lines, const std::string& file, const Graph& grap
     const int number = lines.number();
     if (json_too_deep_at(line) != std::string_view::npos) continue;  // not a record: destroying it would overflow the stack
     json r = json::parse(line, nullptr, false);
-    if (r.is_discarded() || !r.is_object() || r.value("step", "") != "models.train") continue;
-    const json& samples = r.value("samples", json::object());
-    if (!samples.contains("layers")) continue;
-    return timeline_of(r, samples, number, file, graph);
+    try {
+      if (r.is_discarded() || !r.is_object() || r.value("step", "") != "models.train") continue;
+      const json& samples = r.value("samples", json::object());
+      if (!samples.contains("layers")) continue;
+      return timeline_of(r, samples, number, file, graph);
+    } catch (const json::type_error& e) {  // a field of another type than the record's ("params": "x")
+      throw InputError(file, number, "", "a field of the wrong type: " + json_parse_message(e.what()));
+    }
   }
   throw InputError(file, 0, "", "no models.train record with samples.layers (`rocebench train --profile` records one in its results folder)");
 }

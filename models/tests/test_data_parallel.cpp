@@ -231,6 +231,23 @@ TEST(Timeline, ADeviceAHugeFileOrAHugeLineIsRefusedBeforeItIsRead) {
             (dir / "long.jsonl").string() + ":2: a line of a timeline is at most 8 MiB; this one is longer");
 }
 
+// Found by fuzz_timeline in 10 minutes: a field of another type ("params": "x", "host": 7) threw
+// nlohmann's type_error past the reader (std::terminate in the fuzzer, an internal error in the binary).
+TEST(Timeline, AFieldOfTheWrongTypeIsAnInputErrorAtItsLine) {
+  const Graph g = small_net();
+  const auto dir = rbtest::temp_dir("timeline-types");
+  for (const char* record : {R"({"step": "models.train", "samples": {"layers": []}, "params": "resnet"})",
+                             R"({"step": 7})", R"({"step": "models.train", "samples": {"layers": []}, "params": {"model": 3}})"}) {
+    std::ofstream(dir / "t.jsonl") << "{}\n" << record << "\n";
+    try {
+      load_timeline((dir / "t.jsonl").string(), g);
+      ADD_FAILURE() << "no InputError for " << record;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(":2: a field of the wrong type"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Timeline, TrainProfileRecordsATimelineTheReplayEngineReads) {
   const auto dir = rbtest::temp_dir("profile");
   TrainConfig c{.model = "resnet20_cifar", .batch = 2, .iters = 2, .warmup = 1, .profile = true};
