@@ -279,7 +279,7 @@ std::vector<RunNote> notes_in(const Dataset& data) {
     note({"", data.names.str(o.step), data.params_of(o).dump(), o.world, to_string(o.status),
           o.reason == kNoName ? "" : data.names.str(o.reason)});
   }
-  for (const auto& e : data.events) note({"", "", "{}", 0, "event " + e.value("event", "?"), e.value("message", "")});
+  for (const auto& e : data.events) note({"", "", "{}", 0, std::string(kEventNote) + e.value("event", "?"), e.value("message", "")});
   return out;
 }
 

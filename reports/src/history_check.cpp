@@ -95,7 +95,10 @@ std::vector<SeriesCheck> check_history(const std::vector<HistorySeries>& series,
 namespace {
 
 // Events that say a run lost measurements (the others describe how it ran).
-bool loses_measurements(const RunNote& n) { return n.status == "event rank.lost" || n.status == "event run.interrupted"; }
+bool loses_measurements(const RunNote& n) {
+  const std::string_view event = std::string_view(n.status).substr(std::min(n.status.size(), kEventNote.size()));
+  return n.status.starts_with(kEventNote) && (event == "rank.lost" || event == "run.interrupted");
+}
 
 }  // namespace
 
@@ -148,7 +151,7 @@ std::string Unmeasured::why(const HistorySeries& s, const std::vector<RunNote>& 
   }
   std::string events;
   for (const auto& n : notes) {
-    if (loses_measurements(n)) events += fmt::format("{}{}: {}", events.empty() ? "" : "; ", n.status.substr(6), n.reason);
+    if (loses_measurements(n)) events += fmt::format("{}{}: {}", events.empty() ? "" : "; ", n.status.substr(kEventNote.size()), n.reason);
   }
   if (!events.empty()) return events;
   return fmt::format("no record of it in run {}: the run ended before this step, or its plan no longer has it",

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rocebench/common/record.hpp"
@@ -69,6 +70,7 @@ void check_rerun_time(const std::string& rerun_of, const std::string& night, con
 // A result a run recorded without a measurement (status fail, skip or error, with its reason), or
 // one of its events (step empty; status "event NAME": a rank lost, a run interrupted): why a series
 // has no point in that run.
+inline constexpr std::string_view kEventNote = "event ";  // a RunNote's status for an event: "event rank.lost"
 struct RunNote {
   std::string run, step, params;  // params: canonical JSON
   int world = 0;
