@@ -15,6 +15,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
@@ -187,6 +189,13 @@ std::optional<std::string> command_key(const std::vector<std::string>& argv_in) 
 
 namespace {
 
+// How much a spelling of a command prints: dcb's -s adds statistics and -N numeric DSCP values.
+int detail_flags(const std::vector<std::string>& argv) {
+  return static_cast<int>(std::count_if(argv.begin(), argv.end(), [](const std::string& a) {
+    return a == "-s" || a == "--statistics" || a == "-N" || a == "--Numeric";
+  }));
+}
+
 // A captured tool output: `lspci -vvv` of a large server is ~1 MB, `ethtool -S` a few KB.
 constexpr InputLimits kCaptureLimits{"tool capture", 16 * kMiB, 1 * kMiB};
 // COMMANDS.tsv: a line per captured command.
@@ -202,7 +211,6 @@ ToolSource ToolSource::captured(std::filesystem::path dir) {
   if (!std::filesystem::exists(list, ec)) return source;
   LineReader lines(list, kCommandsLimits);
   source.has_commands_ = true;
-  std::map<std::string, int> line_of;  // command_key -> line that gave it
   for (std::string_view text; lines.next(text);) {
     const int number = lines.number();
     std::string line(text);
@@ -228,11 +236,26 @@ ToolSource ToolSource::captured(std::filesystem::path dir) {
       source.ignored_.push_back(file + " (" + join_argv(argv) + ")");
       continue;
     }
-    if (const auto seen = line_of.find(*key); seen != line_of.end()) {
-      throw InputError(where + "'" + *key + "' already has an output, on line " + std::to_string(seen->second));
+    const Saved saved{file, join_argv(argv), number, detail_flags(argv)};
+    const auto seen = source.by_key_.find(*key);
+    if (seen == source.by_key_.end()) {
+      source.by_key_.emplace(*key, saved);
+      continue;
     }
-    line_of[*key] = number;
-    source.by_key_[*key] = file;
+    // Operators save a command in two spellings (`dcb pfc show` and `dcb -s pfc show`): the one with
+    // more detail is read, the other is named as passed over. Two of one spelling are ambiguous.
+    Saved& kept = seen->second;
+    if (saved.detail == kept.detail) {
+      throw InputError(where + "'" + *key + "' already has an output, on line " + std::to_string(kept.line) +
+                       ", in the same spelling: keep one of them");
+    }
+    const Saved& poorer = saved.detail < kept.detail ? saved : kept;
+    const Saved& richer = saved.detail < kept.detail ? kept : saved;
+    source.ignored_.push_back(fmt::format("{} ({}, line {}: line {} '{}' says more and was read)", poorer.file, poorer.command,
+                                          poorer.line, richer.line, richer.command));
+    const int passed_over = poorer.line;
+    kept = Saved(richer);
+    kept.passed_over = passed_over;
   }
   return source;
 }
@@ -246,6 +269,7 @@ ToolText ToolSource::get(const ToolQuery& query) const {
       return t;
     case Mode::captured: {
       std::filesystem::path file = dir_ / query.capture_name;
+      std::string which;  // the spelling read, where COMMANDS.tsv saved two
       if (has_commands_) {
         const std::string key = command_key(query.argv).value_or(join_argv(query.argv));
         const auto it = by_key_.find(key);
@@ -253,9 +277,12 @@ ToolText ToolSource::get(const ToolQuery& query) const {
           t.missing = "no output of '" + key + "' in " + (dir_ / kCommandsFile).string();
           return t;
         }
-        file = dir_ / it->second;
+        file = dir_ / it->second.file;
+        if (it->second.passed_over) {
+          which = fmt::format(" ('{}', line {}, read rather than line {})", it->second.command, it->second.line, it->second.passed_over);
+        }
       }
-      t.source = file.string();
+      t.source = file.string() + which;
       std::error_code ec;
       if (!std::filesystem::exists(file, ec)) {
         t.missing = "no capture " + file.string();

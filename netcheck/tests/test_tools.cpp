@@ -101,13 +101,40 @@ TEST(ToolSource, CapturedByCommand) {
   EXPECT_EQ(captured.ignored(), std::vector<std::string>{"links.txt (ip link)"});
 }
 
+// Operators save both spellings of a dcb command: the one that prints more is read, and said so.
+TEST(ToolSource, OfTwoSpellingsTheRicherIsReadAndNamed) {
+  fixture::TempDir dir;
+  fixture::write_file(dir.path() / "plain.txt", "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n");
+  fixture::write_file(dir.path() / "stats.txt",
+                      "pfc-cap 8 macsec-bypass off delay 4096\nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"
+                      "requests 0:0 1:0 2:0 3:12 4:0 5:0 6:0 7:0\n");
+  fixture::write_file(dir.path() / "app.txt", "dscp-prio CS3:3\n");
+  fixture::write_file(dir.path() / "app-n.txt", "dscp-prio 24:3\n");
+  fixture::write_file(dir.path() / kCommandsFile,
+                      "stats.txt\tdcb -s pfc show dev eth0\nplain.txt\tdcb pfc show dev eth0\n"
+                      "app.txt\tdcb app show dev eth0\napp-n.txt\tdcb -N app show dev eth0\n");
+  const auto captured = ToolSource::captured(dir.path());
+  const auto pfc = captured.get(dcb_pfc_query("eth0"));
+  ASSERT_TRUE(pfc.text);
+  EXPECT_EQ(*pfc.text, fixture::read_file(dir.path() / "stats.txt"));
+  EXPECT_EQ(pfc.source, (dir.path() / "stats.txt").string() + " ('dcb -s pfc show dev eth0', line 1, read rather than line 2)");
+  const auto app = captured.get(dcb_app_query("eth0"));
+  ASSERT_TRUE(app.text);
+  EXPECT_EQ(*app.text, "dscp-prio 24:3\n");
+  EXPECT_NE(app.source.find("line 4, read rather than line 3"), std::string::npos) << app.source;
+  EXPECT_EQ(captured.ignored(),
+            (std::vector<std::string>{"plain.txt (dcb pfc show dev eth0, line 2: line 1 'dcb -s pfc show dev eth0' says more and was read)",
+                                      "app.txt (dcb app show dev eth0, line 3: line 4 'dcb -N app show dev eth0' says more and was read)"}));
+}
+
 TEST(ToolSource, BadCommandsLinesNameFileAndLine) {
   const std::vector<std::pair<std::string, std::string>> bad{
       {"a.txt dcb pfc show dev eth0\n", ":1: expected FILE<TAB>COMMAND"},
       {"# header\nmissing.txt\tdcb pfc show dev eth0\n", ":2: FILE 'missing.txt' is not in"},
       {"a.txt\t\n", ":1: no COMMAND after the tab for 'a.txt'"},
       {"../a.txt\tdcb pfc show dev eth0\n", ":1: FILE '../a.txt' must name a file in"},
-      {"a.txt\tdcb pfc show dev eth0\nb.txt\tdcb -s pfc show dev eth0\n", ":2: 'dcb pfc show dev eth0' already has an output, on line 1"},
+      {"a.txt\tdcb -s pfc show dev eth0\nb.txt\tdcb --statistics pfc show dev eth0\n",
+       ":2: 'dcb pfc show dev eth0' already has an output, on line 1, in the same spelling: keep one of them"},
   };
   for (const auto& [text, message] : bad) {
     fixture::TempDir dir;

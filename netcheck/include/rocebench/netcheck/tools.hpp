@@ -72,8 +72,15 @@ class ToolSource {
   std::chrono::milliseconds timeout_;
   std::filesystem::path dir_;
   std::string why_;
-  bool has_commands_ = false;                   // DIR/COMMANDS.tsv exists
-  std::map<std::string, std::string> by_key_;   // command_key -> file in dir_
+  // An output COMMANDS.tsv names: its file in dir_, the command as saved, its line.
+  struct Saved {
+    std::string file, command;
+    int line = 0;
+    int detail = 0;       // how much this spelling prints (dcb -s, -N)
+    int passed_over = 0;  // the line of a poorer spelling of the same command, not read
+  };
+  bool has_commands_ = false;             // DIR/COMMANDS.tsv exists
+  std::map<std::string, Saved> by_key_;   // command_key -> what to read
   std::vector<std::string> ignored_;
 };
 
