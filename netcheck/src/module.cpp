@@ -53,6 +53,7 @@ std::vector<CheckRecord> check_host(const std::string& root, const Profile& prof
 // Outputs in a capture folder that netcheck does not read are left out, and said so.
 void list_ignored(const ToolSource& tools) {
   for (const auto& i : tools.ignored()) std::cerr << "netcheck: capture: ignored the output of a command it does not read: " << i << "\n";
+  for (const auto& p : tools.passed_over()) std::cerr << "netcheck: capture: of two spellings, passed over " << p << "\n";
 }
 
 // One saved host to judge: its tree, its capture folder (may be empty) and its name.

@@ -243,7 +243,7 @@ ToolSource ToolSource::captured(std::filesystem::path dir) {
       continue;
     }
     // Operators save a command in two spellings (`dcb pfc show` and `dcb -s pfc show`): the one with
-    // more detail is read, the other is named as passed over. Two of one spelling are ambiguous.
+    // more detail is read, the other is named as passed over (stderr). Two of one spelling are ambiguous.
     Saved& kept = seen->second;
     if (saved.detail == kept.detail) {
       throw InputError(where + "'" + *key + "' already has an output, on line " + std::to_string(kept.line) +
@@ -251,8 +251,8 @@ ToolSource ToolSource::captured(std::filesystem::path dir) {
     }
     const Saved& poorer = saved.detail < kept.detail ? saved : kept;
     const Saved& richer = saved.detail < kept.detail ? kept : saved;
-    source.ignored_.push_back(fmt::format("{} ({}, line {}: line {} '{}' says more and was read)", poorer.file, poorer.command,
-                                          poorer.line, richer.line, richer.command));
+    source.passed_over_.push_back(fmt::format("{} ({}, line {}): line {} '{}' says more and was read", poorer.file, poorer.command,
+                                              poorer.line, richer.line, richer.command));
     const int passed_over = poorer.line;
     kept = Saved(richer);
     kept.passed_over = passed_over;

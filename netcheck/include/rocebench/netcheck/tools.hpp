@@ -63,6 +63,8 @@ class ToolSource {
   ToolText get(const ToolQuery& query) const;
   // Captured outputs of commands netcheck does not read: "FILE (COMMAND)", in COMMANDS.tsv order.
   const std::vector<std::string>& ignored() const { return ignored_; }
+  // Outputs of a command saved in two spellings that were not read, each with the one that was.
+  const std::vector<std::string>& passed_over() const { return passed_over_; }
 
  private:
   enum class Mode { live, captured, none };
@@ -81,7 +83,7 @@ class ToolSource {
   };
   bool has_commands_ = false;             // DIR/COMMANDS.tsv exists
   std::map<std::string, Saved> by_key_;   // command_key -> what to read
-  std::vector<std::string> ignored_;
+  std::vector<std::string> ignored_, passed_over_;
 };
 
 std::string join_argv(const std::vector<std::string>& argv);
