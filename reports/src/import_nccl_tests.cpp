@@ -78,8 +78,10 @@ ResultRecord collective(const Run& run, const Prefix& p, bool inplace, const Hal
   r.step = "collectives." + run.op;
   r.host = run.host;
   r.world = run.world;
+  // Versions without a redop column (allgather, broadcast) print what newer ones print there,
+  // "none", so old and new runs of one collective are one series.
   r.params = {{"algorithm", "nccl"}, {"transport", "nccl"}, {"bytes", as_count(p.bytes)}, {"dtype", p.type},
-              {"inplace", inplace},  {"redop", p.redop}};
+              {"inplace", inplace},  {"redop", p.redop.empty() ? "none" : p.redop}};
   if (run.world < 1) mark_ranks_unknown(r);
   const auto root = to_number(trim(p.root));
   if (root && *root >= 0 && *root < (1 << 24) && *root == std::floor(*root)) r.params["root"] = as_count(*root);  // a rank

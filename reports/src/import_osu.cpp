@@ -195,6 +195,7 @@ Imported parse_osu(const std::string& text, const std::string& file, const Impor
       const std::string words = benchmark_words(trim(line.substr(2)));
       s = Section{program_of(words), collective_of(words), "", {}, out.results.size(), {}};
       out.details["benchmarks"].push_back(s->benchmark);
+      out.details["titles"].push_back(printable_excerpt(trim(line.substr(2)), 200));  // name and OSU version, as printed
     } else if (line.rfind("# Datatype:", 0) == 0 && s) {
       s->dtype = trim(line.substr(11));
       if (!s->dtype.empty() && s->dtype.back() == '.') s->dtype.pop_back();
