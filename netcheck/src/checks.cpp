@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 namespace rocebench::netcheck {
@@ -16,7 +17,9 @@ const std::vector<std::string> kCheckIds{
     "rdma.link_layer", "link.state", "link.rate", "link.mtu", "link.active_mtu", "roce.gid.v2_present",
     "roce.mode.default", "roce.tos.default", "roce.trust.dscp", "roce.pfc.enabled_priorities",
     "roce.dscp.priority_map", "roce.ecn.np_enabled", "roce.ecn.rp_enabled", "roce.cnp.dscp", "roce.cnp.prio",
-    "counters.rx_discards_phy", "counters.roce_retransmits"};
+    "counters.rx_discards_phy", "counters.roce_retransmits",
+    // NCCL's own settings
+    "nccl.env", "nccl.ib_gid_index", "nccl.ib_tc", "nccl.ib_sl", "nccl.ib_hca", "nccl.socket_ifname", "nccl.pinned_tuning"};
 
 namespace {
 
@@ -404,6 +407,127 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
   counter_checks(e, subject, port, n, p);
 }
 
+// Where to change an NCCL setting, in the words of where it was read.
+std::string nccl_fix(const NcclSetting* s, const std::string& name, const std::string& value) {
+  const std::string where = !s ? "/etc/nccl.conf" : s->source == "environment" ? "the job's environment" : s->source;
+  return value.empty() ? "remove " + name + " from " + where : name + "=" + value + " in " + where;
+}
+
+std::optional<long long> nccl_number(const NcclSetting& s) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(s.value, &used);
+    if (used == s.value.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// An IPv4 address as a RoCE v2 GID (::ffff:a.b.c.d): the GID NCCL must use on a routed fabric.
+bool roce_v2_ipv4(const Gid& g) { return g.type == "RoCE v2" && g.gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0; }
+
+// NCCL opens its queue pairs with verbs: rdma_cm's default ToS and GID choice do not apply to it,
+// its own settings must put its traffic on the lossless priority and on a RoCE v2 GID.
+void nccl_checks(Emitter& e, const HostState& h, const Profile& p) {
+  if (h.devices.empty()) return;  // no RDMA: NCCL uses sockets, nothing of the fabric to judge
+  const NcclEnv& env = h.nccl;
+  if (env.settings.empty()) {
+    e.add("nccl.env", "host", nullptr, nullptr, Status::skip, "pass the job's environment with --nccl-env FILE",
+          "no NCCL_* setting in " + join(env.read, ", ") + ": NCCL's defaults apply");
+    return;
+  }
+  json seen = json::object();  // values only: where each was read differs from host to host by design
+  for (const auto& [name, s] : env.settings) seen[name] = s.value;
+  e.add("nccl.env", "host", nullptr, seen, Status::ok);
+
+  const int dscp = p.at("/roce/traffic_dscp").get<int>();
+  const json& map = p.at("/roce/dscp_to_priority");
+  const json lossless = map.contains(std::to_string(dscp)) ? map.at(std::to_string(dscp)) : p.at("/roce/pfc_priorities").at(0);
+  const std::string tc_wanted = std::to_string((dscp << 2) | 2);  // DSCP and ECT(0), as NCCL's docs set it
+  if (const NcclSetting* gid = env.find("NCCL_IB_GID_INDEX")) {
+    const auto index = nccl_number(*gid);
+    for (const auto& d : h.devices) {
+      for (const auto& port : d.ports) {
+        if (port.link_layer != "Ethernet") continue;
+        json wanted = json::array();
+        const Gid* at = nullptr;
+        for (const auto& g : port.gids) {
+          if (roce_v2_ipv4(g)) wanted.push_back(g.index);
+          if (index && g.index == *index) at = &g;
+        }
+        const json observed = at ? json{{"index", at->index}, {"type", at->type}, {"gid", at->gid}} : json{{"index", gid->value}};
+        const bool ok = at && roce_v2_ipv4(*at);
+        e.add("nccl.ib_gid_index", d.name + "/" + std::to_string(port.number), json{{"roce_v2_ipv4", wanted}}, observed,
+              ok ? Status::ok : Status::fail,
+              wanted.empty() ? "ip addr add <address>/<prefix> dev <netdev>  # no RoCE v2 IPv4 GID to point NCCL at"
+                             : nccl_fix(gid, "NCCL_IB_GID_INDEX", wanted[0].dump()) + ", or remove it so NCCL picks the RoCE v2 GID",
+              "NCCL_IB_GID_INDEX=" + gid->value + " from " + gid->source +
+                  (at ? " is a " + at->type + " GID (" + at->gid + "), not RoCE v2 over IPv4" : " is no GID of this port"));
+      }
+    }
+  }
+  const NcclSetting* tc = env.find("NCCL_IB_TC");
+  const json tc_ok{dscp << 2, (dscp << 2) | 2};
+  if (!tc) {
+    e.add("nccl.ib_tc", "host", tc_ok, nullptr, Status::warn, nccl_fix(nullptr, "NCCL_IB_TC", tc_wanted),
+          "unset: NCCL marks its RoCE traffic DSCP 0, not the profile's DSCP " + std::to_string(dscp) + " of priority " + lossless.dump());
+  } else {
+    const auto v = nccl_number(*tc);
+    const bool ok = v && contains_all(tc_ok, json{*v});
+    e.add("nccl.ib_tc", "host", tc_ok, v ? json(*v) : json(tc->value), ok ? Status::ok : Status::fail, nccl_fix(tc, "NCCL_IB_TC", tc_wanted),
+          "NCCL_IB_TC=" + tc->value + " from " + tc->source +
+              (v ? " is DSCP " + std::to_string(*v >> 2) + "; the profile puts DSCP " + std::to_string(dscp) + " on priority " + lossless.dump()
+                 : " is not a number"));
+  }
+  if (const NcclSetting* sl = env.find("NCCL_IB_SL")) {
+    const auto v = nccl_number(*sl);
+    const bool ok = v && json(*v) == lossless;
+    e.add("nccl.ib_sl", "host", lossless, v ? json(*v) : json(sl->value), ok ? Status::ok : Status::fail,
+          nccl_fix(sl, "NCCL_IB_SL", lossless.dump()),
+          "NCCL_IB_SL=" + sl->value + " from " + sl->source + ": the lossless priority is " + lossless.dump());
+  }
+  if (const NcclSetting* hca = env.find("NCCL_IB_HCA")) {
+    const NcclNameList list = parse_nccl_name_list(hca->value, true);
+    std::vector<std::string> usable, unmatched;  // active device ports the list lets NCCL use; entries that name none
+    auto active = [](const RdmaDevice& d, int port) {
+      return std::any_of(d.ports.begin(), d.ports.end(), [&](const Port& q) { return (port == 0 || q.number == port) && q.state == "ACTIVE"; });
+    };
+    for (const auto& entry : list.entries) {
+      const bool any = std::any_of(h.devices.begin(), h.devices.end(), [&](const RdmaDevice& d) { return entry.matches(d.name) && active(d, entry.port); });
+      if (!any && !list.exclude) unmatched.push_back((entry.exact ? "=" : "") + entry.name + (entry.port ? ":" + std::to_string(entry.port) : ""));
+    }
+    for (const auto& d : h.devices) {
+      const bool listed = std::any_of(list.entries.begin(), list.entries.end(), [&](const auto& entry) { return entry.matches(d.name); });
+      if (listed != list.exclude && active(d, 0)) usable.push_back(d.name);
+    }
+    const bool ok = unmatched.empty() && !usable.empty();
+    e.add("nccl.ib_hca", "host", json{{"names_active_devices", true}}, json{{"value", hca->value}, {"usable", usable}},
+          ok ? Status::ok : Status::fail, nccl_fix(hca, "NCCL_IB_HCA", ""),
+          "NCCL_IB_HCA=" + hca->value + " from " + hca->source +
+              (unmatched.empty() ? ": leaves NCCL no active RDMA device" : ": no active RDMA device (port) for " + join(unmatched, ", ")));
+  }
+  if (const NcclSetting* ifname = env.find("NCCL_SOCKET_IFNAME")) {
+    const NcclNameList list = parse_nccl_name_list(ifname->value, false);
+    std::vector<std::string> usable;
+    for (const auto& i : h.interfaces) {
+      const bool listed = std::any_of(list.entries.begin(), list.entries.end(), [&](const auto& entry) { return entry.matches(i); });
+      if (listed != list.exclude && i != "lo") usable.push_back(i);
+    }
+    e.add("nccl.socket_ifname", "host", json{{"names_interfaces", true}}, json{{"value", ifname->value}, {"usable", usable}},
+          usable.empty() ? Status::fail : Status::ok, nccl_fix(ifname, "NCCL_SOCKET_IFNAME", ""),
+          "NCCL_SOCKET_IFNAME=" + ifname->value + " from " + ifname->source + " names no interface of this host (" + join(h.interfaces, ", ") + ")");
+  }
+  std::vector<std::string> pinned, fixes;
+  for (const char* name : {"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS"}) {
+    if (const NcclSetting* s = env.find(name)) {
+      pinned.push_back(std::string(name) + "=" + s->value + " from " + s->source);
+      fixes.push_back(nccl_fix(s, name, ""));
+    }
+  }
+  e.add("nccl.pinned_tuning", "host", json::array(), pinned, pinned.empty() ? Status::ok : Status::warn, join(fixes, "; "),
+        join(pinned, "; ") + ": pins what NCCL's tuner chooses per message size and topology (a debugging setting, slower where it does not fit)");
+}
+
 }  // namespace
 
 std::vector<CheckRecord> run_checks(const HostState& host, const Profile& profile) {
@@ -421,6 +545,7 @@ std::vector<CheckRecord> run_checks(const HostState& host, const Profile& profil
     device_checks(e, host, d, profile);
     for (const auto& port : d.ports) port_checks(e, d, port, host_rate, profile);
   }
+  nccl_checks(e, host, profile);
   return out;
 }
 

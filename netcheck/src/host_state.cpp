@@ -297,7 +297,7 @@ std::string tree_hostname(const HostFs& fs) {
 }
 
 HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string& hostname,
-                    const std::vector<std::string>& modules) {
+                    const std::vector<std::string>& modules, const NcclSources& nccl) {
   HostState h;
   h.hostname = hostname;
   h.kernel = fs.read("/proc/sys/kernel/osrelease").value_or("");
@@ -329,6 +329,8 @@ HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string
     }
   }
   read_acs(fs, tools, h);
+  h.interfaces = fs.list("/sys/class/net");
+  h.nccl = read_nccl_env(fs, nccl);
   return h;
 }
 

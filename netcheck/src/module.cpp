@@ -1,6 +1,7 @@
 #include "rocebench/netcheck/module.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -44,10 +45,19 @@ std::vector<std::string> modules_of(const Profile& profile) {
   return modules;
 }
 
+// NCCL's settings: the environment is read only when the host judged is this one.
+NcclSources nccl_sources(const std::string& root, const std::vector<std::string>& job_files) {
+  NcclSources s;
+  s.environment = std::filesystem::path(root).lexically_normal() == "/";
+  if (const char* home = std::getenv("HOME"); home && *home == '/') s.home = home;
+  s.job_files.assign(job_files.begin(), job_files.end());
+  return s;
+}
+
 std::vector<CheckRecord> check_host(const std::string& root, const Profile& profile, const ToolSource& tools,
-                                    const std::string& hostname) {
+                                    const std::string& hostname, const std::vector<std::string>& nccl_env) {
   if (!std::filesystem::is_directory(root)) throw InputError("--root " + root + ": not a folder");
-  return run_checks(read_host(HostFs(root), tools, hostname, modules_of(profile)), profile);
+  return run_checks(read_host(HostFs(root), tools, hostname, modules_of(profile), nccl_sources(root, nccl_env)), profile);
 }
 
 // Outputs in a capture folder that netcheck does not read are left out, and said so.
@@ -116,7 +126,7 @@ int check_hosts(const LauncherFlags& launcher, const json& params, std::string r
   if (run_id.empty()) run_id = new_run_id("netcheck");
   Args launch = launcher.to_args();
   launch.insert(launch.end(), {"--run-id", run_id});
-  const CommandOrigin origin{kProgram, {{"profile", "--profile"}, {"tools", "--no-tools"}, {"tool_timeout_s", "--tool-timeout"}}};
+  const CommandOrigin origin{kProgram, {{"profile", "--profile"}, {"tools", "--no-tools"}, {"tool_timeout_s", "--tool-timeout"}, {"nccl_env", "--nccl-env"}}};
   const int ran = run_step_as_plan("netcheck.host", params, launch, origin);
   if (ran != kExitOk && ran != kExitCheckFailed) return ran;
   std::string dir = launch_value(launch, "--results-dir");
@@ -137,7 +147,7 @@ int check_main(const Args& args) {
   std::string root, profile_name = "lossless-roce", capture, host, run_id, save_dir, root_each;
   bool no_tools = false, compare = false, list_checks = false, print_profile = false, allow_unverified = false;
   double tool_timeout_s = kToolTimeoutS;
-  std::vector<std::string> files;
+  std::vector<std::string> files, nccl_env;
   LauncherFlags launcher(1);
   ArgParser parser(kProgram,
                    "Checks the RoCE lossless configuration (PFC, DSCP trust, ECN, CNP, RoCE v2 GIDs, MTU, link state\n"
@@ -162,6 +172,9 @@ int check_main(const Args& args) {
               "run every tool netcheck uses and save their outputs (DIR/capture, with COMMANDS.tsv) and the files the "
               "checks read (DIR/sys, DIR/proc ...), for --root DIR --capture DIR/capture elsewhere",
               "DIR")
+      .option("--nccl-env", &nccl_env,
+              "a job's NCCL settings (NAME=VALUE lines, as `env | grep NCCL_` prints them), judged over the host's "
+              "/etc/nccl.conf and ~/.nccl.conf (and this process's environment when the host is this one)", "FILE")
       .flag("--no-tools", &no_tools, "do not run dcb, mlnx_qos, ethtool or lspci")
       .option("--tool-timeout", &tool_timeout_s, "seconds each tool may take (default 10)", "S")
       .flag("--allow-unverified", &allow_unverified, "exit 0 although some checks are unverified (they are still reported)")
@@ -205,6 +218,9 @@ int check_main(const Args& args) {
   }
   if (!saved_trees) {
     json params = {{"profile", profile_name}, {"tools", !no_tools}, {"tool_timeout_s", tool_timeout_s}};
+    if (!nccl_env.empty()) {
+      for (const auto& f : nccl_env) params["nccl_env"].push_back(std::filesystem::absolute(f).string());
+    }
     return check_hosts(launcher, params, run_id, allow_unverified);
   }
   if (root.empty()) root = "/";
@@ -236,7 +252,7 @@ int check_main(const Args& args) {
   for (const auto& h : hosts) {
     const ToolSource tools = tool_source(h.root, h.capture, !no_tools, tool_timeout_s);
     list_ignored(tools);
-    for (const auto& c : check_host(h.root, profile, tools, h.host)) records.push_back(to_json(c, run_id));
+    for (const auto& c : check_host(h.root, profile, tools, h.host, nccl_env)) records.push_back(to_json(c, run_id));
   }
   if (!results.empty()) {
     RecordWriter writer(run_results_file(results, run_id));
@@ -322,6 +338,8 @@ std::vector<StepKind> steps() {
       "rdma_required": {"type": "boolean", "description": "override the profile: false makes a host without RDMA a skip, not a failure"},
       "save_capture": {"type": "string", "minLength": 1,
                        "description": "absolute folder (the run's, on a shared file system): each host saves what it read into FOLDER/<host>, for --root-each"},
+      "nccl_env": {"type": "array", "items": {"type": "string", "minLength": 1},
+                   "description": "files of a job's NCCL_* settings (NAME=VALUE lines), judged over the host's nccl.conf"},
       "per_host": {"type": "object", "description": "host name -> its own root and capture (a saved host judged in its place)",
                    "additionalProperties": {"type": "object", "additionalProperties": false, "properties": {
                      "root": {"type": "string", "minLength": 1}, "capture": {"type": "string", "minLength": 1}}}}
@@ -342,7 +360,8 @@ std::vector<StepKind> steps() {
       if (!folder.is_absolute()) throw InputError("field 'save_capture': '" + folder.string() + "' is not an absolute path");
       save_capture(folder / ctx.host, root, tools, modules_of(profile));
     }
-    for (const auto& c : check_host(root, profile, tools, ctx.host)) ctx.recorder->emit(to_json(c, ctx.run_id));
+    const auto nccl_env = ctx.params.value("nccl_env", std::vector<std::string>{});
+    for (const auto& c : check_host(root, profile, tools, ctx.host, nccl_env)) ctx.recorder->emit(to_json(c, ctx.run_id));
   };
   return {step};
 }

@@ -147,7 +147,8 @@ const std::vector<Misconfiguration> kMisconfigurations{
        h.write("/sys/class/infiniband/mlx5_1/ports/1/phys_state", "3: Disabled");
        h.write("/sys/class/net/ens1f1np1/operstate", "down");
      },
-     {"link.state mlx5_1/1"}, "link.state mlx5_1/1", "ip link set dev ens1f1np1 up",
+     // NCCL_IB_HCA in the host's nccl.conf names the port that is down: NCCL would try to use it.
+     {"link.state mlx5_1/1", "nccl.ib_hca host"}, "link.state mlx5_1/1", "ip link set dev ens1f1np1 up",
      [](const auto& records) { EXPECT_EQ(fixture::find_record(records, "link.rate", "mlx5_1/1").status, Status::skip); }},
     {"DegradedRate", [](const FixtureHost& h) { h.write("/sys/class/infiniband/mlx5_1/ports/1/rate", "100 Gb/sec (2X HDR)"); },
      {"link.rate mlx5_1/1"}, "link.rate mlx5_1/1",

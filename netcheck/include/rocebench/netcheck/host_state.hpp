@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rocebench/common/host_fs.hpp"
+#include "rocebench/netcheck/nccl_env.hpp"
 #include "rocebench/netcheck/parsers.hpp"
 #include "rocebench/netcheck/tools.hpp"
 
@@ -87,6 +88,8 @@ struct HostState {
   std::map<std::string, std::vector<std::string>> gpus;
   AcsMap acs;               // SrcValid per PCI function, for the functions on NIC <-> GPU paths
   std::string acs_source;   // where ACS states came from
+  std::vector<std::string> interfaces;  // every netdev in /sys/class/net
+  NcclEnv nccl;             // what a NCCL job here would run with
 };
 
 // The host a tree belongs to: /proc/sys/kernel/hostname, else /etc/hostname; empty when neither.
@@ -94,7 +97,7 @@ std::string tree_hostname(const HostFs& fs);
 
 // Reads a host. `modules` are the kernel modules to look for in /sys/module.
 HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string& hostname,
-                    const std::vector<std::string>& modules);
+                    const std::vector<std::string>& modules, const NcclSources& nccl = {});
 
 // "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0" -> {"0000:15:01.0", "0000:16:00.0"}: the
 // PCI functions on the way from the root complex down to (and including) the last one.
