@@ -26,6 +26,8 @@ packages=(
   qemu-system-x86 busybox-static
   # the Gloo ring allreduce peer of ci/bench/allreduce_vs_peers.sh
   libgloo-dev
+  # the package installed as operators install it, into a clean Debian root (ci/package/test_deb.sh)
+  mmdebstrap
 )
 
 missing=()
