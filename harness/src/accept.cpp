@@ -47,14 +47,8 @@ struct Node {
 // hostfile named it ("localhost", an address, the FQDN). The one place records meet node names.
 std::string record_host(const std::string& name) { return names_this_host(name) ? this_hostname() : name; }
 
-// One stage's run: its plan on a group of nodes, in its own folder under stages/.
-struct StageRun {
-  int exit_code = 0;
-  std::vector<json> records;
-  fs::path dir;
-  // The run went to its end: its records say what it found (a failed check is still a finding).
-  bool completed() const { return exit_code == kExitOk || exit_code == kExitCheckFailed; }
-};
+// One stage's run: its plan on a group of nodes, in its own folder under stages/, as accept.jsonl records it.
+using StageRun = accept::StageRun;
 
 json one_step(const std::string& step, const json& params) { return json::array({{{"step", step}, {"params", params}}}); }
 
@@ -62,7 +56,9 @@ class Acceptance {
  public:
   Acceptance(AcceptOptions options, std::vector<Node> nodes, fs::path dir, accept::Profile profile)
       : options_(std::move(options)), nodes_(std::move(nodes)), dir_(std::move(dir)), profile_(std::move(profile)),
-        verdicts_(rows(nodes_)) {}
+        verdicts_(rows(nodes_)), log_(dir_ / accept::kAcceptRecords) {
+    log_.append(accept::start_record(run_id(), seen(nodes_), profile_));
+  }
 
   int run() {
     const std::vector<Node> reachable = hosts_stage();
@@ -86,6 +82,13 @@ class Acceptance {
     for (const auto& n : nodes) out.push_back(n.host);
     return out;
   }
+  // The nodes as accept.jsonl records them.
+  static std::vector<accept::Node> seen(const std::vector<Node>& nodes) {
+    std::vector<accept::Node> out;
+    for (const auto& n : nodes) out.push_back({n.name, n.host});
+    return out;
+  }
+  std::string run_id() const { return (dir_.has_filename() ? dir_ : dir_.parent_path()).filename().string(); }
   // The nodes as the operator named them (for messages).
   static std::vector<std::string> names(const std::vector<Node>& nodes) {
     std::vector<std::string> out;
@@ -93,43 +96,53 @@ class Acceptance {
     return out;
   }
 
-  StageRun launch(const std::string& label, const std::vector<Node>& group, const json& steps, double deadline_s) {
+  // Runs `steps` on `group` as a run of its own, and records what it saw in accept.jsonl.
+  StageRun launch(const std::string& stage, const std::string& label, const std::vector<Node>& group, const json& steps,
+                  double deadline_s) {
     StageRun s;
-    s.dir = dir_ / "stages" / fmt::format("{:02}-{}", ++runs_, label);
-    fs::create_directories(s.dir);
+    s.stage = stage;
+    s.label = label;
+    s.folder = fmt::format("stages/{:02}-{}", ++runs_, label);
+    s.group = seen(group);
+    const fs::path dir = dir_ / s.folder;
+    fs::create_directories(dir);
     const json plan = {{"name", "accept-" + label}, {"launcher", {{"type", "local"}, {"ranks", group.size()}}},
                        {"deadline_s", deadline_s}, {"steps", steps}};
-    write_file_atomically(s.dir / "stage-plan.json", plan.dump(2) + "\n");
+    write_file_atomically(dir / "stage-plan.json", plan.dump(2) + "\n");
     RunOptions run;
-    run.plan_path = (s.dir / "stage-plan.json").string();
-    run.results_dir = s.dir.string();
+    run.plan_path = (dir / "stage-plan.json").string();
+    run.results_dir = dir.string();
     run.deadline_s = deadline_s;
     run.report = false;
     run.mpirun = options_.mpirun;
     std::string hosts;
     for (const auto& n : group) hosts += (options_.netns_file.empty() ? n.name + " slots=1" : n.name + " " + n.address) + "\n";
-    write_file_atomically(s.dir / "hosts", hosts);
+    write_file_atomically(dir / "hosts", hosts);
     if (options_.netns_file.empty()) {
       run.launcher = options_.launcher;
-      run.hostfile = (s.dir / "hosts").string();
+      run.hostfile = (dir / "hosts").string();
       run.ranks_per_host = 1;
     } else {
       run.launcher = "local";
-      run.netns_file = (s.dir / "hosts").string();
+      run.netns_file = (dir / "hosts").string();
       run.ranks = static_cast<int>(group.size());
     }
     std::cout << fmt::format("accept: {} on {} node(s): {}\n", label, group.size(), fmt::join(names(group), " "));
     std::cout.flush();
     s.exit_code = launch_run(run);
-    s.records = read_records(s.dir / "results.jsonl").records;
+    s.records = read_records(dir / "results.jsonl").records;
+    for (const auto& r : s.records) {
+      if (r.value("kind", "") == "event" && r.value("event", "") == "rank.lost") s.lost = r.value("message", "");
+    }
+    log_.append(accept::stage_record(run_id(), s));
     if (s.exit_code == kExitBadInput) throw InputError(fmt::format("accept: stage {} refused its input (see above)", label));
     return s;
   }
 
   // A stage that does not complete is run once more before its nodes are judged on it.
-  StageRun launch_retried(const std::string& label, const std::vector<Node>& group, const json& steps) {
-    StageRun s = launch(label, group, steps, options_.deadline_s);
-    return s.completed() ? s : launch(label + "-retry", group, steps, options_.deadline_s);
+  StageRun launch_retried(const std::string& stage, const std::vector<Node>& group, const json& steps) {
+    StageRun s = launch(stage, stage, group, steps, options_.deadline_s);
+    return s.completed() ? s : launch(stage, stage + "-retry", group, steps, options_.deadline_s);
   }
 
   // Stage 1: every node joins a run and checks its own setup; a run that fails is retried node by
@@ -147,7 +160,7 @@ class Acceptance {
     const json steps = json::array({{{"step", "harness.rendezvous"}, {"params", {{"rounds", 3}}}},
                                     {{"step", "netcheck.host"}, {"params", netcheck}}});
     const double deadline = std::min(options_.deadline_s, 15.0);
-    StageRun all = launch("hosts", nodes_, steps, deadline);
+    StageRun all = launch("hosts", "hosts", nodes_, steps, deadline);
     std::vector<json> records = all.records;
     std::vector<Node> reachable = nodes_;
     if (!all.completed()) {
@@ -155,16 +168,13 @@ class Acceptance {
       records.clear();
       fs::remove_all(captures);  // saved again by each node's run alone
       for (const auto& node : nodes_) {
-        StageRun alone = launch("hosts-" + node.name, {node}, steps, deadline);
+        StageRun alone = launch("hosts", "hosts-" + node.name, {node}, steps, deadline);
         if (alone.completed()) {
           reachable.push_back(node);
           records.insert(records.end(), alone.records.begin(), alone.records.end());
           continue;
         }
-        std::string why = fmt::format("its run alone ended with exit {}", alone.exit_code);
-        for (const auto& r : alone.records) {
-          if (r.value("event", "") == "rank.lost") why = r.value("message", why);
-        }
+        const std::string why = alone.lost.empty() ? fmt::format("its run alone ended with exit {}", alone.exit_code) : alone.lost;
         verdicts_.fail(node.host, {accept::kUnreachable, "hosts", fmt::format("failed with the others and alone: {}", why)});
       }
     }
@@ -198,7 +208,7 @@ class Acceptance {
   double allreduce_gbps(const std::string& label, const std::vector<Node>& group) {
     const json params = {{"algorithm", "ring"}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
                          {"iters", profile_.allreduce_iters}, {"warmup", 2}, {"placement", "in"}, {"spin_us", 0}};
-    const StageRun s = launch(label, group, one_step("collectives.allreduce", params), options_.deadline_s);
+    const StageRun s = launch("allreduce", label, group, one_step("collectives.allreduce", params), options_.deadline_s);
     for (const auto& r : s.records) {
       if (r.value("step", "") == "collectives.allreduce" && r.value("status", "") == "ok") {
         return r["metrics"].value("busbw_GBps", 0.0) * 8;
@@ -297,6 +307,8 @@ class Acceptance {
   }
 
   int finish() {
+    log_.append(accept::end_record(run_id(), static_cast<std::size_t>(runs_)));
+    log_.sync();
     json out = accept::verdict_json(verdicts_);
     out["profile"] = profile_.file;
     write_file_atomically(dir_ / "accept.json", out.dump(2) + "\n");
@@ -316,6 +328,7 @@ class Acceptance {
   accept::Profile profile_;
   accept::Verdicts verdicts_;
   std::map<std::string, std::string> no_gpu_;  // node -> why it has no usable GPU
+  RecordWriter log_;                            // accept.jsonl: what accept ran, and how each run ended
   int runs_ = 0;
 };
 

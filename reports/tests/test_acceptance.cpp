@@ -6,8 +6,11 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/schema.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports::accept;
@@ -293,5 +296,74 @@ TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
     FAIL() << "an unknown key was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(file + ":3: field 'allreduce.busbw_fraction'"), std::string::npos) << e.what();
+  }
+}
+
+// ---- what accept saw: accept.jsonl ----------------------------------------------------------
+
+namespace {
+
+// Writes an acceptance's folder as accept writes it: accept.jsonl and each run's results.jsonl.
+std::filesystem::path write_acceptance(const std::vector<Node>& nodes, const Profile& profile, const std::vector<StageRun>& runs,
+                                       bool finished = true) {
+  static int count = 0;
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("acceptance-" + std::to_string(++count));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  RecordWriter log(dir / kAcceptRecords);
+  log.append(start_record(dir.filename().string(), nodes, profile));
+  for (const auto& s : runs) {
+    log.append(stage_record(dir.filename().string(), s));
+    std::filesystem::create_directories(dir / s.folder);
+    RecordWriter results(dir / s.folder / "results.jsonl");
+    for (const auto& r : s.records) results.append(r);
+  }
+  if (finished) log.append(end_record(dir.filename().string(), runs.size()));
+  return dir;
+}
+
+StageRun stage_run(const std::string& stage, const std::string& label, int number, const std::vector<Node>& group, int exit_code,
+                   std::vector<json> records = {}, const std::string& lost = "") {
+  return {stage, label, fmt::format("stages/{:02}-{}", number, label), group, exit_code, lost, std::move(records)};
+}
+
+}  // namespace
+
+TEST(AcceptRecords, EachStageRunIsAnEventRecordOfTheSchemaAndReadsBackWithItsRecords) {
+  const std::vector<Node> nodes{{"ns0", "host0"}, {"ns1", "host1"}};
+  const Profile profile = load_profile("auto");
+  const json lost = event_record("r", "rank.lost", "rank 1 (host1) lost: no heartbeat for 20 s");
+  const std::vector<StageRun> runs{stage_run("hosts", "hosts", 1, nodes, 3, {lost}, "rank 1 (host1) lost: no heartbeat for 20 s"),
+                                   stage_run("hosts", "hosts-ns0", 2, {nodes[0]}, 0)};
+  const auto dir = write_acceptance(nodes, profile, runs);
+  const RecordFile f = read_records(dir / kAcceptRecords, &result_schema());
+  EXPECT_TRUE(f.issues.empty()) << f.issues.front().message;
+  ASSERT_EQ(f.records.size(), 4u);
+  EXPECT_EQ(f.records[1]["message"], "hosts on 2 node(s): exit 3; rank 1 (host1) lost: no heartbeat for 20 s");
+
+  const Acceptance a = load_acceptance(dir);
+  EXPECT_EQ(a.nodes, nodes);
+  EXPECT_TRUE(a.finished);
+  EXPECT_EQ(a.profile_file, "builtin:auto");
+  EXPECT_DOUBLE_EQ(profile_from_document(a.profile, a.profile_file).busbw_fraction, 0.7);
+  ASSERT_EQ(a.runs.size(), 2u);
+  EXPECT_EQ(a.runs[0].lost, "rank 1 (host1) lost: no heartbeat for 20 s");
+  EXPECT_FALSE(a.runs[0].completed());
+  EXPECT_EQ(a.runs[0].records.size(), 1u);
+  EXPECT_EQ(a.runs[1].group, std::vector<Node>{nodes[0]});
+  EXPECT_TRUE(a.runs[1].completed());
+}
+
+TEST(AcceptRecords, AFolderThatIsNotAnAcceptanceOrARecordAcceptDidNotWriteIsRefusedByFileAndLine) {
+  const auto empty = std::filesystem::path(::testing::TempDir()) / "not-an-acceptance";
+  std::filesystem::create_directories(empty);
+  EXPECT_THROW(load_acceptance(empty), InputError);
+  const auto dir = write_acceptance({{"a", "a"}}, load_profile("auto"), {});
+  std::ofstream(dir / kAcceptRecords, std::ios::app) << event_record("x", "accept.stage", "m", {{"stage", "links"}}).dump() << "\n";
+  try {
+    load_acceptance(dir);
+    FAIL() << "a record after accept.end was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(kAcceptRecords + std::string(":3")), std::string::npos) << e.what();
   }
 }

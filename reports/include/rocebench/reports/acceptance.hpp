@@ -2,8 +2,10 @@
 // Cluster acceptance: what the hardware should deliver (a profile), the search for the node that
 // slows a collective (bisection), and one verdict per node, with reason codes and evidence, built from
 // the records of the stages `rocebench accept` runs.
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,12 +45,61 @@ struct Profile {
   int train_steps = 10;
   double train_fraction = 0.8;     // of the fleet's median images/s
   json sources = json::object();   // rated number -> where it comes from
+  json document = json::object();  // the profile as written (what accept records it ran under)
 };
 
 // A built-in name or a JSON file; throws InputError naming file, line and field.
 Profile load_profile(const std::string& name_or_file);
 std::string builtin_profile_text(const std::string& name);  // empty when there is no such profile
 std::vector<std::string> builtin_profiles();
+// The profile a recorded acceptance ran under (accept.jsonl's accept.start record).
+Profile profile_from_document(const json& document, const std::string& file);
+
+// ---- what accept saw -----------------------------------------------------------------------
+// `rocebench accept` runs its stages, each a run of its own in <dir>/stages/NN-label/ (results.jsonl),
+// and records in <dir>/accept.jsonl (event records) what it ran: the nodes and the profile
+// (accept.start), each stage run's group and exit code (accept.stage), and its end (accept.end).
+// Every verdict below is a function of those records and a profile alone, so `rocebench report
+// --accept DIR` judges a finished acceptance again, under its own profile or another.
+
+inline constexpr const char* kAcceptRecords = "accept.jsonl";
+
+// A node as the operator named it (hostfile line, emulated host) and as its records name it (its row).
+struct Node {
+  std::string name;
+  std::string host;
+  bool operator==(const Node&) const = default;
+};
+
+// One stage's run on a group of nodes.
+struct StageRun {
+  std::string stage;   // hosts | links | allreduce | gpu | train
+  std::string label;   // its folder's name after the number: hosts, hosts-NODE, links-retry, bisect-4
+  std::string folder;  // relative to the acceptance's folder: stages/NN-label
+  std::vector<Node> group;
+  int exit_code = 0;
+  std::string lost;           // the message of a rank it lost (rank.lost), if any
+  std::vector<json> records;  // its results.jsonl
+  // The run went to its end (exit 0 or 1): its records say what it found (a failed check is a finding).
+  bool completed() const;
+};
+
+// An acceptance as recorded.
+struct Acceptance {
+  std::string run;         // the acceptance's run id
+  std::vector<Node> nodes;  // every node, in the operator's order (the verdict's rows)
+  std::string profile_file;
+  json profile = json::object();  // the profile's document it ran under
+  std::vector<StageRun> runs;     // in the order they ran
+  bool finished = false;          // accept.end was recorded
+};
+
+json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile);
+json stage_record(const std::string& run, const StageRun& s);  // without its records (they are in its folder)
+json end_record(const std::string& run, std::size_t runs);
+// Reads <dir>/accept.jsonl and each stage run's results.jsonl. InputError naming the folder or the
+// file and line when it is not an acceptance's folder or a record is not what accept writes.
+Acceptance load_acceptance(const std::filesystem::path& dir);
 
 // The reasons a node fails.
 inline constexpr const char* kConfig = "CONFIG";            // netcheck failed, or a setting differs from the fleet
