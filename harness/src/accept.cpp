@@ -56,15 +56,17 @@ class Acceptance {
  public:
   Acceptance(AcceptOptions options, std::vector<Node> nodes, fs::path dir, accept::Profile profile)
       : options_(std::move(options)), nodes_(std::move(nodes)), dir_(std::move(dir)), profile_(std::move(profile)),
-        verdicts_(rows(nodes_)), log_(dir_ / accept::kAcceptRecords) {
-    log_.append(accept::start_record(run_id(), seen(nodes_), profile_));
+        log_(dir_ / accept::kAcceptRecords) {
+    seen_.run = run_id();
+    seen_.nodes = seen(nodes_);
+    log_.append(accept::start_record(seen_.run, seen_.nodes, profile_));
   }
 
   int run() {
     const std::vector<Node> reachable = hosts_stage();
     if (reachable.size() >= 2) {
-      const double median_pair = links_stage(reachable);
-      allreduce_stage(reachable, median_pair);
+      links_stage(reachable);
+      allreduce_stage(reachable);
     } else {
       std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
     }
@@ -76,12 +78,6 @@ class Acceptance {
   }
 
  private:
-  // The nodes as their records name them (the verdict's rows).
-  static std::vector<std::string> rows(const std::vector<Node>& nodes) {
-    std::vector<std::string> out;
-    for (const auto& n : nodes) out.push_back(n.host);
-    return out;
-  }
   // The nodes as accept.jsonl records them.
   static std::vector<accept::Node> seen(const std::vector<Node>& nodes) {
     std::vector<accept::Node> out;
@@ -134,7 +130,8 @@ class Acceptance {
     for (const auto& r : s.records) {
       if (r.value("kind", "") == "event" && r.value("event", "") == "rank.lost") s.lost = r.value("message", "");
     }
-    log_.append(accept::stage_record(run_id(), s));
+    log_.append(accept::stage_record(seen_.run, s));
+    seen_.runs.push_back(s);
     if (s.exit_code == kExitBadInput) throw InputError(fmt::format("accept: stage {} refused its input (see above)", label));
     return s;
   }
@@ -160,139 +157,58 @@ class Acceptance {
     const json steps = json::array({{{"step", "harness.rendezvous"}, {"params", {{"rounds", 3}}}},
                                     {{"step", "netcheck.host"}, {"params", netcheck}}});
     const double deadline = std::min(options_.deadline_s, 15.0);
-    StageRun all = launch("hosts", "hosts", nodes_, steps, deadline);
-    std::vector<json> records = all.records;
-    std::vector<Node> reachable = nodes_;
+    const StageRun all = launch("hosts", "hosts", nodes_, steps, deadline);
     if (!all.completed()) {
-      reachable.clear();
-      records.clear();
       fs::remove_all(captures);  // saved again by each node's run alone
-      for (const auto& node : nodes_) {
-        StageRun alone = launch("hosts", "hosts-" + node.name, {node}, steps, deadline);
-        if (alone.completed()) {
-          reachable.push_back(node);
-          records.insert(records.end(), alone.records.begin(), alone.records.end());
-          continue;
-        }
-        const std::string why = alone.lost.empty() ? fmt::format("its run alone ended with exit {}", alone.exit_code) : alone.lost;
-        verdicts_.fail(node.host, {accept::kUnreachable, "hosts", fmt::format("failed with the others and alone: {}", why)});
-      }
+      for (const auto& node : nodes_) launch("hosts", "hosts-" + node.name, {node}, steps, deadline);
     }
-    for (const auto& node : reachable) verdicts_.stage(node.host, "hosts", "ok");
-    accept::judge_netcheck(verdicts_, records, rows(reachable));
-    // The run records say which nodes have a GPU, and why not (the GPU stage runs on the others).
-    for (const auto& r : records) {
-      if (r.value("kind", "") != "run") continue;
-      for (const auto& h : r.value("hosts", json::array())) {
-        const json gpu = h.value("gpu", json::object());
-        if (gpu.value("devices", json::array()).empty()) no_gpu_[h.value("hostname", "")] = gpu.value("reason", "no GPU");
-      }
-    }
-    return reachable;
+    return of(accept::reachable_nodes(seen_));
   }
 
-  // Stage 2: the all-pairs link matrix (slow pairs retested alone); returns the median pair's Gb/s.
-  double links_stage(const std::vector<Node>& group) {
+  // The operator's nodes that `picked` names, in its order.
+  std::vector<Node> of(const std::vector<accept::Node>& picked) const {
+    std::vector<Node> out;
+    for (const auto& p : picked) {
+      for (const auto& n : nodes_) {
+        if (n.name == p.name && n.host == p.host) out.push_back(n);
+      }
+    }
+    return out;
+  }
+
+  // Stage 2: the all-pairs link matrix (slow pairs retested alone).
+  void links_stage(const std::vector<Node>& group) {
     const json params = {{"transport", "tcp"}, {"test", profile_.link_test}, {"bytes", profile_.link_bytes},
                          {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction}};
-    const StageRun s = launch_retried("links", group, one_step("microbench.allpairs", params));
-    if (!s.completed()) {
-      for (const auto& n : group) verdicts_.fail(n.host, {accept::kUnverified, "links", fmt::format("the link matrix did not complete (exit {}, twice)", s.exit_code)});
-      return 0;
-    }
-    accept::judge_links(verdicts_, s.records, rows(group));
-    return accept::median_pair_bandwidth(s.records);
+    launch_retried("links", group, one_step("microbench.allpairs", params));
   }
 
-  // The ring allreduce on a group: its bus bandwidth in Gb/s (0 when it did not complete).
-  double allreduce_gbps(const std::string& label, const std::vector<Node>& group) {
+  // Stage 3: allreduce over every reachable node, against the rated link or the median pair; the
+  // search (retry, bisection, rounds) is the judge's, which says what to run next.
+  void allreduce_stage(const std::vector<Node>& group) {
+    const accept::AllreduceThreshold threshold = accept::allreduce_threshold(profile_, seen_);
+    if (!threshold.defined()) return;  // no figure to judge against: the links stage said why
     const json params = {{"algorithm", "ring"}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
                          {"iters", profile_.allreduce_iters}, {"warmup", 2}, {"placement", "in"}, {"spin_us", 0}};
-    const StageRun s = launch("allreduce", label, group, one_step("collectives.allreduce", params), options_.deadline_s);
-    for (const auto& r : s.records) {
-      if (r.value("step", "") == "collectives.allreduce" && r.value("status", "") == "ok") {
-        return r["metrics"].value("busbw_GBps", 0.0) * 8;
-      }
-    }
-    return 0;
-  }
-
-  // Stage 3: allreduce over every reachable node, against the rated link or the median pair.
-  void allreduce_stage(const std::vector<Node>& group, double median_pair) {
-    const bool rated = profile_.rated_link_Gbps > 0;
-    if (median_pair <= 0 && !rated) return;  // no figure to judge against: the links stage said why
-    const double threshold = rated ? profile_.busbw_fraction_of_rated * profile_.rated_link_Gbps : profile_.busbw_fraction * median_pair;
-    const std::string against = rated ? fmt::format("{} x the rated link's {:.3f}", profile_.busbw_fraction_of_rated, profile_.rated_link_Gbps)
-                                      : fmt::format("{} x the median pair's {:.3f}", profile_.busbw_fraction, median_pair);
-    allreduce_rounds(group, threshold, against);
-    verdicts_.ran("allreduce", rows(group));
-  }
-
-  // Below threshold (also on a retry), bisection names the node that slows the group, and the group
-  // without it is tried again (three rounds at most).
-  void allreduce_rounds(std::vector<Node> group, double threshold, const std::string& against) {
-    std::vector<std::string> log;  // each run's group and figure, the evidence of a SLOW
-    auto slow = [&](const std::string& label, const std::vector<Node>& g, double* seen = nullptr) {
-      const double gbps = allreduce_gbps(label, g);
-      if (seen) *seen = gbps;
-      std::cout << fmt::format("accept: {}: busbw {:.3f} Gb/s, threshold {:.3f}\n", label, gbps, threshold);
-      const std::string who = g.size() == group.size() ? fmt::format("all {}", g.size()) : fmt::format("{}", fmt::join(names(g), "+"));
-      log.push_back(fmt::format("{} {:.3f}{}", who, gbps, gbps < threshold ? " slow" : ""));
-      return gbps < threshold;
-    };
-    for (int round = 0; round < 3 && group.size() >= 2; ++round) {
-      double full = 0;
-      log.clear();
-      if (!slow("allreduce", group, &full) || !slow("allreduce-retry", group, &full)) {
-        for (const auto& n : group) verdicts_.stage(n.host, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", full));
-        return;
-      }
-      const accept::Bisection b = accept::bisect(static_cast<int>(group.size()), [&](const std::vector<int>& members) {
-        std::vector<Node> sub;
-        for (int i : members) sub.push_back(group[static_cast<std::size_t>(i)]);
-        return slow(fmt::format("bisect-{}", members.size()), sub);
-      });
-      const std::string evidence = fmt::format(
-          "allreduce busbw (Gb/s) against {:.3f} ({}): {}; bisection: {} run(s)", threshold, against, fmt::join(log, "; "), b.runs);
-      if (b.slow.empty()) {
-        verdicts_.fail_cluster({accept::kSlow, "allreduce", evidence + "; no single node isolated"});
-        for (const auto& n : group) verdicts_.stage(n.host, "allreduce", fmt::format("slow with the group ({:.3f} Gb/s busbw)", full));
-        return;
-      }
-      std::vector<Node> rest;
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        if (std::find(b.slow.begin(), b.slow.end(), static_cast<int>(i)) != b.slow.end()) {
-          verdicts_.fail(group[i].host, {accept::kSlow, "allreduce", evidence});
-        } else {
-          rest.push_back(group[i]);
-        }
-      }
-      group = rest;
-    }
+    accept::allreduce_search(seen(group), threshold, [&](const std::string& label, const std::vector<accept::Node>& g) -> std::optional<double> {
+      const StageRun s = launch("allreduce", label, of(g), one_step("collectives.allreduce", params), options_.deadline_s);
+      const double gbps = accept::allreduce_busbw_Gbps(s.records);
+      std::cout << fmt::format("accept: {}: busbw {:.3f} Gb/s, threshold {:.3f}\n", label, gbps, threshold.Gbps);
+      return gbps;
+    });
   }
 
   // Stage 4: every GPU of each node (GEMM, host-to-device copies) against the profile; nodes without one skip.
   void gpu_stage(const std::vector<Node>& reachable) {
+    const auto no_gpu = accept::nodes_without_gpu(seen_);
     std::vector<Node> with_gpu;
     for (const auto& n : reachable) {
-      if (!no_gpu_.count(n.host)) with_gpu.push_back(n);
+      if (!no_gpu.count(n.host)) with_gpu.push_back(n);
     }
-    std::vector<json> records;
     if (!with_gpu.empty()) {
       const json params = {{"filter", "^gpu_(gemm|copy/dir:h2d)"}, {"repetitions", 3}, {"min_time_s", 0.05}, {"min_bytes", 64 << 20}, {"max_bytes", 64 << 20}};
-      const StageRun s = launch_retried("gpu", with_gpu, one_step("microbench.host", params));
-      records = s.records;
-      if (!s.completed()) {  // the column stays, with the failure, beside what its records still say
-        for (const auto& n : with_gpu) {
-          verdicts_.fail(n.host, {accept::kUnverified, "gpu", fmt::format("the GPU benchmarks did not complete (exit {}, twice)", s.exit_code)});
-        }
-      }
+      launch_retried("gpu", with_gpu, one_step("microbench.host", params));
     }
-    std::map<std::string, std::string> left_out;
-    for (const auto& n : reachable) {
-      if (no_gpu_.count(n.host)) left_out[n.host] = no_gpu_.at(n.host);
-    }
-    accept::judge_gpu(verdicts_, records, rows(reachable), left_out, profile_);
   }
 
   // Stage 5: a short data-parallel training run over the reachable nodes (one rank each, the full
@@ -302,33 +218,33 @@ class Acceptance {
                    {"batch", profile_.train_batch}, {"iters", profile_.train_steps}, {"warmup", 2},
                    {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"predict", false}};
     if (profile_.train_engine == "replay") params["timeline"] = profile_.train_timeline;
-    const StageRun s = launch_retried("train", reachable, one_step("models.scaling", params));
-    accept::judge_training(verdicts_, s.completed() ? s.records : std::vector<json>{}, rows(reachable), profile_);
+    launch_retried("train", reachable, one_step("models.scaling", params));
   }
 
   int finish() {
-    log_.append(accept::end_record(run_id(), static_cast<std::size_t>(runs_)));
+    log_.append(accept::end_record(seen_.run, static_cast<std::size_t>(runs_)));
     log_.sync();
-    json out = accept::verdict_json(verdicts_);
+    // The verdict is the judge's, from what the stages recorded: what `report --accept` says again.
+    const accept::Verdicts verdicts = accept::judge_acceptance(accept::load_acceptance(dir_), profile_);
+    json out = accept::verdict_json(verdicts);
     out["profile"] = profile_.file;
     write_file_atomically(dir_ / "accept.json", out.dump(2) + "\n");
     const std::string title = "rocebench accept " + dir_.filename().string();
-    const auto sections = accept::verdict_sections(verdicts_);
+    const auto sections = accept::verdict_sections(verdicts);
     write_file_atomically(dir_ / "accept.md", reports::render_markdown(title, sections, "."));
     write_file_atomically(dir_ / "accept.html", reports::render_html(title, sections));
-    write_file_atomically(dir_ / "junit.xml", accept::verdict_junit(verdicts_));
-    std::cout << "\n" << accept::verdict_table(verdicts_);
+    write_file_atomically(dir_ / "junit.xml", accept::verdict_junit(verdicts));
+    std::cout << "\n" << accept::verdict_table(verdicts);
     std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
-    return verdicts_.pass() ? kExitOk : kExitCheckFailed;
+    return verdicts.pass() ? kExitOk : kExitCheckFailed;
   }
 
   AcceptOptions options_;
   std::vector<Node> nodes_;
   fs::path dir_;
   accept::Profile profile_;
-  accept::Verdicts verdicts_;
-  std::map<std::string, std::string> no_gpu_;  // node -> why it has no usable GPU
-  RecordWriter log_;                            // accept.jsonl: what accept ran, and how each run ended
+  RecordWriter log_;     // accept.jsonl: what accept ran, and how each run ended
+  accept::Acceptance seen_;  // the same, in memory: what the judge decides the next stage from
   int runs_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -639,6 +640,269 @@ Bisection bisect(int n, const std::function<bool(const std::vector<int>&)>& slow
   }
   b.slow = {node};
   return b;
+}
+
+// ---- the acceptance's decisions, from its records ----------------------------------------------
+
+double allreduce_busbw_Gbps(const std::vector<json>& records) {
+  for (const auto& r : records) {
+    if (r.value("step", "") == "collectives.allreduce" && r.value("status", "") == "ok") {
+      return r.value("metrics", json::object()).value("busbw_GBps", 0.0) * 8;
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+std::vector<std::string> rows(const std::vector<Node>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& n : nodes) out.push_back(n.host);
+  return out;
+}
+
+std::vector<std::string> names(const std::vector<Node>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& n : nodes) out.push_back(n.name);
+  return out;
+}
+
+std::vector<const StageRun*> runs_of(const Acceptance& a, const std::string& stage) {
+  std::vector<const StageRun*> out;
+  for (const auto& s : a.runs) {
+    if (s.stage == stage) out.push_back(&s);
+  }
+  return out;
+}
+
+// "(exit 3, twice)": a stage that did not complete was run once more.
+std::string exits(const std::vector<const StageRun*>& runs) {
+  return fmt::format("(exit {}{})", runs.back()->exit_code, runs.size() > 1 ? ", twice" : "");
+}
+
+// Stage 1: every node in one run; when it does not complete, each node in a run alone.
+struct HostsStage {
+  std::vector<Node> reachable;
+  std::vector<json> records;  // of the runs that completed
+  std::map<std::string, std::string> unreachable;  // node -> why
+  std::vector<Node> unrecorded;                     // no run of theirs was recorded
+};
+
+HostsStage hosts_stage(const Acceptance& a) {
+  HostsStage h;
+  const auto runs = runs_of(a, "hosts");
+  if (!runs.empty() && runs.front()->completed()) {
+    h.reachable = runs.front()->group;
+    h.records = runs.front()->records;
+    return h;
+  }
+  for (const auto& node : a.nodes) {
+    const auto alone = std::find_if(runs.begin() + (runs.empty() ? 0 : 1), runs.end(),
+                                    [&](const StageRun* s) { return s->group == std::vector<Node>{node}; });
+    if (alone == runs.end()) {
+      h.unrecorded.push_back(node);
+    } else if ((*alone)->completed()) {
+      h.reachable.push_back(node);
+      h.records.insert(h.records.end(), (*alone)->records.begin(), (*alone)->records.end());
+    } else {
+      h.unreachable[node.host] = (*alone)->lost.empty() ? fmt::format("its run alone ended with exit {}", (*alone)->exit_code) : (*alone)->lost;
+    }
+  }
+  return h;
+}
+
+// The run records say which nodes have a GPU, and why not.
+std::map<std::string, std::string> without_gpu(const std::vector<json>& records) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "run") continue;
+    for (const auto& h : r.value("hosts", json::array())) {
+      const json gpu = h.value("gpu", json::object());
+      if (gpu.value("devices", json::array()).empty()) out[h.value("hostname", "")] = gpu.value("reason", "no GPU");
+    }
+  }
+  return out;
+}
+
+// A run the search needs and the runner does not have.
+struct NoSuchRun {};
+
+std::vector<std::string> sorted_rows(const std::vector<Node>& group) {
+  std::vector<std::string> out = rows(group);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<Node> reachable_nodes(const Acceptance& a) { return hosts_stage(a).reachable; }
+
+std::map<std::string, std::string> nodes_without_gpu(const Acceptance& a) { return without_gpu(hosts_stage(a).records); }
+
+AllreduceThreshold allreduce_threshold(const Profile& profile, double median_pair_Gbps) {
+  if (profile.rated_link_Gbps > 0) {
+    return {profile.busbw_fraction_of_rated * profile.rated_link_Gbps,
+            fmt::format("{} x the rated link's {:.3f}", profile.busbw_fraction_of_rated, profile.rated_link_Gbps)};
+  }
+  if (median_pair_Gbps <= 0) return {};  // no figure to judge against: the links stage said why
+  return {profile.busbw_fraction * median_pair_Gbps, fmt::format("{} x the median pair's {:.3f}", profile.busbw_fraction, median_pair_Gbps)};
+}
+
+AllreduceThreshold allreduce_threshold(const Profile& profile, const Acceptance& a) {
+  const auto links = runs_of(a, "links");
+  const bool measured = !links.empty() && links.back()->completed();
+  return allreduce_threshold(profile, measured ? median_pair_bandwidth(links.back()->records) : 0.0);
+}
+
+bool group_slow(double busbw_Gbps, const AllreduceThreshold& t) { return busbw_Gbps < t.Gbps; }
+
+AllreduceSearch allreduce_search(const std::vector<Node>& nodes, const AllreduceThreshold& t, const AllreduceRunner& busbw) {
+  AllreduceSearch out;
+  std::vector<Node> group = nodes;
+  for (int round = 0; round < 3 && group.size() >= 2; ++round) {
+    AllreduceRound r;
+    r.group = group;
+    auto slow = [&](const std::string& label, const std::vector<Node>& g, double* seen = nullptr) {
+      const std::optional<double> Gbps = busbw(label, g);
+      if (!Gbps) {
+        out.missing = fmt::format("{} on {}", label, fmt::join(names(g), "+"));
+        throw NoSuchRun{};
+      }
+      if (seen) *seen = *Gbps;
+      const std::string who = g.size() == group.size() ? fmt::format("all {}", g.size()) : fmt::format("{}", fmt::join(names(g), "+"));
+      r.log.push_back(fmt::format("{} {:.3f}{}", who, *Gbps, group_slow(*Gbps, t) ? " slow" : ""));
+      return group_slow(*Gbps, t);
+    };
+    try {
+      if (!slow("allreduce", group, &r.full) || !slow("allreduce-retry", group, &r.full)) {
+        out.rounds.push_back(std::move(r));
+        return out;
+      }
+      r.slow = true;
+      r.bisection = bisect(static_cast<int>(group.size()), [&](const std::vector<int>& members) {
+        std::vector<Node> sub;
+        for (int i : members) sub.push_back(group[static_cast<std::size_t>(i)]);
+        return slow(fmt::format("bisect-{}", members.size()), sub);
+      });
+    } catch (const NoSuchRun&) {
+      out.unresolved = group;
+      return out;
+    }
+    std::vector<Node> rest;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const bool isolated = std::find(r.bisection.slow.begin(), r.bisection.slow.end(), static_cast<int>(i)) != r.bisection.slow.end();
+      (isolated ? r.isolated : rest).push_back(group[i]);
+    }
+    const bool none = r.isolated.empty();
+    out.rounds.push_back(std::move(r));
+    if (none) return out;
+    group = rest;
+  }
+  return out;
+}
+
+AllreduceRunner recorded_allreduce(const Acceptance& a) {
+  struct Run {
+    std::vector<std::string> hosts;
+    double Gbps;
+  };
+  auto runs = std::make_shared<std::vector<Run>>();
+  for (const auto& s : a.runs) {
+    if (s.stage == "allreduce") runs->push_back({sorted_rows(s.group), allreduce_busbw_Gbps(s.records)});
+  }
+  auto used = std::make_shared<std::map<std::vector<std::string>, std::size_t>>();  // group -> its runs replayed
+  return [runs, used](const std::string&, const std::vector<Node>& group) -> std::optional<double> {
+    const auto key = sorted_rows(group);
+    std::size_t& k = (*used)[key];
+    std::size_t seen = 0;
+    for (const auto& r : *runs) {
+      if (r.hosts == key && seen++ == k) {
+        ++k;
+        return r.Gbps;
+      }
+    }
+    return std::nullopt;
+  };
+}
+
+void judge_allreduce(Verdicts& v, const AllreduceSearch& search, const AllreduceThreshold& t) {
+  for (const auto& r : search.rounds) {
+    if (!r.slow) {
+      for (const auto& n : r.group) v.stage(n.host, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", r.full));
+      continue;
+    }
+    const std::string evidence = fmt::format("allreduce busbw (Gb/s) against {:.3f} ({}): {}; bisection: {} run(s)", t.Gbps, t.against,
+                                             fmt::join(r.log, "; "), r.bisection.runs);
+    if (r.isolated.empty()) {
+      v.fail_cluster({kSlow, "allreduce", evidence + "; no single node isolated"});
+      for (const auto& n : r.group) v.stage(n.host, "allreduce", fmt::format("slow with the group ({:.3f} Gb/s busbw)", r.full));
+      continue;
+    }
+    for (const auto& n : r.isolated) v.fail(n.host, {kSlow, "allreduce", evidence});
+  }
+  if (search.missing.empty()) return;
+  for (const auto& n : search.unresolved) {
+    v.fail(n.host, {kUnverified, "allreduce", fmt::format("against {:.3f} Gb/s ({}), the search for the node that slows the allreduce "
+                                                          "needs a run this acceptance did not make: {}", t.Gbps, t.against, search.missing)});
+  }
+}
+
+Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
+  Verdicts v(rows(a.nodes));
+  // Stage 1: who joined, and their setup.
+  const HostsStage hosts = hosts_stage(a);
+  for (const auto& node : a.nodes) {
+    if (hosts.unreachable.count(node.host)) {
+      v.fail(node.host, {kUnreachable, "hosts", "failed with the others and alone: " + hosts.unreachable.at(node.host)});
+    } else if (std::find(hosts.unrecorded.begin(), hosts.unrecorded.end(), node) != hosts.unrecorded.end()) {
+      v.fail(node.host, {kUnverified, "hosts", "no hosts-stage run of this node was recorded (the acceptance ended before it)"});
+    }
+  }
+  const std::vector<Node>& reachable = hosts.reachable;
+  for (const auto& node : reachable) v.stage(node.host, "hosts", "ok");
+  judge_netcheck(v, hosts.records, rows(reachable));
+  // Stages 2 and 3: the link matrix, and the allreduce against it (or against the rated link).
+  if (reachable.size() >= 2) {
+    const auto links = runs_of(a, "links");
+    for (const auto& n : reachable) {
+      if (links.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was not recorded (the acceptance ended before it)"});
+      else if (!links.back()->completed()) v.fail(n.host, {kUnverified, "links", "the link matrix did not complete " + exits(links)});
+    }
+    if (!links.empty() && links.back()->completed()) judge_links(v, links.back()->records, rows(reachable));
+    const AllreduceThreshold t = allreduce_threshold(profile, a);
+    if (t.defined()) {
+      judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);
+      v.ran("allreduce", rows(reachable));
+    }
+  }
+  // Stages 4 and 5: every GPU, and a short training run.
+  if (!reachable.empty()) {
+    const auto no_gpu = without_gpu(hosts.records);
+    std::map<std::string, std::string> left_out;
+    std::vector<Node> with_gpu;
+    for (const auto& n : reachable) {
+      if (no_gpu.count(n.host)) left_out[n.host] = no_gpu.at(n.host);
+      else with_gpu.push_back(n);
+    }
+    std::vector<json> records;
+    if (!with_gpu.empty()) {
+      const auto gpu = runs_of(a, "gpu");
+      if (!gpu.empty()) records = gpu.back()->records;
+      for (const auto& n : with_gpu) {  // the column stays, with the failure, beside what its records still say
+        if (gpu.empty()) v.fail(n.host, {kUnverified, "gpu", "the GPU benchmarks were not recorded (the acceptance ended before them)"});
+        else if (!gpu.back()->completed()) v.fail(n.host, {kUnverified, "gpu", "the GPU benchmarks did not complete " + exits(gpu)});
+      }
+    }
+    judge_gpu(v, records, rows(reachable), left_out, profile);
+    const auto train = runs_of(a, "train");
+    const bool trained = !train.empty() && train.back()->completed();
+    judge_training(v, trained ? train.back()->records : std::vector<json>{}, rows(reachable), profile);
+  }
+  if (!a.finished) {
+    v.fail_cluster({kUnverified, "accept", fmt::format("{} has no accept.end record: the acceptance stopped before its end, and "
+                                                       "what it did not run is not judged", kAcceptRecords)});
+  }
+  return v;
 }
 
 // ---- rendering --------------------------------------------------------------------------------

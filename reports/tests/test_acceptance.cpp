@@ -367,3 +367,114 @@ TEST(AcceptRecords, AFolderThatIsNotAnAcceptanceOrARecordAcceptDidNotWriteIsRefu
     EXPECT_NE(std::string(e.what()).find(kAcceptRecords + std::string(":3")), std::string::npos) << e.what();
   }
 }
+
+// ---- the acceptance judged again from its records ------------------------------------------
+
+namespace {
+
+json allreduce_record(double Gbps) {
+  return {{"kind", "result"}, {"step", "collectives.allreduce"}, {"status", "ok"}, {"metrics", {{"busbw_GBps", Gbps / 8}}}};
+}
+
+// Four nodes, none with a GPU, every pair at 1 Gb/s; an allreduce with d in it runs at 0.5 Gb/s, the
+// others at 1. The allreduce runs are the ones the search asked for under `profile`, as accept makes them.
+std::vector<StageRun> fleet_with_slow_d(const std::vector<Node>& nodes, const Profile& profile) {
+  json run = {{"kind", "run"}, {"hosts", json::array()}};
+  std::vector<json> hosts;
+  for (const auto& n : nodes) {
+    run["hosts"].push_back({{"hostname", n.host}, {"gpu", {{"devices", json::array()}, {"reason", "no GPU: no driver"}}}});
+    hosts.push_back(check(n.host, "host.kernel", "ok"));
+  }
+  hosts.push_back(run);
+  std::vector<json> links;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t j = i + 1; j < nodes.size(); ++j) links.push_back(pair(nodes[i].host, nodes[j].host, 1.0));
+  }
+  std::vector<StageRun> runs{stage_run("hosts", "hosts", 1, nodes, 0, hosts), stage_run("links", "links", 2, nodes, 0, links)};
+  Acceptance so_far{"r", nodes, "", {}, runs, false};
+  allreduce_search(nodes, allreduce_threshold(profile, so_far), [&](const std::string& label, const std::vector<Node>& g) {
+    const bool with_d = std::find(g.begin(), g.end(), nodes.back()) != g.end();
+    runs.push_back(stage_run("allreduce", label, static_cast<int>(runs.size()) + 1, g, 0, {allreduce_record(with_d ? 0.5 : 1.0)}));
+    return std::optional<double>(with_d ? 0.5 : 1.0);
+  });
+  std::vector<std::pair<std::string, double>> per_rank;
+  for (const auto& n : nodes) per_rank.emplace_back(n.host, 80);
+  runs.push_back(stage_run("train", "train", static_cast<int>(runs.size()) + 1, nodes, 0, {training(per_rank)}));
+  return runs;
+}
+
+Profile profile_file(const std::string& text) {
+  static int count = 0;
+  const std::string file = ::testing::TempDir() + "judge-profile-" + std::to_string(++count) + ".json";
+  std::ofstream(file) << text;
+  return load_profile(file);
+}
+
+std::map<std::string, std::string> allreduce_cells(const Verdicts& v) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : v.nodes()) out[n.host] = n.stages.count("allreduce") ? n.stages.at("allreduce") : "—";
+  return out;
+}
+
+}  // namespace
+
+TEST(AcceptJudge, TheRecordsJudgedUnderTheirProfileGiveTheVerdictAcceptGave) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}, {"c", "c"}, {"d", "d"}};
+  const Profile profile = load_profile("auto");
+  const auto dir = write_acceptance(nodes, profile, fleet_with_slow_d(nodes, profile));
+  const Acceptance a = load_acceptance(dir);
+  EXPECT_EQ(reachable_nodes(a), nodes);
+  EXPECT_EQ(nodes_without_gpu(a).size(), 4u);
+  const AllreduceThreshold t = allreduce_threshold(profile, a);
+  EXPECT_DOUBLE_EQ(t.Gbps, 0.7);
+  EXPECT_TRUE(group_slow(0.5, t));
+  const Verdicts v = judge_acceptance(a, profile_from_document(a.profile, a.profile_file));
+  EXPECT_EQ(v.stages(), (std::vector<std::string>{"hosts", "netcheck", "links", "allreduce", "gpu", "train"}));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(v.nodes()[static_cast<std::size_t>(i)].pass()) << verdict_table(v);
+  ASSERT_EQ(v.nodes()[3].findings.size(), 1u) << verdict_table(v);
+  EXPECT_EQ(v.nodes()[3].findings[0].code, kSlow);
+  EXPECT_NE(v.nodes()[3].findings[0].evidence.find("against 0.700 (0.7 x the median pair's 1.000): all 4 0.500 slow; all 4 0.500 slow"),
+            std::string::npos) << v.nodes()[3].findings[0].evidence;
+  EXPECT_EQ(allreduce_cells(v)["a"], "ok (1.000 Gb/s busbw)");
+  EXPECT_EQ(verdict_table(v), verdict_table(judge_acceptance(a, profile))) << "the recorded profile is the one it ran under";
+}
+
+TEST(AcceptJudge, AnotherProfileReplaysTheRecordedRunsAndNeverGuessesARunThatWasNotMade) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}, {"c", "c"}, {"d", "d"}};
+  const Acceptance a = load_acceptance(write_acceptance(nodes, load_profile("auto"), fleet_with_slow_d(nodes, load_profile("auto"))));
+  // A looser threshold: the whole group's 0.5 Gb/s passes, on the group's first run.
+  const Verdicts loose = judge_acceptance(a, profile_file(R"({"allreduce": {"busbw_fraction_of_median_pair": 0.4}})"));
+  EXPECT_TRUE(loose.pass()) << verdict_table(loose);
+  EXPECT_EQ(allreduce_cells(loose)["d"], "ok (0.500 Gb/s busbw)");
+  // A rated link every run falls short of: the bisection asks for a pair accept never ran.
+  const Verdicts rated = judge_acceptance(a, profile_file(R"({"allreduce": {"rated_link_Gbps": 10, "busbw_fraction_of_rated": 0.85}})"));
+  for (const auto& n : rated.nodes()) {
+    ASSERT_EQ(n.findings.size(), 1u) << verdict_table(rated);
+    EXPECT_EQ(n.findings[0].code, kUnverified);
+    EXPECT_NE(n.findings[0].evidence.find("needs a run this acceptance did not make: bisect-2 on b+c"), std::string::npos)
+        << n.findings[0].evidence;
+  }
+}
+
+TEST(AcceptJudge, UnreachableNodesComeFromTheirRunsAloneAndAnUnfinishedAcceptanceIsNotAPass) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}};
+  const json run = {{"kind", "run"}, {"hosts", {{{"hostname", "a"}, {"gpu", {{"devices", json::array()}, {"reason", "no GPU"}}}}}}};
+  const std::vector<StageRun> runs{stage_run("hosts", "hosts", 1, nodes, 3),
+                                   stage_run("hosts", "hosts-a", 2, {nodes[0]}, 0, {run, check("a", "host.kernel", "ok")}),
+                                   stage_run("hosts", "hosts-b", 3, {nodes[1]}, 3, {}, "rank 0 (b) lost: no heartbeat"),
+                                   stage_run("train", "train", 4, {nodes[0]}, 0, {training({{"a", 80}})})};
+  const Acceptance a = load_acceptance(write_acceptance(nodes, load_profile("auto"), runs));
+  EXPECT_EQ(reachable_nodes(a), std::vector<Node>{nodes[0]});
+  const Verdicts v = judge_acceptance(a, load_profile("auto"));
+  EXPECT_TRUE(v.nodes()[0].pass()) << verdict_table(v);
+  ASSERT_EQ(v.nodes()[1].findings.size(), 1u);
+  EXPECT_EQ(v.nodes()[1].findings[0].code, kUnreachable);
+  EXPECT_EQ(v.nodes()[1].findings[0].evidence, "failed with the others and alone: rank 0 (b) lost: no heartbeat");
+
+  const Acceptance cut = load_acceptance(write_acceptance(nodes, load_profile("auto"), {runs[0], runs[1]}, false));
+  const Verdicts c = judge_acceptance(cut, load_profile("auto"));
+  EXPECT_EQ(c.nodes()[1].findings.at(0).code, kUnverified) << "b's run alone was never recorded";
+  ASSERT_EQ(c.cluster_findings().size(), 1u);
+  EXPECT_EQ(c.cluster_findings()[0].code, kUnverified);
+  EXPECT_FALSE(c.pass());
+}

@@ -166,6 +166,8 @@ void judge_training(Verdicts& v, const std::vector<json>& records, const std::ve
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
 double median_pair_bandwidth(const std::vector<json>& records);
+// A ring allreduce's bus bandwidth in Gb/s from its run's records (0 when it has no ok figure).
+double allreduce_busbw_Gbps(const std::vector<json>& records);
 
 // Bisection for the node that slows a collective. `slow(group)` runs the collective on that group of
 // node indices and says whether it fell below threshold. The whole group is known slow; each run
@@ -178,6 +180,54 @@ struct Bisection {
   int runs = 0;           // collective runs made
 };
 Bisection bisect(int n, const std::function<bool(const std::vector<int>& group)>& slow);
+
+// ---- the acceptance's decisions, from its records ------------------------------------------
+
+// The nodes that joined a hosts-stage run: every node when the run of all completed, else those whose
+// run alone did.
+std::vector<Node> reachable_nodes(const Acceptance& a);
+// The reachable nodes without a usable GPU, and why (from the hosts stage's run records).
+std::map<std::string, std::string> nodes_without_gpu(const Acceptance& a);
+
+// What an allreduce's busbw is judged against: the profile's fraction of the rated link, or of the
+// median pair of the link matrix. Undefined (0) with neither.
+struct AllreduceThreshold {
+  double Gbps = 0;
+  std::string against;  // "0.7 x the median pair's 1.234"
+  bool defined() const { return Gbps > 0; }
+};
+AllreduceThreshold allreduce_threshold(const Profile& profile, double median_pair_Gbps);
+AllreduceThreshold allreduce_threshold(const Profile& profile, const Acceptance& a);  // the links stage's median pair
+bool group_slow(double busbw_Gbps, const AllreduceThreshold& t);
+
+// The allreduce stage's search, in rounds (three at most, while two nodes remain): the whole group;
+// when it is slow, once more; when slow again, bisection for the node that slows it, and the next
+// round without the node it names. `busbw(label, group)` runs the allreduce on that group (accept) or
+// finds the recorded run (a judge replaying it), nullopt when there is none: the search stops there.
+using AllreduceRunner = std::function<std::optional<double>(const std::string& label, const std::vector<Node>& group)>;
+struct AllreduceRound {
+  std::vector<Node> group;
+  std::vector<std::string> log;  // each run's group and figure, the evidence of a SLOW
+  double full = 0;               // the whole group's last busbw
+  bool slow = false;             // the whole group was slow, also on retry
+  Bisection bisection;
+  std::vector<Node> isolated;
+};
+struct AllreduceSearch {
+  std::vector<AllreduceRound> rounds;  // the rounds that ended
+  std::string missing;                 // the run the search needed and did not get ("allreduce-retry on a+b")
+  std::vector<Node> unresolved;        // the nodes it was judging then
+};
+AllreduceSearch allreduce_search(const std::vector<Node>& group, const AllreduceThreshold& t, const AllreduceRunner& busbw);
+// The allreduce runs an acceptance recorded, replayed: the k-th request of a group gets the k-th
+// recorded run of that group.
+AllreduceRunner recorded_allreduce(const Acceptance& a);
+// The search's verdicts: ok, SLOW for the isolated nodes, a cluster SLOW no node explains, and
+// UNVERIFIED for the nodes a missing run left unjudged.
+void judge_allreduce(Verdicts& v, const AllreduceSearch& search, const AllreduceThreshold& t);
+
+// Every verdict of a recorded acceptance under `profile`: the stages in the order accept runs them.
+Verdicts judge_acceptance(const Acceptance& a, const Profile& profile);
 
 // Rendering: the host x stage table for the console; the same table and the evidence as report
 // sections (for render_markdown / render_html); JUnit, one suite per host.
