@@ -7,10 +7,12 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "history_cli.hpp"
 #include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/history.hpp"
 #include "rocebench/reports/importers.hpp"
@@ -43,14 +45,46 @@ std::string plan_text(const char* side, const PlanOfRun& plan) {
   return fmt::format("{} ran plan '{}' (sha256 {})", side, plan.name, plan.sha256.substr(0, 12));
 }
 
+// `report --accept DIR`: a finished acceptance judged again from its records alone (accept.jsonl and
+// its stages' results), under the profile it ran under or another; the host x stage table and the
+// exit code `accept` gave, for the same profile.
+int accept_report(const std::string& dir, const std::string& profile_name) {
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("--accept '{}': not a folder", printable_excerpt(dir)));
+  if (!fs::exists(fs::path(dir) / accept::kAcceptRecords)) {
+    throw InputError(fmt::format("--accept '{}': not an acceptance's folder: it has no {} (rocebench accept writes it)", printable_excerpt(dir),
+                                 accept::kAcceptRecords));
+  }
+  const accept::Acceptance recorded = accept::load_acceptance(dir);
+  accept::Profile profile;
+  if (profile_name.empty()) {
+    profile = accept::profile_from_document(recorded.profile, recorded.profile_file);
+  } else {
+    try {
+      profile = accept::load_profile(profile_name);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--profile: {}", e.what()));
+    }
+  }
+  std::cout << fmt::format("accept {} judged again from its records under profile {}{}\n", dir, profile.file,
+                           profile_name.empty() ? " (the one it ran under)" : "");
+  const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile);
+  std::cout << "\n" << accept::verdict_table(verdicts);
+  return verdicts.pass() ? kExitOk : kExitCheckFailed;
+}
+
 int report_main(const Args& args) {
   ReportRequest r;
   std::string out_dir = r.out_dir.string();
+  std::string accept_dir, profile;
   bool no_plots = false;
   ArgParser p("rocebench report", "Aggregate result records into a report: Markdown, HTML, PNG plots, JUnit XML and CSV.\n"
                                   "Judges the thresholds of --plan, or of the plan.json beside a single results file.\n"
-                                  "Exit 1 when a threshold or baseline verdict fails.");
+                                  "With --accept, judges a finished acceptance again from its records and prints its host x stage table.\n"
+                                  "Exit 1 when a threshold or baseline verdict fails (with --accept: when a node fails).");
   p.option("-o", &out_dir, "output folder (default: report)", "DIR")
+      .option("--accept", &accept_dir, "an acceptance's folder (rocebench accept): judge it again from its records", "RUN")
+      .option("--profile", &profile, fmt::format("with --accept: judge under this profile ({}, or a JSON file) instead of the one it ran under",
+                                                 fmt::join(accept::builtin_profiles(), ", ")), "NAME|FILE")
       .option("--thresholds", &r.thresholds_file, "a plan or thresholds file with a top-level \"thresholds\" array", "FILE")
       .option("--plan", &r.thresholds_file, "the run's plan (default: plan.json beside the results, when there is one)", "FILE")
       .option("--baseline", &r.baseline_file, "judge against this baseline (rocebench compare --write-baseline)", "FILE")
@@ -61,6 +95,11 @@ int report_main(const Args& args) {
       .flag("--no-plots", &no_plots, "skip the PNG plots")
       .rest("RESULTS", &r.inputs, "run folders or their results.jsonl (several runs: given in time order)");
   if (!p.parse(args)) return kExitOk;
+  if (!profile.empty() && accept_dir.empty()) throw UsageError("rocebench report: --profile applies to --accept RUN\n\n" + p.usage());
+  if (!accept_dir.empty()) {
+    if (!r.inputs.empty()) throw UsageError("rocebench report: --accept RUN takes no results files\n\n" + p.usage());
+    return accept_report(accept_dir, profile);
+  }
   if (r.inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
   r.out_dir = out_dir;
   r.plots = !no_plots;

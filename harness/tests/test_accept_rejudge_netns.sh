@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CTest: `rocebench report --accept RUN` judges a finished acceptance again from its records alone.
+# `accept` on 3 emulated hosts (200 Mbit/s links, all healthy) passes; judged again under the profile
+# it ran under, the same host x stage table and exit code; under a JSON profile rating the links at
+# 1 Gb/s, no allreduce reaches 0.85 of it: the search would retry the whole group, a run this
+# acceptance never made, so every node is UNVERIFIED with that reason (never a guess), exit 1.
+# A folder that is not an acceptance and a profile that does not exist: exit 2 naming the flag.
+# Exit 77 (skipped) without root or network namespaces.
+#   usage: test_accept_rejudge_netns.sh ROCEBENCH NETNS_SH
+set -uo pipefail
+rb=$1
+bed=$2
+source "$(dirname "$bed")/testlib.sh"
+netns_test_setup rbrj
+bed_work=$work                                      # the bed's state folder
+source "$(dirname "$0")/../../ci/cli_test_lib.sh"  # expect_rc, expect_out, a $work of its own
+trap '"$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work" "$bed_work"' EXIT
+
+hosts=$("$bed" up 3 --prefix "$prefix" --subnet 10.79.7 --rate 200mbit) || fail "bring-up"
+table() { sed -n '/^host /,/^cluster: /p' "$1"; }
+
+expect_rc 0 "$rb" accept --netns "$hosts" --results-dir "$work/acc" --deadline 20
+table "$work/out" >"$work/accept.table"
+[[ -s $work/accept.table ]] || fail "accept printed no table"
+[[ -f $work/acc/accept.jsonl ]] || fail "accept recorded no accept.jsonl"
+
+expect_rc 0 "$rb" report --accept "$work/acc"
+expect_out "under profile builtin:auto \\(the one it ran under\\)"
+table "$work/out" >"$work/same.table"
+diff "$work/accept.table" "$work/same.table" || fail "the same profile gave another table"
+expect_rc 0 "$rb" report --accept "$work/acc" --profile auto
+table "$work/out" | diff "$work/accept.table" - || fail "--profile auto gave another table"
+
+cat >"$work/rated.json" <<'JSON'
+{"name": "rated-1g", "allreduce": {"rated_link_Gbps": 1, "busbw_fraction_of_rated": 0.85}}
+JSON
+expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/rated.json"
+expect_out "^cluster: FAIL, 3 of 3 nodes fail"
+[[ $(grep -c "UNVERIFIED (allreduce): against 0.850 Gb/s .* needs a run this acceptance did not make: allreduce-retry on" "$work/out") == 3 ]] ||
+  fail "not every node is UNVERIFIED for the retry that was never made"
+
+expect_rc 2 "$rb" report --accept "$work/acc/stages"
+expect_out "^rocebench report: --accept '$work/acc/stages': not an acceptance's folder: it has no accept.jsonl"
+expect_rc 2 "$rb" report --accept "$work/acc" --profile "$work/none.json"
+expect_out "^rocebench report: --profile: profile '$work/none.json' is neither built in"
+echo '{"allreduce": {"rated": 1}}' >"$work/bad.json"
+expect_rc 2 "$rb" report --accept "$work/acc" --profile "$work/bad.json"
+expect_out "^rocebench report: --profile: $work/bad.json:1: field 'allreduce.rated'"
+expect_rc 2 "$rb" report "$work/acc/stages" --profile auto
+expect_out "--profile applies to --accept RUN"
+echo "ok: the acceptance judged again from its records: the same verdict under its profile, the other profile's under another"
