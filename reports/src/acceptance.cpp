@@ -12,6 +12,7 @@
 #include "rocebench/common/located_json.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/stats.hpp"
+#include "rocebench/reports/links.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 
@@ -539,36 +540,72 @@ double median_pair_bandwidth(const std::vector<json>& records) {
   return values.empty() ? 0.0 : median_of(values);
 }
 
-void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
-  std::vector<std::string> bad;
-  std::vector<double> all;
+void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile) {
+  // Each pair's first figure and its retests alone, as the step measured them; the bad-link rule,
+  // under this profile, says which pairs stay bad, which hosts explain them, and what it would retest.
+  std::vector<const json*> pairs;
   std::string metric;
   for (const auto& r : records) {
-    if (r.value("kind", "") != "result" || r.value("step", "") != "microbench.allpairs") continue;
-    if (r["params"].value("summary", false)) {
-      bad = r["params"].value("bad_hosts", std::vector<std::string>{});
-    } else if (is_pair(r) && !(metric = pair_metric(r)).empty()) {
-      all.push_back(r["metrics"][metric].get<double>());
+    if (is_pair(r) && !pair_metric(r).empty()) {
+      metric = pair_metric(r);
+      pairs.push_back(&r);
     }
   }
-  if (all.empty()) {  // no pair was measured: no node has evidence
+  if (pairs.empty()) {  // no pair was measured: no node has evidence
     v.ran("links", hosts);
     return;
+  }
+  std::vector<std::string> matrix;  // the matrix's hosts, by index
+  auto index = [&](const std::string& host) {
+    const auto it = std::find(matrix.begin(), matrix.end(), host);
+    if (it != matrix.end()) return static_cast<int>(it - matrix.begin());
+    matrix.push_back(host);
+    return static_cast<int>(matrix.size()) - 1;
+  };
+  std::vector<PairHistory> history;
+  std::vector<double> all;
+  for (const json* r : pairs) {
+    const json& params = (*r)["params"];
+    const json& metrics = (*r)["metrics"];
+    PairHistory h{{index(params.value("dst", "")), index(params.value("src", ""))}, metrics.value(metric, 0.0), {}};
+    const json retests = r->value("samples", json::object()).value("retests", json::array());
+    for (const auto& x : retests) {
+      if (x.is_number()) h.retests.push_back(x.get<double>());
+    }
+    if (h.retests.empty() && metrics.contains("retest_" + metric)) h.retests.push_back(metrics.value("retest_" + metric, 0.0));
+    all.push_back(h.first);
+    history.push_back(std::move(h));
+  }
+  RetestPolicy policy;
+  policy.rule.higher_is_better = metric.find("Gbps") != std::string::npos;
+  policy.rule.bw_fraction = profile.link_fraction;
+  const PairsJudgement j = judge_pairs(static_cast<int>(matrix.size()), history, policy);
+  std::set<std::string> bad;
+  for (int h : j.bad_hosts) bad.insert(matrix[static_cast<std::size_t>(h)]);
+  std::map<std::string, std::vector<std::string>> unsettled;  // host -> its pairs the rule would retest alone
+  for (const std::size_t i : j.retest) {
+    const auto& [a, b] = history[i].pair;
+    const std::string pair = fmt::format("{}<->{}", matrix[static_cast<std::size_t>(b)], matrix[static_cast<std::size_t>(a)]);
+    unsettled[matrix[static_cast<std::size_t>(a)]].push_back(pair);
+    unsettled[matrix[static_cast<std::size_t>(b)]].push_back(pair);
   }
   const double fleet = median_of(all);
   for (const auto& host : hosts) {
     std::vector<double> own, retests;
-    for (const auto& r : records) {
-      if (!is_pair(r) || (r["params"].value("src", "") != host && r["params"].value("dst", "") != host)) continue;
-      own.push_back(r["metrics"][metric].get<double>());
-      if (r["metrics"].contains("retest_" + metric)) retests.push_back(r["metrics"]["retest_" + metric].get<double>());
+    for (const json* r : pairs) {
+      if ((*r)["params"].value("src", "") != host && (*r)["params"].value("dst", "") != host) continue;
+      own.push_back((*r)["metrics"][metric].get<double>());
+      if ((*r)["metrics"].contains("retest_" + metric)) retests.push_back((*r)["metrics"]["retest_" + metric].get<double>());
     }
     if (own.empty()) continue;
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
     const std::string unit = metric.find("Gbps") != std::string::npos ? " Gb/s" : " us";
     const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),
                                             number(*hi), unit, number(fleet));
-    if (std::find(bad.begin(), bad.end(), host) != bad.end()) {
+    if (unsettled.count(host)) {
+      v.fail(host, {kUnverified, "links", fmt::format("{}; under this profile the pair(s) {} would be retested alone, which this "
+                                                      "acceptance did not do", figures, fmt::join(unsettled.at(host), ", "))});
+    } else if (bad.count(host)) {
       const std::string retest = retests.empty() ? "" : fmt::format("; retest {}", number(median_of(retests)));
       v.fail(host, {kLink, "links", figures + retest});
     } else {
@@ -868,7 +905,7 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
       if (links.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was not recorded (the acceptance ended before it)"});
       else if (!links.back()->completed()) v.fail(n.host, {kUnverified, "links", "the link matrix did not complete " + exits(links)});
     }
-    if (!links.empty() && links.back()->completed()) judge_links(v, links.back()->records, rows(reachable));
+    if (!links.empty() && links.back()->completed()) judge_links(v, links.back()->records, rows(reachable), profile);
     const AllreduceThreshold t = allreduce_threshold(profile, a);
     if (t.defined()) {
       judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);

@@ -232,7 +232,7 @@ TEST(AcceptVerdicts, LinkNamesTheBadHostWithItsPairsAgainstTheMedian) {
   records.push_back({{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", "fail"},
                      {"params", {{"summary", true}, {"bad_hosts", {"x"}}}}, {"metrics", {{"best_bw_avg_Gbps", 0.93}}}});
   Verdicts v({"a", "b", "c", "x"});
-  judge_links(v, records, {"a", "b", "c", "x"});
+  judge_links(v, records, {"a", "b", "c", "x"}, load_profile("auto"));
   EXPECT_TRUE(v.nodes()[0].pass());
   ASSERT_EQ(v.nodes()[3].findings.size(), 1u);
   EXPECT_EQ(v.nodes()[3].findings[0].code, kLink);
@@ -240,12 +240,35 @@ TEST(AcceptVerdicts, LinkNamesTheBadHostWithItsPairsAgainstTheMedian) {
   EXPECT_NEAR(median_pair_bandwidth(records), 0.68, 1e-12);
 }
 
+// The bad-link rule judges the recorded pairs again under the profile given: a looser fraction of the
+// best pair clears x; a stricter one flags pairs the step never retested alone: UNVERIFIED, naming them.
+TEST(AcceptVerdicts, LinksAreJudgedAgainUnderTheProfileAndAPairNeverRetestedIsUnverified) {
+  std::vector<json> records = {pair("a", "b", 0.92), pair("a", "c", 0.90), pair("b", "c", 0.93),
+                               pair("a", "x", 0.41, 0.43), pair("b", "x", 0.46, 0.44), pair("c", "x", 0.44, 0.45)};
+  Profile loose = load_profile("auto");
+  loose.link_fraction = 0.4;
+  Verdicts v({"a", "b", "c", "x"});
+  judge_links(v, records, {"a", "b", "c", "x"}, loose);
+  EXPECT_TRUE(v.pass()) << verdict_table(v);
+  Profile strict = load_profile("auto");
+  strict.link_fraction = 0.99;
+  Verdicts s({"a", "b", "c", "x"});
+  judge_links(s, records, {"a", "b", "c", "x"}, strict);
+  EXPECT_EQ(s.nodes()[3].findings.at(0).code, kLink) << verdict_table(s);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(s.nodes()[i].findings.size(), 1u) << verdict_table(s);
+    EXPECT_EQ(s.nodes()[i].findings[0].code, kUnverified);
+  }
+  EXPECT_NE(s.nodes()[0].findings[0].evidence.find("the pair(s) a<->b, a<->c would be retested alone"), std::string::npos)
+      << s.nodes()[0].findings[0].evidence;
+}
+
 // A node a stage ran on but whose records never came back (its name differs from the records', its
 // records were lost) has no evidence: it fails, saying which stage gave none, and never passes.
 TEST(AcceptVerdicts, ANodeWithoutEvidenceFromAStageThatRanOnItNeverPasses) {
   Verdicts v({"a", "d"});
   judge_netcheck(v, {check("a", "host.kernel", "ok")}, {"a", "d"});
-  judge_links(v, {pair("a", "x", 0.9)}, {"a", "d"});
+  judge_links(v, {pair("a", "x", 0.9)}, {"a", "d"}, load_profile("auto"));
   judge_training(v, {training({{"a", 80}, {"x", 80}})}, {"a", "d"}, load_profile("auto"));
   EXPECT_TRUE(v.nodes()[0].pass());
   const NodeVerdict& d = v.nodes()[1];
@@ -259,7 +282,7 @@ TEST(AcceptVerdicts, ANodeWithoutEvidenceFromAStageThatRanOnItNeverPasses) {
   EXPECT_NE(verdict_table(v).find("d     FAIL UNVERIFIED"), std::string::npos) << verdict_table(v);
 
   Verdicts none({"a", "b"});  // a link matrix that measured no pair at all
-  judge_links(none, {}, {"a", "b"});
+  judge_links(none, {}, {"a", "b"}, load_profile("auto"));
   EXPECT_FALSE(none.pass());
   EXPECT_EQ(none.stages(), std::vector<std::string>{"links"}) << "the stage's column stays";
 }

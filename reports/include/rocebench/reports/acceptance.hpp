@@ -161,9 +161,11 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::vector<
 // skip, or UNVERIFIED when the profile requires a GPU; `hosts` that the record does not name (or no
 // record at all) are UNVERIFIED.
 void judge_training(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
-// microbench.allpairs' records: the hosts its summary names are LINK, with their pairs' figures
-// against the median pair.
-void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts);
+// microbench.allpairs' pair records (each pair's first figure and its retests alone), judged by the
+// bad-link rule (links.hpp) under the profile's fraction of the best pair: the hosts it names are LINK,
+// with their pairs' figures against the median pair. A host with a pair the rule would retest alone,
+// which the step never did (a stricter profile than it ran under), is UNVERIFIED, naming the pair.
+void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
 double median_pair_bandwidth(const std::vector<json>& records);
 // A ring allreduce's bus bandwidth in Gb/s from its run's records (0 when it has no ok figure).
