@@ -3,7 +3,8 @@
 # half the others' rate, host 3's netcheck reads a saved tree with PFC on the wrong priority, and
 # host 7 is gone before the run starts (its namespace deleted). Expected: host 3 CONFIG, host 5 LINK
 # and SLOW (by bisection), host 7 UNREACHABLE, every other host PASS, exit 1; the training stage
-# gives each reachable node its images/s within 30 s.
+# gives each reachable node its images/s within 30 s. `report --accept` judges its records again: the
+# same table and exit code.
 # The rates (200 and 100 Mbit/s) keep 8 ranks' ring within what 2 vCPUs forward (~1 Gbit/s in all).
 # Exit 77 (skipped) without root or network namespaces.
 set -uo pipefail
@@ -26,16 +27,24 @@ rc=$?
 took=$((SECONDS - start))
 sed -n "/^host /,\$p" "$work/accept.out"; [ "$rc" = 1 ] || tail -n 20 "$work/accept.out" "$work/accept.err"
 echo "took ${took} s"
+# Judged again from its records alone, under the profile it ran under: the same table and exit code.
+"$rocebench" report --accept "$work/out" >"$work/rejudge.out" 2>&1
+rejudge_rc=$?
+sed -n '/^host /,/^cluster: /p' "$work/accept.out" >"$work/accept.table"
+sed -n '/^host /,/^cluster: /p' "$work/rejudge.out" >"$work/rejudge.table"
+diff "$work/accept.table" "$work/rejudge.table" && [ -s "$work/accept.table" ] && [ "$rejudge_rc" = "$rc" ]
+rejudged=$?
 
-/usr/bin/python3 - "$work/out" "$prefix" "$rc" "$took" <<'PY'
+/usr/bin/python3 - "$work/out" "$prefix" "$rc" "$took" "$rejudged" <<'PY'
 import json, sys, xml.etree.ElementTree as ET
-out, prefix, rc, took = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out, prefix, rc, took, rejudged = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 failures = 0
 def check(what, ok):
     global failures
     print(("ok: " if ok else "FAIL: ") + what)
     failures += 0 if ok else 1
 check(f"exit 1, the cluster fails (got {rc})", rc == 1)
+check("report --accept judges the records again: the same table and exit code", rejudged == 0)
 check(f"within 5 minutes (took {took} s)", took <= 300)
 verdict = json.load(open(f"{out}/accept.json"))
 codes = {n["host"]: sorted({f["code"] for f in n["findings"]}) for n in verdict["nodes"]}
