@@ -69,6 +69,11 @@ Summary summarize(std::span<const double> samples, SummaryOptions options) {
   return s;
 }
 
+Scaling scaling_over(double throughput, int ranks, double base_throughput, int base_ranks) {
+  const double speedup = throughput / base_throughput;
+  return {speedup, speedup / (static_cast<double>(ranks) / static_cast<double>(base_ranks))};
+}
+
 nlohmann::json to_json(const Summary& s) {
   return {{"n", s.n},        {"min", s.min},       {"max", s.max},
           {"median", s.median}, {"avg", s.avg},    {"stdev", s.stdev},

@@ -107,3 +107,14 @@ TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
+
+// The one rule of speedup and efficiency (step and report): S = X(N) / X(B), E = S / (N / B).
+TEST(Stats, ScalingOverABasePoint) {
+  const Scaling one = scaling_over(360, 4, 100, 1);
+  EXPECT_DOUBLE_EQ(one.speedup, 3.6);
+  EXPECT_DOUBLE_EQ(one.efficiency, 0.9);
+  const Scaling eight = scaling_over(1520, 16, 800, 8);  // no one-rank point: relative to 8
+  EXPECT_DOUBLE_EQ(eight.speedup, 1.9);
+  EXPECT_DOUBLE_EQ(eight.efficiency, 0.95);
+  EXPECT_DOUBLE_EQ(scaling_over(100, 1, 100, 1).efficiency, 1);
+}

@@ -473,9 +473,10 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
                                                 tl.backward_ms() - tl.update_ms);
     }
   }
-  if (state.single_images_per_s) {
-    r.metrics["speedup"] = images_per_s / *state.single_images_per_s;
-    r.metrics["efficiency"] = images_per_s / *state.single_images_per_s / k;
+  if (state.single_images_per_s) {  // over this run's one-rank point, by the rule the report follows too
+    const Scaling scaling = scaling_over(images_per_s, k, *state.single_images_per_s, 1);
+    r.metrics["speedup"] = scaling.speedup;
+    r.metrics["efficiency"] = scaling.efficiency;
   }
   std::string predicted;
   if (p.cost && state.single_timeline) {

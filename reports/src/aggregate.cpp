@@ -90,6 +90,7 @@ struct Group {
   std::string family;
   std::map<double, std::map<std::string, Cell, std::less<>>> at;
   std::map<double, std::map<std::size_t, Cell>> headline_by_run;
+  std::map<double, std::map<std::size_t, Cell>> predicted_by_run;  // training: predicted images/s, for its speedup
   std::map<double, std::vector<double>> samples;  // raw samples of the headline, where records kept them
   Cell unplaced;  // records without an x (a step skipped before its sweep began): the series' reason
 };
@@ -291,6 +292,7 @@ class Builder {
               {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm},
                {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
               n_.images);
+          note(t.group->predicted_by_run[t.x][run], o, n_.predicted_images);
           // The one-rank point pooled from ranks trained alone in turn: its samples are their mean steps.
           if (t.x == 1 && o.samples.of == n_.step_p50 && o.samples.values.size() > 1) {
             const double batch = d_.params_of(o).value("batch", 0.0);
@@ -338,15 +340,14 @@ class Builder {
     for (const auto& [id, g] : training_.groups()) {
       ScalingSeries s;
       s.key = g.key;
-      std::optional<double> base;
-      // Points run from the fewest GPUs up: the first with a value is 1 GPU when there is one.
+      // Points run from the fewest GPUs up: the base is the first with a value, 1 GPU when there is one.
       for (const auto& [gpus, cells] : g.at) {
-        if (auto v = value_of(cells, "images_per_s")) {
-          base = *v;
+        if (value_of(cells, "images_per_s")) {
           s.base_gpus = static_cast<int>(gpus);
           break;
         }
       }
+      const bool scales = s.base_gpus > 0 && !s.independent();
       for (const auto& [gpus, cells] : g.at) {
         ScalingPoint p;
         p.gpus = static_cast<int>(gpus);
@@ -355,18 +356,43 @@ class Builder {
         p.first_waited_bucket = value_of(cells, "first_waited_bucket");
         p.buckets = value_of(cells, "buckets");
         if (auto alone = g.samples.find(gpus); alone != g.samples.end()) p.ranks_alone = alone->second;
-        if (s.base_gpus > 0 && !s.independent()) p.ideal = gpus / s.base_gpus;
-        if (p.images_per_s && base && !s.independent()) {
-          p.speedup = *p.images_per_s / *base;
-          p.efficiency = *p.speedup / p.ideal;
-          if (auto predicted = value_of(cells, "predicted_images_per_s")) p.predicted_speedup = *predicted / *base;
-        }
+        if (scales) p.ideal = gpus / s.base_gpus;
+        if (p.images_per_s && scales) speedup_of(g, p, s.base_gpus);
         if (!p.images_per_s) p.missing = missing_of(cells, "images_per_s");
         s.points.push_back(p);
       }
       out.push_back(std::move(s));
     }
     return out;
+  }
+
+  // The point's speedup and efficiency by scaling_over's rule: within each run over that run's base
+  // point, then the median of the runs' (what compare and history make of the records' own).
+  static void speedup_of(const Group& g, ScalingPoint& p, int base_gpus) {
+    const auto runs = g.headline_by_run.find(p.gpus), base_runs = g.headline_by_run.find(base_gpus);
+    if (runs == g.headline_by_run.end() || base_runs == g.headline_by_run.end()) return;
+    const auto predicted_runs = g.predicted_by_run.find(p.gpus);
+    std::vector<double> speedups, efficiencies, predicted;
+    for (const auto& [run, cell] : runs->second) {
+      const auto base_cell = base_runs->second.find(run);
+      const auto x = cell.median(), base = base_cell == base_runs->second.end() ? std::nullopt : base_cell->second.median();
+      if (!x || !base) continue;
+      const Scaling scaling = scaling_over(*x, p.gpus, *base, base_gpus);
+      speedups.push_back(scaling.speedup);
+      efficiencies.push_back(scaling.efficiency);
+      if (predicted_runs == g.predicted_by_run.end()) continue;
+      const auto predicted_cell = predicted_runs->second.find(run);
+      if (predicted_cell == predicted_runs->second.end()) continue;
+      if (const auto x_predicted = predicted_cell->second.median())
+        predicted.push_back(scaling_over(*x_predicted, p.gpus, *base, base_gpus).speedup);
+    }
+    if (speedups.empty()) {
+      p.missing = fmt::format("no run measured both this point and the base point ({} rank{})", base_gpus, base_gpus == 1 ? "" : "s");
+      return;
+    }
+    p.speedup = median_of(speedups);
+    p.efficiency = median_of(efficiencies);
+    if (!predicted.empty()) p.predicted_speedup = median_of(predicted);
   }
 
   static std::vector<Curve> curves(const Grid& grid, const std::string& x_name) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "fixtures.hpp"
 #include "rocebench/reports/aggregate.hpp"
 #include "rocebench/reports/text.hpp"
@@ -145,6 +147,35 @@ TEST(Scaling, WithoutAOneGpuPointSpeedupIsRelativeToTheSmallest) {
   EXPECT_NEAR(*s.points[1].speedup, 1.9, 1e-12);      // 1520 / 800
   EXPECT_NEAR(*s.points[1].efficiency, 0.95, 1e-12);  // 1.9 / (16 / 8)
   EXPECT_NEAR(*s.points[2].efficiency, 0.9, 1e-12);   // 3.6 / 4
+}
+
+// Over several runs, each run's speedup is over its own base point and the point's is their median
+// (scaling_over's rule, the records' own): not the pooled throughput over the pooled base, which
+// a fast night and a slow one would skew. A run without the base point has no speedup to give.
+TEST(Scaling, SpeedupOverRunsIsTheMedianOfEachRunsOverItsOwnBase) {
+  std::vector<json> records;
+  for (const auto& [run, one, two] : std::vector<std::tuple<std::string, double, double>>{
+           {"fast", 200, 300}, {"slow", 100, 190}, {"slower", 100, 170}}) {
+    records.push_back(train(run, "resnet50", "nccl", 1, one));
+    records.push_back(train(run, "resnet50", "nccl", 2, two));
+  }
+  records.push_back(train("no-base", "resnet50", "nccl", 2, 1000));  // counts for images/s only
+  const Aggregate a = aggregate_of(records);
+  const auto& s = a.scaling.at(0);
+  EXPECT_EQ(s.base_gpus, 1);
+  EXPECT_DOUBLE_EQ(*s.at(2)->images_per_s, (190 + 300) / 2.0);  // the median of 170, 190, 300, 1000
+  EXPECT_NEAR(*s.at(2)->speedup, 1.7, 1e-12);                   // of 1.5, 1.9 and 1.7; pooled: 245 / 100
+  EXPECT_NEAR(*s.at(2)->efficiency, 0.85, 1e-12);
+  EXPECT_DOUBLE_EQ(*s.at(1)->speedup, 1);
+
+  // Only a run without the base point at 2 ranks: no speedup there, and why.
+  const Aggregate apart = aggregate_of({train("one", "resnet50", "nccl", 1, 100), train("two", "resnet50", "nccl", 2, 190)});
+  const ScalingPoint* two = apart.scaling.at(0).at(2);
+  ASSERT_NE(two, nullptr);
+  EXPECT_TRUE(two->images_per_s);
+  EXPECT_FALSE(two->speedup);
+  EXPECT_FALSE(two->efficiency);
+  EXPECT_EQ(two->missing, "no run measured both this point and the base point (1 rank)");
 }
 
 TEST(Scaling, MissingPointStaysMissingWithItsReason) {

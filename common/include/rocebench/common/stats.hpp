@@ -40,4 +40,21 @@ RankInterval median_ci_ranks(std::size_t n, double confidence);
 // {"n":…, "min":…, …} for the `samples` field of a result record.
 nlohmann::json to_json(const Summary& s);
 
+// Speedup and efficiency of training on more ranks: the one rule that the models.scaling step
+// records and the report shows (thresholds judge the report's figures, compare and history the
+// records', so the two must be the same numbers):
+//   speedup    S(N) = X(N) / X(B)
+//   efficiency E(N) = S(N) / (N / B)
+// X is the throughput (images/s) at N ranks and B the base point: the fewest ranks of the series with
+// a throughput, one rank wherever one rank was measured. Both throughputs are of the same run (a
+// speedup is a ratio within a run, so a machine that is faster or slower from one run to the next
+// does not move it); over several runs a point's speedup and efficiency are the medians of its runs'
+// (a run without the base point has none), which is how compare and history pool the records'.
+// The step records them only over a one-rank base: a record does not name its base, and compare
+// matches records by params and world alone.
+struct Scaling {
+  double speedup = 0, efficiency = 0;
+};
+Scaling scaling_over(double throughput, int ranks, double base_throughput, int base_ranks);
+
 }  // namespace rocebench

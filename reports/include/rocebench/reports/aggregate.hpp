@@ -36,12 +36,16 @@ struct ScalingPoint {
   std::vector<double> ranks_alone;
   std::string alone_text() const;  // "4 ranks alone in turn: 459.2 to 582.0", or ""
   double ideal = 0;         // the ideal speedup, gpus / base_gpus
-  std::string missing;      // why there is no value (empty when there is one)
+  // Why there is no value: of images/s, or, where only the speedup is missing, of that (no run
+  // measured both this point and the base). Empty when there are both.
+  std::string missing;
 };
 
 // Throughput against GPUs for one model and mode. Speedup S(N) = X(N) / X(base) and efficiency
-// S(N) / (N / base), where base is 1 GPU or, when the series has no 1-GPU value, its smallest N;
-// only for training whose ranks worked together, never for independent ones.
+// S(N) / (N / base), where base is 1 GPU or, when the series has no 1-GPU value, its smallest N, each
+// run's over its own base point and the median over the runs (scaling_over in common/stats.hpp, the
+// rule the models.scaling step records by too); only for training whose ranks worked together, never
+// for independent ones.
 struct ScalingSeries {
   json key;  // model, mode, engine, precision, batch; data parallel: sync, transport, bucket_mb, servers, timeline
   // Ranks that each trained alone (models.train, mode "single"): no speedup is made of them.
