@@ -17,6 +17,7 @@
 #include "rocebench/common/stats.hpp"
 #include "rocebench/models/train.hpp"
 #include "rocebench/models/zoo.hpp"
+#include "shape.hpp"
 
 namespace rocebench::models {
 
@@ -406,11 +407,11 @@ json rank_summary(const StepContext& ctx, int rank, int batch, const std::vector
     compute_ms.push_back(st.step_ms() - st.exposed_ms());
   }
   const double compute_p50 = summarize(compute_ms).median;
+  const json own = {{"batch", batch}};  // one rank's own images a step: its batch
   return {{"rank", rank}, {"host", ctx.host},
-          {"images_per_s", static_cast<double>(batch) * static_cast<double>(steps.size()) /
-                               (std::accumulate(own_ms.begin(), own_ms.end(), 0.0) / 1e3)},
+          {"images_per_s", images_rate().of(own, summarize(own_ms).avg)},
           {"compute_ms_p50", compute_p50},
-          {"compute_images_per_s", static_cast<double>(batch) * 1e3 / compute_p50}};
+          {"compute_images_per_s", images_rate().of(own, compute_p50)}};
 }
 
 // One point of the sweep as rank 0 records it.
@@ -444,12 +445,11 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     for (const auto& st : steps) v.push_back(part(st));
     return summarize(v).median;
   };
-  // Together: every image over the time the steps took. Alone in turn: the median process's images/s,
-  // so that the point is one of its samples (as batch over their step) and a slow process moves it no more
-  // than a fast one does.
-  const double images_per_s = p.process_ms.empty()
-                                  ? static_cast<double>(c.train.batch) * k * static_cast<double>(p.step_ms.size()) / (total_ms / 1e3)
-                                  : static_cast<double>(c.train.batch) * 1e3 / s.median;
+  // Together: every image over the time the steps took (their mean step). Alone in turn: the median
+  // process's images/s, so that the point is one of its samples (as batch over their step) and a slow
+  // process moves it no more than a fast one does. Images a step as models/shape.json declares them.
+  const double images_per_s =
+      images_rate().of(r.params, p.process_ms.empty() ? total_ms / static_cast<double>(p.step_ms.size()) : s.median);
   const double comm = median_of([](const StepTimes& st) { return st.comm_ms(); });
   const double exposed = median_of([](const StepTimes& st) { return st.exposed_ms(); });
   r.metrics = {{"images_per_s", images_per_s},
@@ -482,7 +482,7 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
   if (p.cost && state.single_timeline) {
     const Prediction pr = predict_step(graph, *state.single_timeline, state.single_other_ms, c.buckets, *p.cost);
     r.metrics["predicted_step_ms"] = pr.step_ms;
-    r.metrics["predicted_images_per_s"] = static_cast<double>(c.train.batch) * k * 1e3 / pr.step_ms;
+    r.metrics["predicted_images_per_s"] = images_rate().of(r.params, pr.step_ms);
     r.metrics["predicted_exposed_comm_ms"] = pr.exposed_ms;
     r.metrics["prediction_error_pct"] = 100 * (s.median / pr.step_ms - 1);
     r.metrics["alpha_ms"] = p.cost->alpha_ms;
@@ -517,7 +517,7 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
   if (!p.process_ms.empty()) {
     const auto [fastest, slowest] = std::minmax_element(p.process_ms.begin(), p.process_ms.end());
     alone = fmt::format(" (each of {} ranks alone in turn: {:.1f} to {:.1f} images/s)", p.process_ms.size(),
-                        c.train.batch * 1e3 / *slowest, c.train.batch * 1e3 / *fastest);
+                        images_rate().of(r.params, *slowest), images_rate().of(r.params, *fastest));
   }
   std::cout << fmt::format("# {} {} {} x{}: {:.1f} images/s{}{}, step {:.1f} ms p50{}{}\n", c.train.model, c.train.engine,
                            to_string(c.buckets.algorithm), k, images_per_s,

@@ -14,6 +14,7 @@
 #include "rocebench/models/engine.hpp"
 #include "rocebench/models/timeline.hpp"
 #include "rocebench/models/zoo.hpp"
+#include "shape.hpp"
 
 namespace rocebench::models {
 namespace {
@@ -185,7 +186,8 @@ ResultRecord measure_training(const TrainConfig& c, int world) {
     std::cerr << (after.empty() ? fmt::format("--profile: engine {} does not time its layers\n", c.engine)
                                 : layer_time_table(graph, layers_before_timing, after, c.iters, s.median));
   }
-  const double images_per_s = static_cast<double>(c.batch) * c.iters / (static_cast<double>(timed_ns) / 1e9);
+  // Every image over the time the steps took (their mean step), as models/shape.json declares images/s.
+  const double images_per_s = images_rate().of(r.params, static_cast<double>(timed_ns) / 1e6 / c.iters);
   // The host's high-water mark for cpu; the gpu engine's device allocations (buffers and workspace).
   const std::int64_t peak = c.engine == "cpu" ? proc_kib_field("/proc/self/status", "VmHWM") : -1;
   r.metrics = {{"images_per_s", images_per_s},

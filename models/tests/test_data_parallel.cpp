@@ -383,6 +383,8 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
       continue;
     }
     EXPECT_GT(m["predicted_step_ms"].get<double>(), 0);
+    // images/s of a step time as models/shape.json declares it: batch × ranks images a step.
+    EXPECT_DOUBLE_EQ(m["predicted_images_per_s"].get<double>(), 4.0 * static_cast<double>(i + 1) * 1e3 / m["predicted_step_ms"].get<double>());
     EXPECT_GT(m["comm_ms"].get<double>(), 0);
     EXPECT_EQ(m["buckets"], rec["samples"]["buckets"].size());
     EXPECT_EQ(rec["samples"]["buckets"].size(), bucket_plan(g, {.bucket_bytes = 1 << 18}).size());

@@ -218,6 +218,7 @@ class Builder {
     const Variant* variant = nullptr;  // probe: the kind of measurement its params declare
     std::uint32_t headline = kNoName, sampled = kNoName;  // probe: the variant's metrics, by name id
     bool placed = true;  // the record names its x (bytes); a skip before the sweep does not
+    const DeclaredRate* images_rate = nullptr;  // training: images/s of a step time, as declared
     std::vector<const Observation*>* by_world = nullptr;
   };
 
@@ -240,6 +241,7 @@ class Builder {
                                 (param_text(p, "mode") == "single" ? "\nsingle" : ""),
                             pick(p, shape->series)),
            static_cast<double>(o.world)};
+      if (const MetricShape* images = shape->metric("images_per_s"); images && images->rate) t.images_rate = &*images->rate;
     } else if (shape->view == "sweep") {
       const std::string op = step.substr(step.find('.') + 1);  // the step kind's name within its module
       json key = pick(p, shape->series);
@@ -293,11 +295,13 @@ class Builder {
                {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
               n_.images);
           note(t.group->predicted_by_run[t.x][run], o, n_.predicted_images);
-          // The one-rank point pooled from ranks trained alone in turn: its samples are their mean steps.
-          if (t.x == 1 && o.samples.of == n_.step_p50 && o.samples.values.size() > 1) {
-            const double batch = d_.params_of(o).value("batch", 0.0);
+          // The one-rank point pooled from ranks trained alone in turn: its samples are their mean steps,
+          // each one's images/s by the rate its step declares.
+          if (t.x == 1 && o.samples.of == n_.step_p50 && o.samples.values.size() > 1 && t.images_rate) {
+            const json& params = d_.params_of(o);
+            const bool counted = t.images_rate->counted_by(params);
             for (double step_ms : o.samples.values)
-              if (batch > 0 && step_ms > 0) t.group->samples[1].push_back(batch * 1e3 / step_ms);
+              if (counted && step_ms > 0) t.group->samples[1].push_back(t.images_rate->of(params, step_ms));
           }
         }
         break;

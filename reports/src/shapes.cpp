@@ -84,6 +84,11 @@ class Reader {
     const std::string samples = text(m, at, "samples", false);
     if (!samples.empty() && samples != "inverse of sampled") fail(at + "/samples", "'" + samples + "' is not \"inverse of sampled\"");
     out.inverse_of_sampled = !samples.empty();
+    if (m.contains("count")) {
+      if (!out.inverse_of_sampled) fail(at + "/count", "a count needs \"samples\": \"inverse of sampled\"");
+      texts(m, at, "count");     // checked here, read with the step's sampled unit (step)
+      out.rate = DeclaredRate{};
+    }
     return out;
   }
 
@@ -106,6 +111,12 @@ class Reader {
       if (!name.empty() && !s.metric(name)) fail(where, "'" + name + "' is not one of the declared metrics");
     };
     declared(s.sampled, at + "/sampled");
+    for (auto& [name, m] : s.metrics) {
+      if (!m.rate) continue;
+      if (s.sampled.empty() || !units_per_second(s.metric(s.sampled)->unit))
+        fail(at + "/metrics/" + name + "/count", "a count needs a sampled metric that is a time (unit s, ms, us or ns)");
+      m.rate = declared_rate(d, name);  // as the step that records the metric reads it
+    }
     if (const auto v = d.find("variants"); v != d.end()) {
       if (!v->is_object()) fail(at + "/variants", "expected an object");
       s.variant_param = text(*v, at + "/variants", "param", true);

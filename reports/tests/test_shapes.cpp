@@ -78,6 +78,13 @@ TEST(Shapes, EachModuleDeclaresItsStepKindsWithUnitAndDirection) {
   EXPECT_EQ(s.of("models.scaling")->sampled_of({}), "step_time_ms_p50");
   EXPECT_EQ(sampled_metric("collectives.broadcast", json::object()), "time_us");
   EXPECT_EQ(sampled_metric("a.b", json::object()), "");
+  // The rate over the sampled time: images/s = batch × ranks / step time (models/shape.json), no
+  // rate where none is declared.
+  const auto& images = s.of("models.scaling")->metric("images_per_s")->rate;
+  ASSERT_TRUE(images);
+  EXPECT_EQ(images->count, (std::vector<std::string>{"batch", "ranks"}));
+  EXPECT_DOUBLE_EQ(images->of({{"batch", 16}, {"ranks", 2}}, 100), 320);
+  EXPECT_FALSE(s.of("collectives.allreduce")->metric("busbw_GBps")->rate);
 }
 
 TEST(Shapes, ABadDeclarationIsAnErrorNamingItsFileAndField) {
@@ -99,6 +106,21 @@ TEST(Shapes, ABadDeclarationIsAnErrorNamingItsFileAndField) {
   bad = good;
   bad.erase("x");
   EXPECT_NE(thrown_by(load(json::array({bad}))).find("missing \"x\""), std::string::npos);
+  // A rate's count: beside "inverse of sampled", over a sampled time.
+  bad = good;
+  bad["metrics"]["ops_per_s"] = {{"unit", "ops/s"}, {"better", "higher"}, {"count", json::array({"ops"})}};
+  EXPECT_NE(thrown_by(load(json::array({bad}))).find("field '/0/metrics/ops_per_s/count': a count needs \"samples\""), std::string::npos)
+      << thrown_by(load(json::array({bad})));
+  bad["metrics"]["ops_per_s"]["samples"] = "inverse of sampled";
+  bad["metrics"]["t_us"]["unit"] = "ticks";
+  bad["sampled"] = "t_us";
+  EXPECT_NE(thrown_by(load(json::array({bad}))).find("a count needs a sampled metric that is a time"), std::string::npos)
+      << thrown_by(load(json::array({bad})));
+  bad["metrics"]["t_us"]["unit"] = "us";
+  EXPECT_EQ(thrown_by(load(json::array({bad}))), "");
+  bad["metrics"]["ops_per_s"]["count"] = json::array({1});
+  EXPECT_NE(thrown_by(load(json::array({bad}))).find("field '/0/metrics/ops_per_s/count/0': expected a string"), std::string::npos)
+      << thrown_by(load(json::array({bad})));
 }
 
 TEST(Shapes, ANewDeclarationIsAllItTakesToGetADirection) {

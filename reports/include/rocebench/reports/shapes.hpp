@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rocebench/common/declared_rate.hpp"
 #include "rocebench/common/record.hpp"
 
 namespace rocebench::reports {
@@ -22,6 +23,8 @@ struct MetricShape {
   Better better = Better::none;
   bool headline = false;
   bool inverse_of_sampled = false;  // a constant over the sampled metric (bandwidth = bytes / time)
+  // With a "count" too: that constant, declared (images/s = batch × ranks / step time).
+  std::optional<DeclaredRate> rate;
 };
 
 // Records of one step kind whose params select a kind of measurement (a probe's test: latency or
