@@ -54,9 +54,7 @@ Summary summarize(std::span<const double> samples, SummaryOptions options) {
   s.max = sorted[std::min(n, sorted.size() - 1)];
   s.median = median_of_sorted(kept);
   s.avg = std::accumulate(kept.begin(), kept.end(), 0.0) / static_cast<double>(n);
-  double sq = 0;
-  for (double x : kept) sq += (x - s.avg) * (x - s.avg);
-  s.stdev = std::sqrt(sq / static_cast<double>(n));
+  s.stdev = population_stdev(kept);
   auto at_rank = [&](double q) {
     auto i = static_cast<std::size_t>(std::ceil(static_cast<double>(n) * q));
     return sorted[std::min(i, sorted.size() - 1)];
@@ -67,6 +65,81 @@ Summary summarize(std::span<const double> samples, SummaryOptions options) {
   s.median_ci_low = kept[ci.low];
   s.median_ci_high = kept[ci.high];
   return s;
+}
+
+namespace {
+
+// Σ(x − mean)², the mean as summarize takes it.
+double squared_deviations(std::span<const double> values) {
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  double sq = 0;
+  for (double x : values) sq += (x - mean) * (x - mean);
+  return sq;
+}
+
+// Continued fraction of the regularized incomplete beta function (modified Lentz).
+double beta_fraction(double a, double b, double x) {
+  constexpr double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::abs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    for (const double aa : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
+      d = 1 + aa * d;
+      d = 1 / (std::abs(d) < tiny ? tiny : d);
+      c = 1 + aa / c;
+      if (std::abs(c) < tiny) c = tiny;
+      h *= d * c;
+    }
+    if (std::abs(d * c - 1) < 1e-14) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
+  return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double population_stdev(std::span<const double> values) {
+  if (values.empty()) throw std::invalid_argument("standard deviation of no values");
+  return std::sqrt(squared_deviations(values) / static_cast<double>(values.size()));
+}
+
+double sample_stdev(std::span<const double> values) {
+  if (values.size() < 2) throw std::invalid_argument("sample standard deviation of fewer than 2 values");
+  return std::sqrt(squared_deviations(values) / static_cast<double>(values.size() - 1));
+}
+
+double mad(std::span<const double> values) {
+  const double m = median_of(std::vector<double>(values.begin(), values.end()));
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double x : values) deviations.push_back(std::abs(x - m));
+  return median_of(std::move(deviations));
+}
+
+double mad_sigma(std::span<const double> values) { return kMadToSigma * mad(values); }
+
+double student_t_two_sided_p(double t, double df) {
+  if (!(df > 0)) return 1;
+  if (std::isinf(t)) return 0;
+  return incomplete_beta(df / 2, 0.5, df / (df + t * t));
+}
+
+double student_t_critical(double p, double df) {
+  double lo = 0, hi = 1e3;  // bisection: the p-value falls as t grows
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (student_t_two_sided_p(mid, df) > p ? lo : hi) = mid;
+  }
+  return hi;
 }
 
 Scaling scaling_over(double throughput, int ranks, double base_throughput, int base_ranks) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "rocebench/common/stats.hpp"
@@ -117,4 +118,30 @@ TEST(Stats, ScalingOverABasePoint) {
   EXPECT_DOUBLE_EQ(eight.speedup, 1.9);
   EXPECT_DOUBLE_EQ(eight.efficiency, 0.95);
   EXPECT_DOUBLE_EQ(scaling_over(100, 1, 100, 1).efficiency, 1);
+}
+
+// Student's t, exact: p-values against scipy.stats.t.sf(t, df) * 2, critical values against t.ppf.
+TEST(Stats, StudentTMatchesTables) {
+  EXPECT_NEAR(student_t_two_sided_p(2.0, 10), 0.073388, 1e-5);
+  EXPECT_NEAR(student_t_two_sided_p(3.5, 30), 0.00147681, 1e-7);
+  EXPECT_NEAR(student_t_two_sided_p(0.0, 5), 1.0, 1e-12);
+  EXPECT_EQ(student_t_two_sided_p(2.0, 0), 1.0);
+  EXPECT_NEAR(student_t_critical(0.005, 4), 5.597568367, 1e-8);  // t.ppf(0.9975, 4)
+  EXPECT_NEAR(student_t_critical(0.005, 1), 127.321336469, 1e-8);  // tan(0.4975 pi)
+  EXPECT_NEAR(student_t_critical(0.05, 10), 2.228138852, 1e-8);  // t.ppf(0.975, 10)
+}
+
+// The two standard deviations by their divisor, and the MAD.
+TEST(Stats, StandardDeviationsAreNamedByTheirDivisor) {
+  const std::vector<double> xs{2, 4, 4, 4, 5, 5, 7, 9};  // mean 5, Σ(x − mean)² = 32
+  EXPECT_DOUBLE_EQ(population_stdev(xs), 2);  // sqrt(32 / 8)
+  EXPECT_DOUBLE_EQ(sample_stdev(xs), std::sqrt(32.0 / 7));
+  EXPECT_DOUBLE_EQ(summarize(xs).stdev, population_stdev(xs)) << "a record's stdev is the population one";
+  EXPECT_DOUBLE_EQ(population_stdev(std::vector<double>{3}), 0);
+  EXPECT_THROW(sample_stdev(std::vector<double>{3}), std::invalid_argument);
+  EXPECT_THROW(population_stdev(std::vector<double>{}), std::invalid_argument);
+  // median 4.5; |x − 4.5| = 2.5 0.5 0.5 0.5 0.5 0.5 2.5 4.5: median 0.5.
+  EXPECT_DOUBLE_EQ(mad(xs), 0.5);
+  EXPECT_DOUBLE_EQ(mad_sigma(xs), 1.4826 * 0.5);
+  EXPECT_DOUBLE_EQ(mad(std::vector<double>{1, 2, 3, 1000}), 1) << "one outlier does not move it";
 }

@@ -143,14 +143,6 @@ std::map<std::string, double> metrics_of(const json& run) {
   return m;
 }
 
-// The sample standard deviation (n - 1), as Google Benchmark's stddev aggregate.
-double sample_stddev(const std::vector<double>& values, double mean) {
-  if (values.size() < 2) return 0;
-  double sq = 0;
-  for (const double v : values) sq += (v - mean) * (v - mean);
-  return std::sqrt(sq / static_cast<double>(values.size() - 1));
-}
-
 std::string headline_of(const std::map<std::string, double>& metrics) {
   for (const char* name : {"bw_GBps", "TFLOP_per_s"}) {
     if (metrics.contains(name)) return name;
@@ -212,7 +204,9 @@ std::vector<ResultRecord> records_from_gbench(const json& gbench, const std::str
       const Summary s = summarize(values);
       r.metrics[name + "_median"] = s.median;
       r.metrics[name + "_mean"] = s.avg;
-      r.metrics[name + "_stddev"] = sample_stddev(values, s.avg);
+      // The sample standard deviation (n − 1), as Google Benchmark's stddev aggregate; the samples'
+      // stdev below is the population one, as every record's (common/stats.hpp names both).
+      r.metrics[name + "_stddev"] = values.size() > 1 ? sample_stdev(values) : 0.0;
       if (name == headline) {
         r.samples = to_json(s);
         r.samples["metric"] = name;

@@ -47,11 +47,7 @@ double cpu_seconds() {
 
 
 // 1.4826 MAD / median: the CV a quiet night-to-night series would show, robust to single outliers.
-double robust_cv(const std::vector<double>& r) {
-  std::vector<double> dev;
-  for (double v : r) dev.push_back(std::abs(v - median_of(r)));
-  return 1.4826 * median_of(dev);
-}
+double robust_cv(const std::vector<double>& r) { return mad_sigma(r); }
 
 // The call on the newest night of x (window 3), as check_history makes it.
 JudgeOptions g_options;  // `noise DB [MAX_P]`: the defaults of history check unless given

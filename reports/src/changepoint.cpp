@@ -18,44 +18,6 @@ double ChangePoint::step() const {
 
 namespace {
 
-// Continued fraction of the regularized incomplete beta function (modified Lentz).
-double beta_fraction(double a, double b, double x) {
-  constexpr double tiny = 1e-300;
-  double c = 1, d = 1 - (a + b) * x / (a + 1);
-  d = 1 / (std::abs(d) < tiny ? tiny : d);
-  double h = d;
-  for (int m = 1; m <= 300; ++m) {
-    const double m2 = 2.0 * m;
-    for (const double aa : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
-      d = 1 + aa * d;
-      d = 1 / (std::abs(d) < tiny ? tiny : d);
-      c = 1 + aa / c;
-      if (std::abs(c) < tiny) c = tiny;
-      h *= d * c;
-    }
-    if (std::abs(d * c - 1) < 1e-14) break;
-  }
-  return h;
-}
-
-double incomplete_beta(double a, double b, double x) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
-  if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
-  return 1 - front * beta_fraction(b, a, 1 - x) / b;
-}
-
-// The two-sided critical value of Student's t at level p (bisection: p falls as t grows).
-double student_t_critical(double p, double df) {
-  double lo = 0, hi = 1e3;
-  for (int i = 0; i < 100; ++i) {
-    const double mid = (lo + hi) / 2;
-    (student_t_two_sided_p(mid, df) > p ? lo : hi) = mid;
-  }
-  return hi;
-}
-
 // One-sided z of 80% power: SAME means these runs would have flagged a regression of min_effect 4
 // times in 5. 95% power (z 1.645) made 41% of quiet nights UNKNOWN at CV 2% (was 7%): a nightly
 // that asks for reruns that often is ignored.
@@ -130,12 +92,6 @@ double rank_chance(std::size_t beaten, std::size_t most_beaten, std::size_t nb, 
 
 }  // namespace
 
-double student_t_two_sided_p(double t, double df) {
-  if (!(df > 0)) return 1;
-  if (std::isinf(t)) return 0;
-  return incomplete_beta(df / 2, 0.5, df / (df + t * t));
-}
-
 ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c) {
   ChangePoint cp;
   cp.begin = a;
@@ -152,7 +108,7 @@ ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, s
   const double df = n1 + n2 - 2;
   if (df < 1) return cp;
   // MAD of the points, less the ones that are their side's median by construction (a side of one).
-  cp.stdev = 1.4826 * median_of(dev) * std::sqrt((n1 + n2) / std::max(1.0, n1 + n2 - (n1 < 2) - (n2 < 2)));
+  cp.stdev = kMadToSigma * median_of(dev) * std::sqrt((n1 + n2) / std::max(1.0, n1 + n2 - (n1 < 2) - (n2 < 2)));
   const double diff = cp.mean_after - cp.mean_before;
   // Relative to the values: a sum of squares of equal doubles is not exactly 0.
   if (cp.stdev <= 1e-12 * std::max(std::abs(cp.mean_before), std::abs(cp.mean_after))) {

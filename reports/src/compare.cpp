@@ -245,22 +245,14 @@ std::pair<std::optional<bool>, std::string> significance(const Evidence& base, c
 
 namespace {
 
+// Student's t, upper 0.25% point (t.ppf(0.9975, df)): two-sided level 0.5%, at least 1 degree of
+// freedom. Kept per df: a compare asks it of every series, of a few degrees of freedom.
 double t_upper_quarter_percent(double df) {
-  // Student's t, upper 0.25% point, by degrees of freedom (scipy.stats.t.ppf(0.9975, df)), ending in
-  // the normal's at df = infinity; between the rows, linear in 1 / df, which is how the quantile bends.
-  static constexpr double kInf = std::numeric_limits<double>::infinity();
-  static constexpr std::pair<double, double> kT[] = {
-      {1, 127.321}, {2, 14.089}, {3, 7.453},  {4, 5.598},  {5, 4.773},  {6, 4.317},   {7, 4.029},   {8, 3.833},  {9, 3.690},
-      {10, 3.581},  {12, 3.428}, {15, 3.286}, {20, 3.153}, {30, 3.030}, {40, 2.971}, {60, 2.915}, {120, 2.860}, {kInf, 2.807}};
+  thread_local std::map<double, double> known;
   df = std::max(df, 1.0);
-  std::size_t i = 0;
-  while (df > kT[i].first) ++i;
-  double t = kT[i].second;
-  if (i > 0 && df < kT[i].first) {
-    const auto [d0, t0] = kT[i - 1];
-    t = t0 + (kT[i].second - t0) * (1 / df - 1 / d0) / (1 / kT[i].first - 1 / d0);
-  }
-  return t;
+  const auto [it, inserted] = known.try_emplace(df, 0.0);
+  if (inserted) it->second = student_t_critical(0.005, df);
+  return it->second;
 }
 
 }  // namespace
@@ -301,10 +293,7 @@ std::map<std::string, PairNoise> pair_noise(const std::vector<Comparison>& compa
   std::map<std::string, PairNoise> out;
   for (auto& [sweep, x] : moves) {
     if (sweep.empty() || x.size() < kMinSweepPoints) continue;
-    const double common = median_of(x);
-    std::vector<double> deviation;
-    for (double v : x) deviation.push_back(std::abs(v - common));
-    out[sweep] = {1.4826 * median_of(deviation), x.size()};
+    out[sweep] = {mad_sigma(x), x.size()};
   }
   return out;
 }

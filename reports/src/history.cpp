@@ -13,6 +13,7 @@
 
 #include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/common/stats.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/reports/text.hpp"
@@ -420,15 +421,11 @@ AddResult History::add(const std::vector<std::string>& files, const AddOptions& 
         while (add_series.step()) {
         }
         sqlite3_reset(add_series.get());
-        // The spread of the samples when records kept them, else of the records' values.
+        // The spread of the samples when records kept them, else of the records' values: the sample
+        // standard deviation, of what they were drawn from.
         const auto& spread_of = e.samples.size() > 1 ? e.samples : e.values;
         std::optional<double> stdev;
-        if (spread_of.size() > 1) {
-          double mean = 0, ss = 0;
-          for (double v : spread_of) mean += v / static_cast<double>(spread_of.size());
-          for (double v : spread_of) ss += (v - mean) * (v - mean);
-          stdev = std::sqrt(ss / static_cast<double>(spread_of.size() - 1));
-        }
+        if (spread_of.size() > 1) stdev = sample_stdev(spread_of);
         add_point.bind(1, series_id)
             .bind(2, run_id)
             .bind(3, e.median())

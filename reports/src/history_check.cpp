@@ -23,8 +23,7 @@ std::map<std::string, RunNoise> run_noise(const std::vector<HistorySeries>& seri
     for (const auto& p : s.points) x.push_back(p.value);
     const double m = median_of(x);
     if (m == 0) continue;
-    for (auto& v : x) v = std::abs(v - m);
-    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = {1.4826 * median_of(x) / std::abs(m), x.size()};
+    out[MetricKey{s.step, json::parse(s.params), s.world, s.metric}.id()] = {mad_sigma(x) / std::abs(m), x.size()};
   }
   return out;
 }

@@ -233,12 +233,17 @@ TEST(Compare, ChangeInsideTheRunsNoiseIsUnknownNotARegression) {
 }
 
 // A spread seen in few runs may be far below the machine's: Student's t for the runs it came from,
-// against scipy.stats.t.ppf(0.9975, df) * sqrt(2).
+// against t.ppf(0.9975, df) * sqrt(2). The quantiles are exact (common/stats, no longer a table
+// rounded to 3 decimals and interpolated between its rows): here the t density integrated to 1e-9,
+// and tan(0.4975 pi) at df 1.
 TEST(Compare, RunNoiseLimitWidensForFewRuns) {
-  EXPECT_NEAR(run_noise_limit({0.01, 5}), 5.598 * std::sqrt(2.0) * 0.01, 1e-6);    // df 4, a row
-  EXPECT_NEAR(run_noise_limit({0.01, 26}), 3.078 * std::sqrt(2.0) * 0.01, 2e-5);   // df 25, between rows
-  EXPECT_NEAR(run_noise_limit({0.01, 1001}), 2.813 * std::sqrt(2.0) * 0.01, 2e-5); // df 1000, past the table
-  EXPECT_NEAR(run_noise_limit({0.01, 1}), 127.321 * std::sqrt(2.0) * 0.01, 1e-6);  // one run: no spread known
+  EXPECT_NEAR(run_noise_limit({0.01, 5}), 5.597568367 * std::sqrt(2.0) * 0.01, 1e-8);     // df 4
+  EXPECT_NEAR(run_noise_limit({0.01, 26}), 3.078199461 * std::sqrt(2.0) * 0.01, 1e-8);    // df 25
+  EXPECT_NEAR(run_noise_limit({0.01, 1001}), 2.813277860 * std::sqrt(2.0) * 0.01, 1e-8);  // df 1000
+  EXPECT_NEAR(run_noise_limit({0.01, 1}), 127.321336469 * std::sqrt(2.0) * 0.01, 1e-8);   // one run: no spread known
+  // What the table gave, within its rounding (3 decimals) and its interpolation between rows.
+  EXPECT_NEAR(run_noise_limit({0.01, 5}), 5.598 * std::sqrt(2.0) * 0.01, 1e-5);
+  EXPECT_NEAR(run_noise_limit({0.01, 26}), 3.078 * std::sqrt(2.0) * 0.01, 2e-5);
   EXPECT_LT(run_noise_limit({0.01, 200}), run_noise_limit({0.01, 100}));
 }
 

@@ -30,9 +30,6 @@ struct ChangePoint {
 // allowed (the other side's spread stands for both).
 ChangePoint t_test(const std::vector<double>& x, std::size_t a, std::size_t b, std::size_t c);
 
-// P(|T| >= |t|) for Student's t with `df` degrees of freedom.
-double student_t_two_sided_p(double t, double df);
-
 struct DetectOptions {
   double max_p = 0.01;          // a change point's p-value must be below this; judge: false alarms a series a night
   std::size_t min_segment = 3;  // points on each side of a historical change point
