@@ -32,7 +32,7 @@ struct Plan {
   std::string text;  // exactly as read, for hashing and for shipping to the other ranks
   std::string sha256;
   LauncherConfig launcher;
-  double deadline_s = 60;
+  double deadline_s = kDefaultDeadlineS;
   double run_timeout_s = 3600;
   std::string history;  // history database to add the run to and check; relative to the results root
   std::vector<PlanStep> steps;

@@ -149,7 +149,7 @@ int rank_main(const RunOptions& options) {
                                                              [w = writer.get()] { w->sync(); }});
     server->start();
   }
-  if (deadline_s <= 0) deadline_s = 60;
+  if (deadline_s <= 0) deadline_s = kDefaultDeadlineS;  // until rank 0 says the run's
 
   auto fail = [&](int code, const std::string& what) {
     std::cerr << fmt::format("rocebench run: rank {} on {}: {}\n", env.rank, host, what);

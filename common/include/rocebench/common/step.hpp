@@ -35,6 +35,11 @@ class Recorder {
 // a module command that asks for more ranks names its own flag, not the launcher's --ranks.
 inline constexpr int kMaxRanks = 4096;
 
+// How long any single wait may take (a step's, the launcher's) unless the plan's `deadline_s` or
+// --deadline says otherwise: declared once, here.
+inline constexpr std::chrono::seconds kDefaultDeadline{60};
+inline constexpr double kDefaultDeadlineS = std::chrono::duration<double>(kDefaultDeadline).count();
+
 struct StepContext {
   std::string run_id;
   std::string step;  // the step's name in records, e.g. "harness.rendezvous"
@@ -45,7 +50,7 @@ struct StepContext {
   int local_rank = 0;  // index among the ranks on this host: per-host work runs on local_rank 0
   std::string address;  // this rank's IP address on the run's network (the one it reaches rank 0 from)
   json params = json::object();  // the plan's params for this step, already validated
-  std::chrono::milliseconds deadline{60000};  // for any single wait inside the step
+  std::chrono::milliseconds deadline{kDefaultDeadline};  // for any single wait inside the step
   Rendezvous* rendezvous = nullptr;
   Recorder* recorder = nullptr;
   std::string results_dir;  // rank 0: the run's results folder, for files beside results.jsonl; empty elsewhere
