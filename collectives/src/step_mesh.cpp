@@ -32,13 +32,17 @@ std::unique_ptr<transport::Transport> connect_mesh(StepContext& ctx, int k, std:
   return tcp::connect_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
 
-void record_unavailable(const StepContext& ctx, int k, const std::string& reason) {
+void record_unavailable(const StepContext& ctx, int k, const std::string& reason, const SkipParams& skip_params) {
   if (ctx.rank != 0) return;
   ResultRecord r;
-  r.params = ctx.params;
-  r.params.erase("world_sizes");
-  r.params["transport"] = transport_options().get<std::string>(ctx.params, "transport");
-  r.params["ranks"] = k;
+  if (skip_params) {
+    r.params = skip_params(k);
+  } else {
+    r.params = ctx.params;
+    r.params.erase("world_sizes");
+    r.params["transport"] = transport_options().get<std::string>(ctx.params, "transport");
+    r.params["ranks"] = k;
+  }
   r.status = Status::skip;
   r.reason = reason;
   r.samples = {{"n", 0}};
@@ -91,7 +95,8 @@ void for_each_world_size(StepContext& ctx, const std::function<void(transport::T
   for_each_world_size(ctx, step_world_sizes(ctx), body);
 }
 
-void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(transport::Transport&)>& body) {
+void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const std::function<void(transport::Transport&)>& body,
+                         const SkipParams& skip_params) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int k = sizes[i];
     if (ctx.rank < k) {
@@ -99,7 +104,7 @@ void for_each_world_size(StepContext& ctx, const std::vector<int>& sizes, const 
       try {
         transport = connect_mesh(ctx, k, i);
       } catch (const Unavailable& e) {
-        record_unavailable(ctx, k, e.what());
+        record_unavailable(ctx, k, e.what(), skip_params);
       }
       if (transport) body(*transport);
     }

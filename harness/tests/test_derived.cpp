@@ -11,20 +11,21 @@
 #include "rocebench/reports/aggregate.hpp"
 #include "rocebench/reports/compare.hpp"
 #include "rocebench/reports/dataset.hpp"
+#include "rocebench/transport/verbs/rc.hpp"
 
 using namespace rocebench;
 using rbtest::fs::path;
 
 namespace {
 
-// models.scaling on a shipped timeline at 1, 2 and 3 ranks, into `dir`.
-void train_scaling(const path& dir, const std::string& name) {
-  ASSERT_EQ(rbtest::run({ROCEBENCH_BINARY, "train", "--model", "resnet20_cifar", "--engine", "replay", "--timeline",
-                         "cpu-resnet20_cifar-fp32-b16", "--batch", "16", "--iters", "2", "--warmup", "0", "--world-sizes",
-                         "1,2,3", "--results-dir", (dir / name).string()},
-                        dir, name, {}, 300),
-            0)
-      << rbtest::slurp(dir / (name + ".err"));
+// models.scaling on a shipped timeline at 1, 2 and 3 ranks (or `sizes`), into `dir`.
+void train_scaling(const path& dir, const std::string& name, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> argv = {ROCEBENCH_BINARY, "train", "--model", "resnet20_cifar", "--engine", "replay", "--timeline",
+                                   "cpu-resnet20_cifar-fp32-b16", "--batch", "16", "--iters", "2", "--warmup", "0",
+                                   "--results-dir", (dir / name).string()};
+  argv.insert(argv.end(), more.begin(), more.end());
+  if (std::find(more.begin(), more.end(), "--world-sizes") == more.end()) argv.insert(argv.end(), {"--world-sizes", "1,2,3"});
+  ASSERT_EQ(rbtest::run(argv, dir, name, {}, 300), 0) << rbtest::slurp(dir / (name + ".err"));
 }
 
 // The models.scaling records of a results file with a speedup, by world size.
@@ -86,4 +87,24 @@ TEST(DerivedFigures, TheRecordsSpeedupAndEfficiencyAreTheReports) {
           << metric << " at " << world << " ranks";
     }
   }
+}
+
+// A world size skipped for want of an RDMA device is missing from its own series, with that reason
+// (the skip carries the series' params), not a point of some other series while its own says "no record".
+TEST(DerivedFigures, ASkipOverVerbsIsMissingInItsSeriesWithItsReason) {
+  RBTEST_NEEDS_ROCEBENCH();
+  if (!verbs::device_names().empty()) GTEST_SKIP() << "this host has an RDMA device";
+  const path dir = rbtest::temp_dir("derived-verbs");
+  train_scaling(dir, "verbs", {"--transport", "verbs", "--world-sizes", "1,2"});
+  reports::Dataset data;
+  data.load(dir / "verbs" / "results.jsonl");
+  const reports::Aggregate report = reports::aggregate(data);
+  ASSERT_EQ(report.scaling.size(), 1u) << "the skip makes no series of its own";
+  const reports::ScalingPoint* two = point_at(report, 2);
+  ASSERT_NE(two, nullptr);
+  EXPECT_FALSE(two->images_per_s);
+  EXPECT_NE(two->missing.find("no RDMA device"), std::string::npos) << two->missing;
+  const reports::ScalingPoint* one = point_at(report, 1);
+  ASSERT_NE(one, nullptr);
+  EXPECT_TRUE(one->images_per_s) << one->missing;
 }

@@ -622,7 +622,11 @@ void run_scaling(StepContext& ctx) {
   std::vector<int> sizes = collectives::step_world_sizes(ctx, doubling);
   // One rank reduces nothing: measured alone, and first, since every other point's speedup is over it.
   if (std::erase(sizes, 1) > 0) measure_alone_in_turn(ctx, c, graph, state);
-  collectives::for_each_world_size(ctx, sizes, [&](transport::Transport& t) { measure_world_size(ctx, t, c, graph, state); });
+  // A world size skipped for want of its transport (no RDMA device) is a point of the series its
+  // records would be, so the report says why it is missing there.
+  const std::string transport = collectives::transport_options().get<std::string>(ctx.params, "transport");
+  collectives::for_each_world_size(ctx, sizes, [&](transport::Transport& t) { measure_world_size(ctx, t, c, graph, state); },
+                                   [&](int k) { return identity(c, transport, k); });
 }
 
 }  // namespace

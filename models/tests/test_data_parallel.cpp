@@ -26,6 +26,7 @@
 #include "rocebench/models/zoo.hpp"
 #include "rocebench/transport/tcp/mesh.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
+#include "rocebench/transport/verbs/rc.hpp"
 
 namespace rocebench::models {
 namespace {
@@ -446,6 +447,33 @@ TEST(Scaling, OneRankPointPoolsRanksTrainingAloneInTurn) {
   rbtest::KeptRecords too_many;
   const auto refused = run(4, too_many);
   EXPECT_NE(refused[0].find("field 'baseline_ranks': 4 ranks asked for, but the run has 3"), std::string::npos) << refused[0];
+}
+
+// A world size skipped for want of an RDMA device is a point of the series its records would be: the
+// skip carries the step's own identity (model, mode, engine … and ranks), not the plan's params, so
+// the report shows the reason there instead of "no record".
+TEST(Scaling, ASkipForWantOfAnRdmaDeviceCarriesItsSeriesParams) {
+  if (!verbs::device_names().empty()) GTEST_SKIP() << "this host has an RDMA device";
+  const auto dir = rbtest::temp_dir("scaling-verbs");
+  const Graph g = build_model("resnet20_cifar");
+  const json params = {{"model", "resnet20_cifar"}, {"engine", "replay"},
+                       {"timeline", write_timeline(g, dir, 0.05, 0.1).string()}, {"batch", 4}, {"iters", 2},
+                       {"warmup", 0}, {"world_sizes", {1, 2}}, {"transport", "verbs"}};
+  rbtest::KeptRecords kept;
+  const auto errors = run_scaling_step(params, 2, kept);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+  ASSERT_EQ(kept.records.size(), 2u);
+  const json& alone = kept.records[0];
+  const json& skip = kept.records[1];
+  EXPECT_EQ(alone["status"], "ok") << alone.dump();  // one rank reduces nothing: no transport to want
+  EXPECT_EQ(skip["status"], "skip") << skip.dump();
+  EXPECT_EQ(skip["world"], 2);
+  EXPECT_NE(skip["reason"].get<std::string>().find("no RDMA device"), std::string::npos) << skip.dump();
+  json series = alone["params"];
+  series["ranks"] = 2;
+  EXPECT_EQ(skip["params"], series);
+  EXPECT_EQ(skip["params"]["mode"], "data_parallel");
+  EXPECT_TRUE(result_schema().validate(skip).empty()) << skip.dump();
 }
 
 TEST(Scaling, CommandLineRunsTheStepAndRefusesBadInputNamingIt) {
