@@ -78,8 +78,6 @@ const OptionTable& transport_options() {
   return table;
 }
 
-void add_transport_params(json& schema) { schema["properties"].update(transport_options().schema()["properties"]); }
-
 std::vector<int> step_world_sizes(const StepContext& ctx, std::vector<int> fallback) {
   if (fallback.empty()) fallback = {ctx.world};
   std::vector<int> sizes = ctx.params.value("world_sizes", fallback);

@@ -292,16 +292,3 @@ int run_guarded(const std::string& program, const std::function<int()>& body) {
 }
 
 }  // namespace rocebench
-
-namespace rocebench {
-
-Subcommand not_built_yet(const std::string& name, const std::string& summary, const std::string& module,
-                         const std::string& issue) {
-  return {name, summary + " (not built yet)", [=](const Args&) {
-            std::cerr << "rocebench " << name << ": the " << module << " module is not built yet (" << issue
-                      << "); nothing was run\n";
-            return static_cast<int>(kExitBadInput);
-          }};
-}
-
-}  // namespace rocebench

@@ -34,7 +34,7 @@ std::vector<std::size_t> gradient_sizes(const std::string& model) {
 const std::vector<StepKind>& all_step_kinds() {
   static const std::vector<StepKind> kinds = [] {
     std::vector<StepKind> out{rendezvous_step()};
-    for (auto&& more : {microbench::steps(sum_kernels()), collectives::steps(gradient_sizes), models::steps(), netcheck::steps(), reports::steps()}) {
+    for (auto&& more : {microbench::steps(sum_kernels()), collectives::steps(gradient_sizes), models::steps(), netcheck::steps()}) {
       out.insert(out.end(), more.begin(), more.end());
     }
     return out;

@@ -239,6 +239,4 @@ std::vector<Subcommand> subcommands() {
           {"history", "results across runs: add, check for regressions, export, trends", guarded("history", history_main)}};
 }
 
-std::vector<StepKind> steps() { return {}; }
-
 }  // namespace rocebench::reports

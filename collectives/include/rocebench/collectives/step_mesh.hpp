@@ -18,8 +18,6 @@ inline const std::string kOwnTransportsOnly = "own transports";
 
 // The transport's options (transport, sockets_per_peer, spin_us, tcp_congestion, tcp_sndbuf, verbs).
 const OptionTable& transport_options();
-// Adds them to a step's params schema (`properties`).
-void add_transport_params(json& schema);
 
 // The world sizes a step asks for (`world_sizes`; without it `fallback`, or when that is empty every
 // rank of the run). Throws InputError naming the field when one asks for more ranks than the run has.

@@ -134,11 +134,3 @@ std::size_t parse_bytes(const std::string& option, const std::string& text);
 int run_guarded(const std::string& program, const std::function<int()>& body);
 
 }  // namespace rocebench
-
-namespace rocebench {
-
-// The placeholder of a module that is not built yet: says so and exits 2.
-Subcommand not_built_yet(const std::string& name, const std::string& summary, const std::string& module,
-                         const std::string& issue);
-
-}  // namespace rocebench

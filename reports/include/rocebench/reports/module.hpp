@@ -1,13 +1,12 @@
 #pragma once
-// What the reports module offers the harness: its subcommands and its plan steps.
+// What the reports module offers the harness: its subcommands (it runs no plan step: it reads what
+// the steps recorded).
 #include <vector>
 
 #include "rocebench/common/cli.hpp"
-#include "rocebench/common/step.hpp"
 
 namespace rocebench::reports {
 
 std::vector<Subcommand> subcommands();
-std::vector<StepKind> steps();
 
 }  // namespace rocebench::reports
