@@ -23,11 +23,7 @@ std::unique_ptr<transport::Transport> connect_mesh(StepContext& ctx, int k, std:
     options.key_prefix = prefix;
     return verbs::connect_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
   }
-  tcp::MeshOptions options;
-  options.sockets_per_peer = o.get<int>(ctx.params, "sockets_per_peer");
-  options.spin = std::chrono::microseconds(o.get<int>(ctx.params, "spin_us"));
-  options.congestion = o.find<std::string>(ctx.params, "tcp_congestion").value_or("");
-  options.send_buffer = o.find<std::size_t>(ctx.params, "tcp_sndbuf");
+  tcp::MeshOptions options = tcp::mesh_options_from(ctx.params);
   options.key_prefix = prefix;
   return tcp::connect_mesh(*ctx.rendezvous, ctx.rank, k, ctx.address, ctx.host, options, Deadline(ctx.deadline));
 }
@@ -55,26 +51,21 @@ void record_unavailable(const StepContext& ctx, int k, const std::string& reason
 }  // namespace
 
 const OptionTable& transport_options() {
-  static const OptionTable table({
-      {.key = "transport", .flag = "--transport", .type = OptionType::text, .rules = {{"enum", {"tcp", "verbs"}}},
-       .fallback = "tcp", .help = "tcp | verbs (RC QPs; records a skip without an RDMA device)",
-       .family = kOwnTransportsOnly, .metavar = "NAME"},
-      {.key = "sockets_per_peer", .flag = "--sockets", .rules = {{"minimum", 1}, {"maximum", 16}},
-       .fallback = tcp::MeshOptions{}.sockets_per_peer, .help = "TCP sockets per peer", .family = kOwnTransportsOnly},
-      {.key = "spin_us", .flag = "--spin-us", .rules = {{"minimum", 0}, {"maximum", 10000}},
-       .fallback = tcp::MeshOptions{}.spin.count(), .help = "TCP: microseconds a wait polls before it sleeps (0: at once)",
-       .family = kOwnTransportsOnly},
-      {.key = "tcp_congestion", .flag = "--tcp-congestion", .type = OptionType::text, .rules = {{"minLength", 1}},
-       .help = "TCP congestion control (cubic, bbr …; default: the host's)", .family = kOwnTransportsOnly,
-       .metavar = "NAME"},
-      {.key = "tcp_sndbuf", .flag = "--tcp-sndbuf", .type = OptionType::size,
-       .rules = {{"minimum", 0}, {"maximum", 1073741824}},
-       .help = "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning; default: 128K to a peer on this host, "
-               "autotuning to others)",
-       .family = kOwnTransportsOnly},
-      {.key = "verbs", .type = OptionType::object, .rules = verbs::ring_option_table().schema(),
-       .fallback = json::object(), .help = "the verbs transport's options", .family = kOwnTransportsOnly},
-  });
+  // Which transport, then each one's options as the transport declares them (tcp/mesh.hpp's fields,
+  // verbs/mesh.hpp's object), all of them read by our own transports only.
+  static const OptionTable table = [] {
+    std::vector<OptionSpec> specs{
+        {.key = "transport", .flag = "--transport", .type = OptionType::text, .rules = {{"enum", {"tcp", "verbs"}}},
+         .fallback = "tcp", .help = "tcp | verbs (RC QPs; records a skip without an RDMA device)",
+         .family = kOwnTransportsOnly, .metavar = "NAME"}};
+    for (OptionSpec spec : tcp::mesh_option_table().specs()) {
+      spec.family = kOwnTransportsOnly;
+      specs.push_back(std::move(spec));
+    }
+    specs.push_back({.key = "verbs", .type = OptionType::object, .rules = verbs::ring_option_table().schema(),
+                     .fallback = json::object(), .help = "the verbs transport's options", .family = kOwnTransportsOnly});
+    return OptionTable(std::move(specs));
+  }();
   return table;
 }
 

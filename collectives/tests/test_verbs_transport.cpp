@@ -11,9 +11,11 @@
 #include "local_rendezvous.hpp"
 #include "rocebench/collectives/algorithms.hpp"
 #include "rocebench/collectives/module.hpp"
+#include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/collectives/sweep.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/transport/tcp/mesh.hpp"
 #include "rocebench/transport/verbs/mesh.hpp"
 #include "rocebench/transport/verbs/rc.hpp"
 
@@ -36,6 +38,27 @@ TEST(VerbsOptions, FromThePlanAndItsSchema) {
   EXPECT_FALSE(schema.validate({{"transport", "ib"}}).empty());
   EXPECT_FALSE(schema.validate({{"verbs", {{"slots", 1}}}}).empty());
   EXPECT_FALSE(schema.validate({{"verbs", {{"port", 1}}}}).empty());  // unknown field
+}
+
+// The TCP mesh's options are declared beside it (transport/tcp), as verbs' are, and a collectives
+// step takes them at the top level of its params, read only by our own transports.
+TEST(TcpOptions, FromThePlanAndItsSchema) {
+  const tcp::MeshOptions o = tcp::mesh_options_from({{"sockets_per_peer", 4}, {"spin_us", 0}, {"tcp_congestion", "bbr"}, {"tcp_sndbuf", 0}});
+  EXPECT_EQ(o.sockets_per_peer, 4);
+  EXPECT_EQ(o.spin.count(), 0);
+  EXPECT_EQ(o.congestion, "bbr");
+  EXPECT_EQ(o.send_buffer, std::optional<std::size_t>(0));
+  const tcp::MeshOptions d = tcp::mesh_options_from(json::object());
+  EXPECT_EQ(d.sockets_per_peer, tcp::MeshOptions{}.sockets_per_peer);
+  EXPECT_EQ(d.spin, tcp::MeshOptions{}.spin);
+  EXPECT_EQ(d.congestion, "");
+  EXPECT_FALSE(d.send_buffer) << "unset: the same-host buffer or autotuning, by peer";
+
+  const JsonSchema schema(sweep_params_schema());
+  EXPECT_TRUE(schema.validate({{"transport", "tcp"}, {"sockets_per_peer", 4}, {"tcp_sndbuf", 131072}}).empty());
+  EXPECT_FALSE(schema.validate({{"sockets_per_peer", 17}}).empty());
+  for (const auto& spec : tcp::mesh_option_table().specs())
+    EXPECT_EQ(transport_options().at(spec.key).family, kOwnTransportsOnly) << spec.key;
 }
 
 // On a host without an RDMA device (as CI): every rank learns it and none falls back to TCP.

@@ -248,6 +248,33 @@ struct Hello {
 
 }  // namespace
 
+const OptionTable& mesh_option_table() {
+  const MeshOptions d;
+  static const OptionTable table({
+      {.key = "sockets_per_peer", .flag = "--sockets", .rules = {{"minimum", 1}, {"maximum", 16}},
+       .fallback = d.sockets_per_peer, .help = "TCP sockets per peer"},
+      {.key = "spin_us", .flag = "--spin-us", .rules = {{"minimum", 0}, {"maximum", 10000}},
+       .fallback = d.spin.count(), .help = "TCP: microseconds a wait polls before it sleeps (0: at once)"},
+      {.key = "tcp_congestion", .flag = "--tcp-congestion", .type = OptionType::text, .rules = {{"minLength", 1}},
+       .help = "TCP congestion control (cubic, bbr …; default: the host's)", .metavar = "NAME"},
+      {.key = "tcp_sndbuf", .flag = "--tcp-sndbuf", .type = OptionType::size,
+       .rules = {{"minimum", 0}, {"maximum", 1073741824}},
+       .help = "TCP: fixed SO_SNDBUF per socket (0: the kernel's autotuning; default: 128K to a peer on this host, "
+               "autotuning to others)"},
+  });
+  return table;
+}
+
+MeshOptions mesh_options_from(const json& params) {
+  const OptionTable& t = mesh_option_table();
+  MeshOptions o;
+  o.sockets_per_peer = t.get<int>(params, "sockets_per_peer");
+  o.spin = std::chrono::microseconds(t.get<int>(params, "spin_us"));
+  o.congestion = t.find<std::string>(params, "tcp_congestion").value_or("");
+  o.send_buffer = t.find<std::size_t>(params, "tcp_sndbuf");
+  return o;
+}
+
 std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
                                                    const std::string& address, const std::string& host,
                                                    const MeshOptions& options, const Deadline& deadline) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
 #include "rocebench/transport/transport.hpp"
 
@@ -21,6 +22,11 @@ struct MeshOptions {
   // a socket to a peer on the same host gets kSameHostSendBuffer and the others autotuning.
   std::optional<std::size_t> send_buffer;
 };
+
+// The TCP mesh's fields in a step's params, beside `transport` (sockets_per_peer, spin_us,
+// tcp_congestion, tcp_sndbuf): their declarations and their reader, as verbs' ring_option_table.
+const OptionTable& mesh_option_table();
+MeshOptions mesh_options_from(const json& params);
 
 // No wire and no bandwidth-delay product to cover between ranks on one host; under BBR this buffer
 // raised busbw on loopback 10-37% over autotuning (why is not known: collectives/README.md).
