@@ -18,6 +18,8 @@ packages=(
   ocl-icd-opencl-dev opencl-headers
   # reports: plots and the reference JSON Schema validator used by tests
   python3 python3-matplotlib python3-jsonschema
+  # the Kubernetes manifest checked as YAML (accept --k8s)
+  python3-yaml
   # emulated hosts and host inspection
   iproute2 ethtool iperf3 procps pciutils kmod util-linux
   # peers the probes are compared with (ci/bench)

@@ -17,6 +17,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/run_id.hpp"
+#include "rocebench/reports/accept_actions.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
 
@@ -32,6 +33,7 @@ struct AcceptOptions {
   std::string profile = "auto";
   std::string results_root = kDefaultResultsRoot, results_dir, run_id;
   std::vector<std::string> netcheck_trees;  // HOST=DIR: that host's netcheck reads a saved tree
+  accept::ActionOptions actions;            // what the verdict is also written as (Kubernetes labels ...)
   double deadline_s = 30;
 };
 
@@ -225,7 +227,8 @@ class Acceptance {
     log_.append(accept::end_record(seen_.run, static_cast<std::size_t>(runs_)));
     log_.sync();
     // The verdict is the judge's, from what the stages recorded: what `report --accept` says again.
-    const accept::Verdicts verdicts = accept::judge_acceptance(accept::load_acceptance(dir_), profile_);
+    const accept::Acceptance recorded = accept::load_acceptance(dir_);
+    const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile_);
     json out = accept::verdict_json(verdicts);
     out["profile"] = profile_.file;
     write_file_atomically(dir_ / "accept.json", out.dump(2) + "\n");
@@ -236,6 +239,7 @@ class Acceptance {
     write_file_atomically(dir_ / "junit.xml", accept::verdict_junit(verdicts));
     std::cout << "\n" << accept::verdict_table(verdicts);
     std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
+    accept::write_actions(options_.actions, verdicts, accept::stamp_of(recorded, options_.actions.valid_h));
     return verdicts.pass() ? kExitOk : kExitCheckFailed;
   }
 
@@ -307,6 +311,7 @@ int accept_main(const Args& args) {
         .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
         .option("--deadline", &o.deadline_s, "seconds any single wait may take", "S")
         .range(0.5, 3600);
+    accept::declare_action_options(p, o.actions);
     if (!p.parse(args)) return kExitOk;
     if (o.hostfile.empty() == o.netns_file.empty()) throw UsageError("rocebench accept: give --hostfile or --netns (one of them)\n\n" + p.usage());
     if (o.launcher != "mpirun" && o.launcher != "srun") {
@@ -318,6 +323,7 @@ int accept_main(const Args& args) {
         throw UsageError(fmt::format("rocebench accept: --netcheck-tree '{}': expected HOST=DIR with DIR/root a folder", printable_excerpt(t)));
       }
     }
+    accept::check_action_options(o.actions);
     refuse_bad_run_id("rocebench accept", o.run_id);
     const accept::Profile profile = accept::load_profile(o.profile);
     const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? new_run_id("accept") : o.run_id)

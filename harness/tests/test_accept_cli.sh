@@ -46,4 +46,13 @@ before=$(sha256sum "$work/res/r1/results.jsonl")
 expect_rc 2 "$rb" run "$work/plan.json" --results "$work/res" --run-id r1
 expect_out "^rocebench run: --run-id 'r1': the results folder $work/res/r1 already exists and is not empty"
 [[ $(sha256sum "$work/res/r1/results.jsonl") == "$before" ]] || fail "the first run's records were changed"
+
+# Where the verdict also goes (issue 44): a file that cannot be written, a validity out of range.
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --k8s "$work/no/such/dir/k8s.yaml"
+expect_out "^--k8s $work/no/such/dir/k8s.yaml: cannot write"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --k8s-commands "$work/no/k8s.sh"
+expect_out "^--k8s-commands $work/no/k8s.sh: cannot write"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --valid-hours 0
+expect_out "--valid-hours: 0 is out of range"
+[[ ! -e $work/k8s-out ]] || fail "a refused acceptance made its results folder"
 echo "ok: every refusal came before anything started"

@@ -4,6 +4,8 @@
 # it ran under, the same host x stage table and exit code; under a JSON profile rating the links at
 # 1 Gb/s, no allreduce reaches 0.85 of it: the search would retry the whole group, a run this
 # acceptance never made, so every node is UNVERIFIED with that reason (never a guess), exit 1.
+# Both write the same Kubernetes manifest and commands (--k8s, --k8s-commands), valid YAML with valid
+# labels; under the rated profile every node is tainted, its reason shortened to a valid label value.
 # A folder that is not an acceptance and a profile that does not exist: exit 2 naming the flag.
 # Exit 77 (skipped) without root or network namespaces.
 #   usage: test_accept_rejudge_netns.sh ROCEBENCH NETNS_SH
@@ -19,7 +21,15 @@ trap '"$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work" "$bed_work"
 hosts=$("$bed" up 3 --prefix "$prefix" --subnet 10.79.7 --rate 200mbit) || fail "bring-up"
 table() { sed -n '/^host /,/^cluster: /p' "$1"; }
 
-expect_rc 0 "$rb" accept --netns "$hosts" --results-dir "$work/acc" --deadline 20
+expect_rc 0 "$rb" accept --netns "$hosts" --results-dir "$work/acc" --deadline 20 --k8s "$work/accept.k8s.yaml" \
+  --k8s-commands "$work/accept.k8s.sh"
+expect_out "^kubernetes: labels and taints in $work/accept.k8s.yaml \\(kubectl apply -f"
+check_k8s=$(dirname "$0")/../../reports/tests/check_k8s_manifest.py
+nodes=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(n["host"].lower() for n in json.load(open(sys.argv[1]))["nodes"]))' "$work/acc/accept.json")
+verdicts() { for n in $nodes; do printf '%s=%s ' "$n" "$1"; done; }
+# shellcheck disable=SC2046
+/usr/bin/python3 "$check_k8s" "$work/accept.k8s.yaml" $(verdicts pass) || fail "accept's Kubernetes manifest"
+[[ $(grep -c '^kubectl label node --overwrite .* rocebench.io/accept=pass ' "$work/accept.k8s.sh") == 3 ]] || fail "not 3 kubectl label lines"
 table "$work/out" >"$work/accept.table"
 [[ -s $work/accept.table ]] || fail "accept printed no table"
 [[ -f $work/acc/accept.jsonl ]] || fail "accept recorded no accept.jsonl"
@@ -28,8 +38,10 @@ expect_rc 0 "$rb" report --accept "$work/acc"
 expect_out "under profile builtin:auto \\(the one it ran under\\)"
 table "$work/out" >"$work/same.table"
 diff "$work/accept.table" "$work/same.table" || fail "the same profile gave another table"
-expect_rc 0 "$rb" report --accept "$work/acc" --profile auto
+expect_rc 0 "$rb" report --accept "$work/acc" --profile auto --k8s "$work/again.k8s.yaml" --k8s-commands "$work/again.k8s.sh"
 table "$work/out" | diff "$work/accept.table" - || fail "--profile auto gave another table"
+cmp "$work/accept.k8s.yaml" "$work/again.k8s.yaml" || fail "report --accept --k8s wrote another manifest than accept --k8s"
+cmp "$work/accept.k8s.sh" "$work/again.k8s.sh" || fail "report --accept --k8s-commands wrote other commands than accept"
 
 cat >"$work/rated.json" <<'JSON'
 {"name": "rated-1g", "allreduce": {"rated_link_Gbps": 1, "busbw_fraction_of_rated": 0.85}}
@@ -38,6 +50,16 @@ expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/rated.json"
 expect_out "^cluster: FAIL, 3 of 3 nodes fail"
 [[ $(grep -c "UNVERIFIED (allreduce): against 0.850 Gb/s .* needs a run this acceptance did not make: allreduce-retry on" "$work/out") == 3 ]] ||
   fail "not every node is UNVERIFIED for the retry that was never made"
+# Every node fails with a long reason: tainted, the reason shortened to a valid label value.
+expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/rated.json" --k8s "$work/rated.k8s.yaml" --valid-hours 2
+# shellcheck disable=SC2046
+/usr/bin/python3 "$check_k8s" "$work/rated.k8s.yaml" $(verdicts fail) || fail "the failing manifest"
+[[ $(grep -c '"rocebench.io/accept-reason": "UNVERIFIED_against_0.850_Gb_s_' "$work/rated.k8s.yaml") == 3 ]] || fail "no shortened reason"
+grep -q "valid for 2 h" "$work/rated.k8s.yaml" || fail "--valid-hours 2 not written"
+expect_rc 2 "$rb" report --accept "$work/acc" --k8s "$work/no/such/k8s.yaml"
+expect_out "^--k8s $work/no/such/k8s.yaml: cannot write"
+expect_rc 2 "$rb" report "$work/acc/stages" --k8s "$work/k.yaml"
+expect_out "--k8s and --k8s-commands apply to --accept RUN"
 
 expect_rc 2 "$rb" report --accept "$work/acc/stages"
 expect_out "^rocebench report: --accept '$work/acc/stages': not an acceptance's folder: it has no accept.jsonl"

@@ -262,6 +262,7 @@ Acceptance load_acceptance(const std::filesystem::path& dir) {
     if (what == "start") {
       started = true;
       a.run = r.value("run", "");
+      a.time = r.value("time", "");
       a.nodes = nodes_of(details["nodes"]);
       a.profile_file = details["profile"]["file"].get<std::string>();
       a.profile = details["profile"]["document"];

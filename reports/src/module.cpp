@@ -12,6 +12,7 @@
 #include "history_cli.hpp"
 #include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/reports/accept_actions.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/history.hpp"
@@ -48,7 +49,7 @@ std::string plan_text(const char* side, const PlanOfRun& plan) {
 // `report --accept DIR`: a finished acceptance judged again from its records alone (accept.jsonl and
 // its stages' results), under the profile it ran under or another; the host x stage table and the
 // exit code `accept` gave, for the same profile.
-int accept_report(const std::string& dir, const std::string& profile_name) {
+int accept_report(const std::string& dir, const std::string& profile_name, const accept::ActionOptions& actions) {
   if (!fs::is_directory(dir)) throw InputError(fmt::format("--accept '{}': not a folder", printable_excerpt(dir)));
   if (!fs::exists(fs::path(dir) / accept::kAcceptRecords)) {
     throw InputError(fmt::format("--accept '{}': not an acceptance's folder: it has no {} (rocebench accept writes it)", printable_excerpt(dir),
@@ -69,6 +70,7 @@ int accept_report(const std::string& dir, const std::string& profile_name) {
                            profile_name.empty() ? " (the one it ran under)" : "");
   const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile);
   std::cout << "\n" << accept::verdict_table(verdicts);
+  accept::write_actions(actions, verdicts, accept::stamp_of(recorded, actions.valid_h));
   return verdicts.pass() ? kExitOk : kExitCheckFailed;
 }
 
@@ -76,6 +78,7 @@ int report_main(const Args& args) {
   ReportRequest r;
   std::string out_dir = r.out_dir.string();
   std::string accept_dir, profile;
+  accept::ActionOptions actions;
   bool no_plots = false;
   ArgParser p("rocebench report", "Aggregate result records into a report: Markdown, HTML, PNG plots, JUnit XML and CSV.\n"
                                   "Judges the thresholds of --plan, or of the plan.json beside a single results file.\n"
@@ -94,11 +97,16 @@ int report_main(const Args& args) {
       .option("--title", &r.title, "report title", "TEXT")
       .flag("--no-plots", &no_plots, "skip the PNG plots")
       .rest("RESULTS", &r.inputs, "run folders or their results.jsonl (several runs: given in time order)");
+  accept::declare_action_options(p, actions);
   if (!p.parse(args)) return kExitOk;
   if (!profile.empty() && accept_dir.empty()) throw UsageError("rocebench report: --profile applies to --accept RUN\n\n" + p.usage());
+  if (accept_dir.empty() && !(actions.k8s.empty() && actions.k8s_commands.empty())) {
+    throw UsageError("rocebench report: --k8s and --k8s-commands apply to --accept RUN\n\n" + p.usage());
+  }
   if (!accept_dir.empty()) {
     if (!r.inputs.empty()) throw UsageError("rocebench report: --accept RUN takes no results files\n\n" + p.usage());
-    return accept_report(accept_dir, profile);
+    accept::check_action_options(actions);
+    return accept_report(accept_dir, profile, actions);
   }
   if (r.inputs.empty()) throw UsageError("rocebench report: no results file given\n\n" + p.usage());
   r.out_dir = out_dir;

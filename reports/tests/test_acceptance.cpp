@@ -414,7 +414,7 @@ std::vector<StageRun> fleet_with_slow_d(const std::vector<Node>& nodes, const Pr
     for (std::size_t j = i + 1; j < nodes.size(); ++j) links.push_back(pair(nodes[i].host, nodes[j].host, 1.0));
   }
   std::vector<StageRun> runs{stage_run("hosts", "hosts", 1, nodes, 0, hosts), stage_run("links", "links", 2, nodes, 0, links)};
-  Acceptance so_far{"r", nodes, "", {}, runs, false};
+  Acceptance so_far{"r", nodes, "", {}, runs, false, ""};
   allreduce_search(nodes, allreduce_threshold(profile, so_far), [&](const std::string& label, const std::vector<Node>& g) {
     const bool with_d = std::find(g.begin(), g.end(), nodes.back()) != g.end();
     runs.push_back(stage_run("allreduce", label, static_cast<int>(runs.size()) + 1, g, 0, {allreduce_record(with_d ? 0.5 : 1.0)}));

@@ -92,6 +92,7 @@ struct Acceptance {
   json profile = json::object();  // the profile's document it ran under
   std::vector<StageRun> runs;     // in the order they ran
   bool finished = false;          // accept.end was recorded
+  std::string time;               // when it started (accept.start's time, RFC 3339)
 };
 
 json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile);

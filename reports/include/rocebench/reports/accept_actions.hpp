@@ -1,0 +1,49 @@
+#pragma once
+// An acceptance's verdicts in the forms the systems operators schedule with read them: Kubernetes
+// node labels and taints. Rendered from the judge's Verdicts alone, so `accept` and `report --accept`
+// write the same thing.
+#include <string>
+#include <string_view>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/reports/acceptance.hpp"
+
+namespace rocebench::reports::accept {
+
+// Which acceptance a verdict comes from, and how long it holds.
+struct Stamp {
+  std::string run;       // the acceptance's run id
+  std::string time;      // when it started, RFC 3339 (its accept.start record)
+  double valid_h = 24;   // how long its results are to be trusted
+  long long unix_s() const;  // `time` in seconds since the epoch; InputError when it is not RFC 3339
+};
+Stamp stamp_of(const Acceptance& a, double valid_h);
+
+// Kubernetes label rules (apimachinery validation): a value is at most 63 characters of
+// [A-Za-z0-9._-], beginning and ending with an alphanumeric; a key's name part the same, its prefix a DNS subdomain.
+inline constexpr std::size_t kLabelValueMax = 63;
+bool valid_label_value(std::string_view v);
+// `text` as a valid label value: each run of other characters becomes one '_', cut to 63 characters.
+std::string label_value(std::string_view text);
+
+inline constexpr const char* kLabelPrefix = "rocebench.io/";
+// Per node: rocebench.io/accept=pass|fail, -reasons (the codes), -reason (the first finding's evidence,
+// shortened), -run, -time, -valid-until; the full evidence as an annotation; a failed node gets the
+// taint rocebench.io/accept=fail:NoSchedule. One `kubectl apply -f` manifest (a Node per document:
+// apply merges labels and taints, and removes the taint it set earlier from a node that now passes).
+std::string k8s_manifest(const Verdicts& v, const Stamp& s);
+// The same as `kubectl label/annotate/taint` lines, for clusters where applying a Node is not allowed.
+std::string k8s_commands(const Verdicts& v, const Stamp& s);
+
+// What `accept` and `report --accept` write besides their table: declared once for both commands.
+struct ActionOptions {
+  std::string k8s, k8s_commands;  // files; empty: not written
+  double valid_h = 24;
+};
+void declare_action_options(ArgParser& p, ActionOptions& o);
+// Refuses (UsageError naming the flag) an output that cannot be written, before any work.
+void check_action_options(const ActionOptions& o);
+// Writes the files asked for, and says so on stdout.
+void write_actions(const ActionOptions& o, const Verdicts& v, const Stamp& s);
+
+}  // namespace rocebench::reports::accept

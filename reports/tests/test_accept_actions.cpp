@@ -1,0 +1,71 @@
+#include <gtest/gtest.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/reports/accept_actions.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports::accept;
+
+namespace {
+
+Verdicts one_pass_one_fail(const std::string& evidence) {
+  Verdicts v({"Node-A", "b"});
+  v.stage("Node-A", "links", "ok");
+  v.stage("b", "links", "FAIL");
+  v.fail("b", {kLink, "links", evidence});
+  v.fail("b", {kSlow, "allreduce", "isolated"});
+  v.fail("b", {kLink, "links", "again"});
+  return v;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(AcceptActions, ALabelValueIsShortenedNeverInvalid) {
+  EXPECT_EQ(label_value("LINK: 0.43 Gb/s vs median 0.92"), "LINK_0.43_Gb_s_vs_median_0.92");
+  EXPECT_EQ(label_value("  (x) "), "x");
+  EXPECT_EQ(label_value("—"), "");
+  EXPECT_TRUE(valid_label_value(""));
+  const std::string long_text = "UNVERIFIED: against 0.850 Gb/s (0.85 x the rated 1 Gb/s link), the search needs a run: allreduce-retry on a+b+c";
+  const std::string v = label_value(long_text);
+  EXPECT_LE(v.size(), kLabelValueMax);
+  EXPECT_TRUE(valid_label_value(v)) << v;
+  EXPECT_EQ(v.rfind("UNVERIFIED_against_0.850_Gb_s", 0), 0u) << v;
+  EXPECT_TRUE(valid_label_value(label_value(std::string(62, 'a') + "._x"))) << "a cut that ends on a separator drops it";
+  EXPECT_FALSE(valid_label_value("-a"));
+  EXPECT_FALSE(valid_label_value("a:b"));
+  EXPECT_FALSE(valid_label_value(std::string(64, 'a')));
+}
+
+TEST(AcceptActions, TheManifestLabelsEveryNodeAndTaintsOnlyTheFailedOne) {
+  const Stamp s{"accept-20261203", "2026-12-03T22:47:52.123456Z", 24};
+  EXPECT_EQ(s.unix_s(), 1796338072);
+  const std::string m = k8s_manifest(one_pass_one_fail("pairs 0.43 Gb/s vs median \"0.92\"\nmore"), s);
+  EXPECT_EQ(count(m, "kind: Node"), 2u) << m;
+  EXPECT_NE(m.find("  name: \"node-a\"\n"), std::string::npos) << "Kubernetes names nodes in lowercase\n" << m;
+  EXPECT_NE(m.find("\"rocebench.io/accept\": \"pass\""), std::string::npos) << m;
+  EXPECT_NE(m.find("\"rocebench.io/accept-reasons\": \"LINK.SLOW\""), std::string::npos) << "each code once\n" << m;
+  EXPECT_NE(m.find("\"rocebench.io/accept-reason\": \"LINK_pairs_0.43_Gb_s_vs_median_0.92_more\""), std::string::npos) << m;
+  EXPECT_NE(m.find("\"rocebench.io/accept-time\": \"20261203T224752Z\""), std::string::npos) << m;
+  EXPECT_NE(m.find("\"rocebench.io/accept-valid-until\": \"20261204T224752Z\""), std::string::npos) << m;
+  EXPECT_NE(m.find("LINK (links): pairs 0.43 Gb/s vs median \\\"0.92\\\"\\nmore; SLOW"), std::string::npos) << "evidence whole, escaped\n" << m;
+  EXPECT_EQ(count(m, "effect: \"NoSchedule\""), 1u) << m;
+  EXPECT_GT(m.find("effect"), m.find("name: \"b\"")) << "the taint is b's";
+
+  const std::string c = k8s_commands(one_pass_one_fail("x 'quoted'"), s);
+  EXPECT_NE(c.find("kubectl label node --overwrite node-a rocebench.io/accept=pass rocebench.io/accept-reasons=none"), std::string::npos) << c;
+  EXPECT_NE(c.find("kubectl taint node node-a rocebench.io/accept:NoSchedule-\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("kubectl taint node --overwrite b rocebench.io/accept=fail:NoSchedule\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("'rocebench.io/accept-evidence=LINK (links): x '\\''quoted'\\''; "), std::string::npos) << c;
+}
+
+TEST(AcceptActions, AStartTimeIsReadAsRfc3339) {
+  EXPECT_THROW((Stamp{"r", "yesterday", 24}.unix_s()), InputError);
+  EXPECT_THROW((Stamp{"r", "", 24}.unix_s()), InputError);
+  EXPECT_EQ((Stamp{"r", "2026-12-03T23:47:52+01:00", 24}.unix_s()), 1796338072);
+}
