@@ -18,8 +18,8 @@ packages=(
   ocl-icd-opencl-dev opencl-headers
   # reports: plots and the reference JSON Schema validator used by tests
   python3 python3-matplotlib python3-jsonschema
-  # the Kubernetes manifest checked as YAML (accept --k8s)
-  python3-yaml
+  # the Kubernetes manifest checked as YAML, the Prometheus textfile by promtool (accept --k8s, --metrics)
+  python3-yaml prometheus
   # emulated hosts and host inspection
   iproute2 ethtool iperf3 procps pciutils kmod util-linux
   # peers the probes are compared with (ci/bench)

@@ -52,6 +52,8 @@ expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --
 expect_out "^--k8s $work/no/such/dir/k8s.yaml: cannot write"
 expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --k8s-commands "$work/no/k8s.sh"
 expect_out "^--k8s-commands $work/no/k8s.sh: cannot write"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --metrics "$work/no/m.prom"
+expect_out "^--metrics $work/no/m.prom: cannot write"
 expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --valid-hours 0
 expect_out "--valid-hours: 0 is out of range"
 [[ ! -e $work/k8s-out ]] || fail "a refused acceptance made its results folder"

@@ -5,7 +5,8 @@
 # 1 Gb/s, no allreduce reaches 0.85 of it: the search would retry the whole group, a run this
 # acceptance never made, so every node is UNVERIFIED with that reason (never a guess), exit 1.
 # Both write the same Kubernetes manifest and commands (--k8s, --k8s-commands), valid YAML with valid
-# labels; under the rated profile every node is tainted, its reason shortened to a valid label value.
+# labels, and the same Prometheus metrics (--metrics, checked by promtool); under the rated profile
+# every node is tainted and its metrics say why, its reason shortened to a valid label value.
 # A folder that is not an acceptance and a profile that does not exist: exit 2 naming the flag.
 # Exit 77 (skipped) without root or network namespaces.
 #   usage: test_accept_rejudge_netns.sh ROCEBENCH NETNS_SH
@@ -18,11 +19,17 @@ bed_work=$work                                      # the bed's state folder
 source "$(dirname "$0")/../../ci/cli_test_lib.sh"  # expect_rc, expect_out, a $work of its own
 trap '"$bed" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$work" "$bed_work"' EXIT
 
+command -v promtool >/dev/null || fail "no promtool: ci/setup.sh installs it (Debian package prometheus)"
 hosts=$("$bed" up 3 --prefix "$prefix" --subnet 10.79.7 --rate 200mbit) || fail "bring-up"
 table() { sed -n '/^host /,/^cluster: /p' "$1"; }
 
 expect_rc 0 "$rb" accept --netns "$hosts" --results-dir "$work/acc" --deadline 20 --k8s "$work/accept.k8s.yaml" \
-  --k8s-commands "$work/accept.k8s.sh"
+  --k8s-commands "$work/accept.k8s.sh" --metrics "$work/accept.prom"
+expect_out "^prometheus: each node's verdict and figures in $work/accept.prom"
+promtool check metrics <"$work/accept.prom" || fail "promtool refused accept's metrics"
+for m in pass pair_Gbps allreduce_busbw_Gbps train_images_per_second time_seconds valid_until_seconds; do
+  [[ $(grep -c "^rocebench_accept_$m{node=" "$work/accept.prom") == 3 ]] || fail "not 3 series of rocebench_accept_$m"
+done
 expect_out "^kubernetes: labels and taints in $work/accept.k8s.yaml \\(kubectl apply -f"
 check_k8s=$(dirname "$0")/../../reports/tests/check_k8s_manifest.py
 nodes=$(/usr/bin/python3 -c 'import json, sys; print(" ".join(n["host"].lower() for n in json.load(open(sys.argv[1]))["nodes"]))' "$work/acc/accept.json")
@@ -38,7 +45,9 @@ expect_rc 0 "$rb" report --accept "$work/acc"
 expect_out "under profile builtin:auto \\(the one it ran under\\)"
 table "$work/out" >"$work/same.table"
 diff "$work/accept.table" "$work/same.table" || fail "the same profile gave another table"
-expect_rc 0 "$rb" report --accept "$work/acc" --profile auto --k8s "$work/again.k8s.yaml" --k8s-commands "$work/again.k8s.sh"
+expect_rc 0 "$rb" report --accept "$work/acc" --profile auto --k8s "$work/again.k8s.yaml" --k8s-commands "$work/again.k8s.sh" \
+  --metrics "$work/again.prom"
+cmp "$work/accept.prom" "$work/again.prom" || fail "report --accept --metrics wrote other metrics than accept --metrics"
 table "$work/out" | diff "$work/accept.table" - || fail "--profile auto gave another table"
 cmp "$work/accept.k8s.yaml" "$work/again.k8s.yaml" || fail "report --accept --k8s wrote another manifest than accept --k8s"
 cmp "$work/accept.k8s.sh" "$work/again.k8s.sh" || fail "report --accept --k8s-commands wrote other commands than accept"
@@ -51,7 +60,11 @@ expect_out "^cluster: FAIL, 3 of 3 nodes fail"
 [[ $(grep -c "UNVERIFIED (allreduce): against 0.850 Gb/s .* needs a run this acceptance did not make: allreduce-retry on" "$work/out") == 3 ]] ||
   fail "not every node is UNVERIFIED for the retry that was never made"
 # Every node fails with a long reason: tainted, the reason shortened to a valid label value.
-expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/rated.json" --k8s "$work/rated.k8s.yaml" --valid-hours 2
+expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/rated.json" --k8s "$work/rated.k8s.yaml" --valid-hours 2 \
+  --metrics "$work/rated.prom"
+promtool check metrics <"$work/rated.prom" || fail "promtool refused the failing run's metrics"
+[[ $(grep -c '^rocebench_accept_pass{.*} 0$' "$work/rated.prom") == 3 && $(grep -c '^rocebench_accept_reason{.*code="UNVERIFIED",stage="allreduce"' "$work/rated.prom") == 3 ]] ||
+  fail "the failing run's metrics do not say every node fails UNVERIFIED"
 # shellcheck disable=SC2046
 /usr/bin/python3 "$check_k8s" "$work/rated.k8s.yaml" $(verdicts fail) || fail "the failing manifest"
 [[ $(grep -c '"rocebench.io/accept-reason": "UNVERIFIED_against_0.850_Gb_s_' "$work/rated.k8s.yaml") == 3 ]] || fail "no shortened reason"
@@ -59,7 +72,7 @@ grep -q "valid for 2 h" "$work/rated.k8s.yaml" || fail "--valid-hours 2 not writ
 expect_rc 2 "$rb" report --accept "$work/acc" --k8s "$work/no/such/k8s.yaml"
 expect_out "^--k8s $work/no/such/k8s.yaml: cannot write"
 expect_rc 2 "$rb" report "$work/acc/stages" --k8s "$work/k.yaml"
-expect_out "--k8s and --k8s-commands apply to --accept RUN"
+expect_out "--k8s, --k8s-commands and --metrics apply to --accept RUN"
 
 expect_rc 2 "$rb" report --accept "$work/acc/stages"
 expect_out "^rocebench report: --accept '$work/acc/stages': not an acceptance's folder: it has no accept.jsonl"

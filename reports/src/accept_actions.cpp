@@ -3,6 +3,7 @@
 #include <cctype>
 #include <ctime>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -145,10 +146,53 @@ std::string k8s_commands(const Verdicts& v, const Stamp& s) {
   return out;
 }
 
+std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
+  const long long t = s.unix_s();
+  auto family = [](const std::string& name, const std::string& help) {
+    return fmt::format("# HELP rocebench_accept_{} {}\n# TYPE rocebench_accept_{} gauge\n", name, help, name);
+  };
+  auto labels = [&](const NodeVerdict& n) { return fmt::format("node=\"{}\",run=\"{}\"", prom_label_value(n.host), prom_label_value(s.run)); };
+  std::string out = family("pass", "1 when the node passed rocebench accept, 0 when it failed");
+  for (const auto& n : v.nodes()) out += fmt::format("rocebench_accept_pass{{{}}} {}\n", labels(n), n.pass() ? 1 : 0);
+  std::string reasons;
+  for (const auto& n : v.nodes()) {
+    std::set<std::string> seen;  // one series per distinct finding
+    for (const auto& f : n.findings) {
+      const std::string series = fmt::format("rocebench_accept_reason{{{},code=\"{}\",stage=\"{}\",evidence=\"{}\"}} 1\n", labels(n),
+                                             prom_label_value(f.code), prom_label_value(f.stage), prom_label_value(f.evidence));
+      if (seen.insert(series).second) reasons += series;
+    }
+  }
+  if (!reasons.empty()) out += family("reason", "1 for each reason a node failed for (code, stage, evidence)") + reasons;
+  const std::pair<const char*, const char*> figures[] = {
+      {kPairGbps, "the median bandwidth of the node's pairs in the link matrix, Gb/s"},
+      {kPairLatency, "the median latency of the node's pairs in the link matrix, seconds"},
+      {kBusbwGbps, "the bus bandwidth of the ring allreduce the node last ran in, Gb/s"},
+      {kImagesPerS, "images/s the node's own compute delivered in the data-parallel training run"}};
+  for (const auto& [name, help] : figures) {
+    std::string series;
+    for (const auto& n : v.nodes()) {
+      if (const auto it = n.figures.find(name); it != n.figures.end()) {
+        series += fmt::format("rocebench_accept_{}{{{}}} {:.17g}\n", name, labels(n), it->second);
+      }
+    }
+    if (!series.empty()) out += family(name, help) + series;
+  }
+  out += family("time_seconds", "when the acceptance started, Unix time");
+  for (const auto& n : v.nodes()) out += fmt::format("rocebench_accept_time_seconds{{{}}} {}\n", labels(n), t);
+  out += family("valid_until_seconds", "until when the acceptance's verdict holds, Unix time");
+  for (const auto& n : v.nodes()) {
+    out += fmt::format("rocebench_accept_valid_until_seconds{{{}}} {}\n", labels(n), t + static_cast<long long>(s.valid_h * 3600));
+  }
+  return out;
+}
+
 void declare_action_options(ArgParser& p, ActionOptions& o) {
   p.option("--k8s", &o.k8s, "write each node's verdict as Kubernetes labels (and a NoSchedule taint on a failed node), "
                             "a manifest for kubectl apply -f", "FILE")
       .option("--k8s-commands", &o.k8s_commands, "the same as kubectl label/annotate/taint lines (sh FILE)", "FILE")
+      .option("--metrics", &o.metrics, "write each node's verdict, reasons and figures for node_exporter's textfile collector "
+                                       "(e.g. /var/lib/node_exporter/rocebench_accept.prom)", "FILE")
       .option("--valid-hours", &o.valid_h, "how long the verdict holds: written with it (default 24)", "H")
       .range(0.01, 24 * 366);
 }
@@ -156,6 +200,7 @@ void declare_action_options(ArgParser& p, ActionOptions& o) {
 void check_action_options(const ActionOptions& o) {
   if (!o.k8s.empty()) require_writable(o.k8s, "--k8s");
   if (!o.k8s_commands.empty()) require_writable(o.k8s_commands, "--k8s-commands");
+  if (!o.metrics.empty()) require_writable(o.metrics, "--metrics");
 }
 
 void write_actions(const ActionOptions& o, const Verdicts& v, const Stamp& s) {
@@ -166,6 +211,10 @@ void write_actions(const ActionOptions& o, const Verdicts& v, const Stamp& s) {
   if (!o.k8s_commands.empty()) {
     write_file_atomically(o.k8s_commands, k8s_commands(v, s));
     std::cout << fmt::format("kubernetes: kubectl commands in {} (sh {})\n", o.k8s_commands, o.k8s_commands);
+  }
+  if (!o.metrics.empty()) {
+    write_file_atomically(o.metrics, prometheus_metrics(v, s));
+    std::cout << fmt::format("prometheus: each node's verdict and figures in {}\n", o.metrics);
   }
 }
 

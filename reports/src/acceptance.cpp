@@ -289,14 +289,14 @@ Acceptance load_acceptance(const std::filesystem::path& dir) {
 // ---- verdicts ---------------------------------------------------------------------------------
 
 Verdicts::Verdicts(const std::vector<std::string>& hosts) {
-  for (const auto& h : hosts) nodes_.push_back({h, {}, {}});
+  for (const auto& h : hosts) nodes_.push_back({h, {}, {}, {}});
 }
 
 NodeVerdict& Verdicts::node(const std::string& host) {
   for (auto& n : nodes_) {
     if (n.host == host) return n;
   }
-  nodes_.push_back({host, {}, {}});  // a host the stages met but the host list did not name
+  nodes_.push_back({host, {}, {}, {}});  // a host the stages met but the host list did not name
   return nodes_.back();
 }
 
@@ -309,6 +309,8 @@ void Verdicts::fail(const std::string& host, Finding finding) {
   stage(host, finding.stage, "FAIL " + finding.code);
   node(host).findings.push_back(std::move(finding));
 }
+
+void Verdicts::figure(const std::string& host, const std::string& name, double value) { node(host).figures[name] = value; }
 
 void Verdicts::ran(const std::string& stage, const std::vector<std::string>& hosts) {
   for (const auto& host : hosts) {
@@ -502,6 +504,7 @@ void judge_training(Verdicts& v, const std::vector<json>& records, const std::ve
   const std::string what = fmt::format("{} {} batch {} on {} node(s)", profile.train_model, profile.train_engine, profile.train_batch, all.size());
   for (const auto& host : hosts) {
     const auto it = by_host.find(host);
+    if (it != by_host.end()) v.figure(host, kImagesPerS, it->second);
     if (it == by_host.end()) {
       v.fail(host, {kUnverified, "train", run ? fmt::format("the training run ({}) has no figure of this node", run->value("status", "?"))
                                               : "the training run did not complete"});
@@ -600,7 +603,9 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     }
     if (own.empty()) continue;
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
-    const std::string unit = metric.find("Gbps") != std::string::npos ? " Gb/s" : " us";
+    const bool bandwidth = metric.find("Gbps") != std::string::npos;
+    v.figure(host, bandwidth ? kPairGbps : kPairLatency, bandwidth ? median_of(own) : median_of(own) * 1e-6);
+    const std::string unit = bandwidth ? " Gb/s" : " us";
     const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),
                                             number(*hi), unit, number(fleet));
     if (unsettled.count(host)) {
@@ -865,6 +870,7 @@ AllreduceRunner recorded_allreduce(const Acceptance& a) {
 
 void judge_allreduce(Verdicts& v, const AllreduceSearch& search, const AllreduceThreshold& t) {
   for (const auto& r : search.rounds) {
+    for (const auto& n : r.group) v.figure(n.host, kBusbwGbps, r.full);  // a later round (without the slow node) overrides
     if (!r.slow) {
       for (const auto& n : r.group) v.stage(n.host, "allreduce", fmt::format("ok ({:.3f} Gb/s busbw)", r.full));
       continue;

@@ -202,27 +202,6 @@ int check_main(const Args& args) {
   return print_check(h, o, machine, all, junit);
 }
 
-// Prometheus names: [a-zA-Z_:][a-zA-Z0-9_:]*, everything else becomes '_'.
-std::string prom_name(const std::string& s) {
-  std::string out;
-  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out.insert(0, "_");
-  return out;
-}
-
-std::string prom_value(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '\\' || ch == '"') out += '\\';
-    if (ch == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += ch;
-  }
-  return out;
-}
-
 int export_main(const Args& args) {
   std::string db, out, format = "prometheus", machine;
   ArgParser p("rocebench history export",
@@ -255,18 +234,18 @@ int export_main(const Args& args) {
   for (const auto& s : h.series(machine)) {
     const auto& last = s.points.back();
     if (last.run != newest[s.machine].run) continue;
-    std::string labels = fmt::format("machine=\"{}\",step=\"{}\",world=\"{}\",run=\"{}\",revision=\"{}\"", prom_value(s.machine),
-                                     prom_value(s.step), s.world, prom_value(last.run), prom_value(last.revision));
+    std::string labels = fmt::format("machine=\"{}\",step=\"{}\",world=\"{}\",run=\"{}\",revision=\"{}\"", prom_label_value(s.machine),
+                                     prom_label_value(s.step), s.world, prom_label_value(last.run), prom_label_value(last.revision));
     const json params = json::parse(s.params);  // items() of a temporary would outlive it
     for (const auto& [k, v] : params.items()) {
       std::string name = prom_name(k);
       for (const char* taken : {"machine", "step", "world", "run", "revision", "host", "le", "quantile"}) {
         if (name == taken) name = "param_" + name;
       }
-      labels += fmt::format(",{}=\"{}\"", name, prom_value(v.is_string() ? v.get<std::string>() : v.dump()));
+      labels += fmt::format(",{}=\"{}\"", name, prom_label_value(v.is_string() ? v.get<std::string>() : v.dump()));
     }
     if (!hosts.count(last.run)) hosts[last.run] = h.hosts_of(last.run);
-    labels += fmt::format(",host=\"{}\"", prom_value(hosts[last.run]));
+    labels += fmt::format(",host=\"{}\"", prom_label_value(hosts[last.run]));
     Gauge& g = lines["rocebench_" + prom_name(s.metric)];
     if (g.samples.empty()) {
       const Better b = declared_shapes().better(s.step, s.metric);

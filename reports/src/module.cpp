@@ -100,8 +100,8 @@ int report_main(const Args& args) {
   accept::declare_action_options(p, actions);
   if (!p.parse(args)) return kExitOk;
   if (!profile.empty() && accept_dir.empty()) throw UsageError("rocebench report: --profile applies to --accept RUN\n\n" + p.usage());
-  if (accept_dir.empty() && !(actions.k8s.empty() && actions.k8s_commands.empty())) {
-    throw UsageError("rocebench report: --k8s and --k8s-commands apply to --accept RUN\n\n" + p.usage());
+  if (accept_dir.empty() && !(actions.k8s.empty() && actions.k8s_commands.empty() && actions.metrics.empty())) {
+    throw UsageError("rocebench report: --k8s, --k8s-commands and --metrics apply to --accept RUN\n\n" + p.usage());
   }
   if (!accept_dir.empty()) {
     if (!r.inputs.empty()) throw UsageError("rocebench report: --accept RUN takes no results files\n\n" + p.usage());

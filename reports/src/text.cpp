@@ -1,5 +1,6 @@
 #include "rocebench/reports/text.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -144,6 +145,26 @@ std::optional<double> rfc3339_seconds(std::string_view time) {
     seconds += time[zone] == '+' ? -offset : offset;
   }
   return seconds;
+}
+
+std::string prom_name(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out.insert(0, "_");
+  return out;
+}
+
+std::string prom_label_value(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
 }
 
 }  // namespace rocebench::reports

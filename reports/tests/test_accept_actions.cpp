@@ -69,3 +69,20 @@ TEST(AcceptActions, AStartTimeIsReadAsRfc3339) {
   EXPECT_THROW((Stamp{"r", "", 24}.unix_s()), InputError);
   EXPECT_EQ((Stamp{"r", "2026-12-03T23:47:52+01:00", 24}.unix_s()), 1796338072);
 }
+
+TEST(AcceptActions, PrometheusGetsEachNodesVerdictReasonsAndFigures) {
+  Verdicts v = one_pass_one_fail("pairs 0.43 Gb/s vs median \"0.92\"");
+  v.figure("Node-A", kPairGbps, 0.92);
+  v.figure("b", kPairGbps, 0.43);
+  v.figure("b", kImagesPerS, 80.5);
+  const std::string m = prometheus_metrics(v, {"r1", "2026-12-03T22:47:52Z", 2});
+  EXPECT_NE(m.find("rocebench_accept_pass{node=\"Node-A\",run=\"r1\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("rocebench_accept_pass{node=\"b\",run=\"r1\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("rocebench_accept_reason{node=\"b\",run=\"r1\",code=\"LINK\",stage=\"links\",evidence=\"pairs 0.43 Gb/s vs median "
+                   "\\\"0.92\\\"\"} 1\n"), std::string::npos) << m;
+  EXPECT_EQ(count(m, "rocebench_accept_reason{"), 3u) << "LINK, SLOW, and LINK's other evidence\n" << m;
+  EXPECT_NE(m.find("rocebench_accept_pair_Gbps{node=\"b\",run=\"r1\"} 0.42999999999999999\n"), std::string::npos) << m;
+  EXPECT_EQ(count(m, "# TYPE rocebench_accept_train_images_per_second gauge"), 1u) << m;
+  EXPECT_EQ(count(m, "rocebench_accept_allreduce_busbw_Gbps"), 0u) << "no figure, no family\n" << m;
+  EXPECT_NE(m.find("rocebench_accept_valid_until_seconds{node=\"b\",run=\"r1\"} 1796345272\n"), std::string::npos) << m;
+}

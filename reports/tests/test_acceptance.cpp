@@ -459,6 +459,10 @@ TEST(AcceptJudge, TheRecordsJudgedUnderTheirProfileGiveTheVerdictAcceptGave) {
   EXPECT_NE(v.nodes()[3].findings[0].evidence.find("against 0.700 (0.7 x the median pair's 1.000): all 4 0.500 slow; all 4 0.500 slow"),
             std::string::npos) << v.nodes()[3].findings[0].evidence;
   EXPECT_EQ(allreduce_cells(v)["a"], "ok (1.000 Gb/s busbw)");
+  // The figures each node was judged by (what --metrics exports): d's busbw is its slow group's.
+  EXPECT_DOUBLE_EQ(v.nodes()[0].figures.at(kBusbwGbps), 1.0);
+  EXPECT_DOUBLE_EQ(v.nodes()[3].figures.at(kBusbwGbps), 0.5);
+  EXPECT_GT(v.nodes()[0].figures.at(kPairGbps), 0);
   EXPECT_EQ(verdict_table(v), verdict_table(judge_acceptance(a, profile))) << "the recorded profile is the one it ran under";
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // An acceptance's verdicts in the forms the systems operators schedule with read them: Kubernetes
-// node labels and taints. Rendered from the judge's Verdicts alone, so `accept` and `report --accept`
+// node labels and taints, Prometheus metrics. Rendered from the judge's Verdicts alone, so `accept` and `report --accept`
 // write the same thing.
 #include <string>
 #include <string_view>
@@ -35,9 +35,14 @@ std::string k8s_manifest(const Verdicts& v, const Stamp& s);
 // The same as `kubectl label/annotate/taint` lines, for clusters where applying a Node is not allowed.
 std::string k8s_commands(const Verdicts& v, const Stamp& s);
 
+// node_exporter's textfile format (as `history export` writes it), one series per node and metric:
+// rocebench_accept_pass, rocebench_accept_reason (each code and stage, with its evidence), the figures
+// it was judged by (rocebench_accept_pair_Gbps ...), and the run's time and validity in Unix seconds.
+std::string prometheus_metrics(const Verdicts& v, const Stamp& s);
+
 // What `accept` and `report --accept` write besides their table: declared once for both commands.
 struct ActionOptions {
-  std::string k8s, k8s_commands;  // files; empty: not written
+  std::string k8s, k8s_commands, metrics;  // files; empty: not written
   double valid_h = 24;
 };
 void declare_action_options(ArgParser& p, ActionOptions& o);

@@ -117,10 +117,18 @@ struct Finding {
   std::string evidence;
 };
 
+// The figures a node was judged by (its own, where its records give one), named with their unit as
+// Prometheus's lint wants them (no abbreviated units but Gbps, base units).
+inline constexpr const char* kPairGbps = "pair_Gbps";                     // the median of its pairs' bandwidth
+inline constexpr const char* kPairLatency = "pair_latency_seconds";       // the same, of a latency link test
+inline constexpr const char* kBusbwGbps = "allreduce_busbw_Gbps";         // the allreduce of the group it ran in
+inline constexpr const char* kImagesPerS = "train_images_per_second";     // from its own compute
+
 struct NodeVerdict {
   std::string host;
   std::map<std::string, std::string> stages;  // stage -> what it found on this node ("ok", "FAIL", "skip")
   std::vector<Finding> findings;
+  std::map<std::string, double> figures;      // kPairGbps ... -> value
   bool pass() const { return findings.empty(); }
 };
 
@@ -130,6 +138,7 @@ class Verdicts {
   explicit Verdicts(const std::vector<std::string>& hosts);
   void stage(const std::string& host, const std::string& stage, const std::string& cell);
   void fail(const std::string& host, Finding finding);
+  void figure(const std::string& host, const std::string& name, double value);
   // The stage ran on `hosts`: its column stays, and each of them it gave no evidence of (no cell:
   // no record names it) is UNVERIFIED. No evidence is never a pass.
   void ran(const std::string& stage, const std::vector<std::string>& hosts);

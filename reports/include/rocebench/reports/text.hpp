@@ -18,6 +18,10 @@ std::string escape_csv(std::string_view s);
 std::string base64(std::string_view data);
 std::vector<std::string> split_ws(std::string_view line);  // split on blanks and tabs
 std::string trim(std::string_view s);
+// Prometheus text format: a metric or label name ([a-zA-Z_][a-zA-Z0-9_]*, anything else becomes '_'),
+// and a label value escaped for its double quotes.
+std::string prom_name(const std::string& s);
+std::string prom_label_value(const std::string& s);
 // Strict number parse of a whole token; nullopt for "N/A" and the like.
 std::optional<double> to_number(std::string_view token);
 // A count read as a number (iterations): whole, not negative, within long long. Throws InputError
