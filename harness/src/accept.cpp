@@ -2,6 +2,14 @@
 // (every host; the reachable ones; halves of them while bisecting), ending with one verdict per node.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +29,8 @@
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
 
+extern char** environ;
+
 namespace rocebench {
 
 namespace fs = std::filesystem;
@@ -34,6 +44,7 @@ struct AcceptOptions {
   std::string results_root = kDefaultResultsRoot, results_dir, run_id;
   std::vector<std::string> netcheck_trees;  // HOST=DIR: that host's netcheck reads a saved tree
   accept::ActionOptions actions;            // what the verdict is also written as (Kubernetes labels ...)
+  bool slurm_drain = false, slurm_resume = false, dry_run = false;
   double deadline_s = 30;
 };
 
@@ -48,6 +59,93 @@ struct Node {
 // The name a node's records carry: a rank on this host records this host's name, however the
 // hostfile named it ("localhost", an address, the FQDN). The one place records meet node names.
 std::string record_host(const std::string& name) { return names_this_host(name) ? this_hostname() : name; }
+
+// Runs argv (no shell) with its stdout captured; its stderr is ours. rc -1 when it could not start.
+struct Ran {
+  int rc = -1;
+  std::string out;
+};
+Ran run_captured(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, std::strerror(errno)};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int e = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  Ran ran;
+  if (e != 0) {
+    ::close(fds[0]);
+    return {-1, std::strerror(e)};
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n > 0) ran.out.append(buf, static_cast<std::size_t>(n));
+    else if (errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ran.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return ran;
+}
+
+// The nodes Slurm has drained (or is draining), with their reasons: `sinfo --Node` one line each.
+std::map<std::string, std::string> slurm_drained(std::string& why_not) {
+  const Ran r = run_captured({"sinfo", "--noheader", "--Node", "--format=%N|%T|%E"});
+  std::map<std::string, std::string> out;
+  if (r.rc != 0) {
+    why_not = r.rc < 0 ? "sinfo could not start: " + r.out : fmt::format("sinfo exited {}", r.rc);
+    return out;
+  }
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto a = line.find('|'), b = line.find('|', a == std::string::npos ? a : a + 1);
+    if (b == std::string::npos) continue;
+    if (line.substr(a + 1, b - a - 1).find("drain") != std::string::npos) out[line.substr(0, a)] = line.substr(b + 1);
+  }
+  return out;
+}
+
+// --slurm-drain / --slurm-resume: what the verdict asks of Slurm, run (or, with --dry-run, printed).
+// False when an scontrol failed.
+bool act_on_slurm(const AcceptOptions& o, const accept::Verdicts& v) {
+  if (!o.slurm_drain && !o.slurm_resume) return true;
+  std::string why_not;
+  const auto drained = slurm_drained(why_not);
+  if (!why_not.empty()) {
+    if (!o.dry_run) {
+      std::cout << "slurm: " << why_not << ": cannot tell which nodes are drained, so none is drained or resumed\n";
+      return false;
+    }
+    std::cout << "slurm: " << why_not << ": the commands below assume no node is drained now\n";
+  }
+  const auto actions = accept::slurm_actions(v, o.slurm_drain, o.slurm_resume, drained);
+  if (actions.empty()) std::cout << "slurm: nothing to drain or resume\n";
+  bool ok = true;
+  for (const auto& a : actions) {
+    if (a.argv.empty()) {
+      std::cout << fmt::format("slurm: {}: {}\n", a.node, a.why);
+    } else if (o.dry_run) {
+      std::cout << accept::shell_line(a.argv) << "\n";
+    } else {
+      std::cout << fmt::format("slurm: {}: {}\n", a.node, accept::shell_line(a.argv));
+      std::cout.flush();
+      const Ran r = run_captured(a.argv);
+      if (r.rc != 0) {
+        std::cout << fmt::format("slurm: {}: scontrol {}\n", a.node, r.rc < 0 ? "could not start: " + r.out : fmt::format("exited {}", r.rc));
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
 
 // One stage's run: its plan on a group of nodes, in its own folder under stages/, as accept.jsonl records it.
 using StageRun = accept::StageRun;
@@ -240,6 +338,7 @@ class Acceptance {
     std::cout << "\n" << accept::verdict_table(verdicts);
     std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
     accept::write_actions(options_.actions, verdicts, accept::stamp_of(recorded, options_.actions.valid_h));
+    if (!act_on_slurm(options_, verdicts)) return kExitInfra;
     return verdicts.pass() ? kExitOk : kExitCheckFailed;
   }
 
@@ -312,6 +411,9 @@ int accept_main(const Args& args) {
         .option("--deadline", &o.deadline_s, "seconds any single wait may take", "S")
         .range(0.5, 3600);
     accept::declare_action_options(p, o.actions);
+    p.flag("--slurm-drain", &o.slurm_drain, "drain each failed node in Slurm, with its reason (scontrol update state=drain)")
+        .flag("--slurm-resume", &o.slurm_resume, "resume each node rocebench drained earlier that passes now (never another's drain)")
+        .flag("--dry-run", &o.dry_run, "with --slurm-drain / --slurm-resume: print the scontrol commands instead of running them");
     if (!p.parse(args)) return kExitOk;
     if (o.hostfile.empty() == o.netns_file.empty()) throw UsageError("rocebench accept: give --hostfile or --netns (one of them)\n\n" + p.usage());
     if (o.launcher != "mpirun" && o.launcher != "srun") {
@@ -324,6 +426,7 @@ int accept_main(const Args& args) {
       }
     }
     accept::check_action_options(o.actions);
+    if (o.dry_run && !o.slurm_drain && !o.slurm_resume) throw UsageError("rocebench accept: --dry-run applies to --slurm-drain and --slurm-resume");
     refuse_bad_run_id("rocebench accept", o.run_id);
     const accept::Profile profile = accept::load_profile(o.profile);
     const fs::path dir = fs::absolute(o.results_dir.empty() ? fs::path(o.results_root) / (o.run_id.empty() ? new_run_id("accept") : o.run_id)

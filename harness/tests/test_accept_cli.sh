@@ -56,5 +56,7 @@ expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --
 expect_out "^--metrics $work/no/m.prom: cannot write"
 expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --valid-hours 0
 expect_out "--valid-hours: 0 is out of range"
+expect_rc 2 "$rb" accept --hostfile "$work/one" --results-dir "$work/k8s-out" --dry-run
+expect_out "^rocebench accept: --dry-run applies to --slurm-drain and --slurm-resume"
 [[ ! -e $work/k8s-out ]] || fail "a refused acceptance made its results folder"
 echo "ok: every refusal came before anything started"

@@ -4,7 +4,8 @@
 # host 7 is gone before the run starts (its namespace deleted). Expected: host 3 CONFIG, host 5 LINK
 # and SLOW (by bisection), host 7 UNREACHABLE, every other host PASS, exit 1; the training stage
 # gives each reachable node its images/s within 30 s. `report --accept` judges its records again: the
-# same table and exit code.
+# same table and exit code. With --slurm-drain --dry-run it prints the scontrol command that drains
+# each failed node, and only those, with its reason.
 # The rates (200 and 100 Mbit/s) keep 8 ranks' ring within what 2 vCPUs forward (~1 Gbit/s in all).
 # Exit 77 (skipped) without root or network namespaces.
 set -uo pipefail
@@ -22,7 +23,7 @@ ip netns delete "${prefix}7"
 
 start=$SECONDS
 "$rocebench" accept --netns "$hosts" --netcheck-tree "${prefix}3=$work/host3" --results-dir "$work/out" --deadline 20 \
-  >"$work/accept.out" 2>"$work/accept.err"
+  --slurm-drain --slurm-resume --dry-run >"$work/accept.out" 2>"$work/accept.err"
 rc=$?
 took=$((SECONDS - start))
 sed -n "/^host /,\$p" "$work/accept.out"; [ "$rc" = 1 ] || tail -n 20 "$work/accept.out" "$work/accept.err"
@@ -69,6 +70,20 @@ import glob, os
 runs = sorted(glob.glob(f"{out}/stages/*-train"))
 took_train = os.stat(f"{runs[-1]}/results.jsonl").st_mtime - os.stat(f"{runs[-1]}/stage-plan.json").st_mtime if runs else -1
 check(f"the training stage ran once, within 30 s (took {took_train:.1f} s, {len(runs)} run(s))", len(runs) == 1 and 0 <= took_train <= 30)
+# --slurm-drain --dry-run: one scontrol drain per failed node, its reason prefixed "rocebench CODE:".
+import re, shlex
+printed = open(f"{out}/../accept.out").read().splitlines()
+drains = {}
+for line in printed:
+    if line.startswith("scontrol update "):
+        words = dict(w.split("=", 1) for w in shlex.split(line)[2:])
+        drains[words["nodename"]] = (words["state"], words["reason"])
+want = {h: codes_[0] for h, codes_ in expected.items() if codes_}
+check(f"--dry-run drains exactly the failed nodes (got {sorted(drains)})", sorted(drains) == sorted(want))
+check("each drain's reason is 'rocebench CODE: evidence', at most 128 characters",
+      all(st == "drain" and r.startswith(f"rocebench {want[h]}: ") and len(r) <= 128 for h, (st, r) in drains.items()))
+check("without a Slurm controller it says the commands assume no node is drained",
+      any(re.match(r"slurm: sinfo .*: the commands below assume no node is drained now", l) for l in printed))
 saved = sorted(os.listdir(f"{out}/captures")) if os.path.isdir(f"{out}/captures") else []
 check(f"every reachable node saved what netcheck read (got {saved})", saved == sorted(h for h in expected if h != f"{prefix}7"))
 sys.exit(1 if failures else 0)

@@ -187,6 +187,40 @@ std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
   return out;
 }
 
+std::string slurm_reason(const NodeVerdict& n) {
+  if (n.pass()) return "";
+  std::string text = kSlurmReasonPrefix + n.findings.front().code + ": " + n.findings.front().evidence;
+  for (char& c : text) c = static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  if (text.size() > kSlurmReasonMax) {
+    std::size_t cut = kSlurmReasonMax - 3;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // never inside a UTF-8 character
+    text = text.substr(0, cut) + "...";
+  }
+  return text;
+}
+
+std::vector<SlurmAction> slurm_actions(const Verdicts& v, bool drain, bool resume, const std::map<std::string, std::string>& drained) {
+  std::vector<SlurmAction> out;
+  for (const auto& n : v.nodes()) {
+    const auto it = drained.find(n.host);
+    const bool ours = it != drained.end() && it->second.rfind(kSlurmReasonPrefix, 0) == 0;
+    if (it != drained.end() && !ours && (drain || resume)) {
+      out.push_back({n.host, {}, fmt::format("left as it is: drained by someone else ({})", it->second)});
+    } else if (!n.pass() && drain) {
+      out.push_back({n.host, {"scontrol", "update", "nodename=" + n.host, "state=drain", "reason=" + slurm_reason(n)}, "fails"});
+    } else if (n.pass() && resume && ours) {
+      out.push_back({n.host, {"scontrol", "update", "nodename=" + n.host, "state=resume"}, "passes now; rocebench drained it: " + it->second});
+    }
+  }
+  return out;
+}
+
+std::string shell_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + sh_word(a);
+  return out;
+}
+
 void declare_action_options(ArgParser& p, ActionOptions& o) {
   p.option("--k8s", &o.k8s, "write each node's verdict as Kubernetes labels (and a NoSchedule taint on a failed node), "
                             "a manifest for kubectl apply -f", "FILE")

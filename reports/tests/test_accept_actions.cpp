@@ -86,3 +86,29 @@ TEST(AcceptActions, PrometheusGetsEachNodesVerdictReasonsAndFigures) {
   EXPECT_EQ(count(m, "rocebench_accept_allreduce_busbw_Gbps"), 0u) << "no figure, no family\n" << m;
   EXPECT_NE(m.find("rocebench_accept_valid_until_seconds{node=\"b\",run=\"r1\"} 1796345272\n"), std::string::npos) << m;
 }
+
+TEST(AcceptActions, SlurmDrainsTheFailedResumesItsOwnAndLeavesOthersDrainsAlone) {
+  Verdicts v({"a", "b", "c", "d"});
+  v.fail("b", {kLink, "links", "pairs with b: 0.43 Gb/s against a median of 0.92 " + std::string(200, 'x')});
+  v.fail("d", {kGpu, "gpu", "GPU 1 slow"});
+  // a: drained by rocebench earlier, passes now; c: drained by an admin, passes; d: drained by an admin, fails.
+  const std::map<std::string, std::string> drained{{"a", "rocebench LINK: old"}, {"c", "bad fan"}, {"d", "RMA"}};
+  const auto actions = slurm_actions(v, true, true, drained);
+  ASSERT_EQ(actions.size(), 4u);
+  EXPECT_EQ(actions[0].argv, (std::vector<std::string>{"scontrol", "update", "nodename=a", "state=resume"}));
+  ASSERT_EQ(actions[1].argv.size(), 5u);
+  EXPECT_EQ(actions[1].argv[3], "state=drain");
+  const std::string reason = actions[1].argv[4];
+  EXPECT_EQ(reason.rfind("reason=rocebench LINK: pairs with b: 0.43 Gb/s against a median of 0.92", 0), 0u) << reason;
+  EXPECT_EQ(reason.size(), std::string("reason=").size() + kSlurmReasonMax) << reason;
+  EXPECT_TRUE(actions[2].argv.empty()) << "c was drained by someone else: not resumed";
+  EXPECT_TRUE(actions[3].argv.empty()) << "d's drain reason is someone else's: not overwritten";
+  EXPECT_NE(actions[3].why.find("RMA"), std::string::npos);
+  EXPECT_EQ(slurm_actions(v, true, false, {}).size(), 2u) << "drain only: b and d";
+  EXPECT_TRUE(slurm_actions(v, false, true, {}).empty()) << "resume only, nothing drained: nothing to do";
+  Verdicts dash({"e"});
+  dash.fail("e", {kLink, "links", std::string(kSlurmReasonMax - 20, 'x') + "–0.43"});  // the dash straddles the cut
+  const std::string cut = slurm_reason(dash.nodes()[0]);
+  EXPECT_EQ(cut.substr(cut.size() - 4), "x...") << "a UTF-8 character is kept whole or left out";
+  EXPECT_EQ(shell_line(actions[1].argv).rfind("scontrol update nodename=b state=drain 'reason=rocebench LINK: ", 0), 0u);
+}

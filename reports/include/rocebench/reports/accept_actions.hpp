@@ -1,9 +1,11 @@
 #pragma once
 // An acceptance's verdicts in the forms the systems operators schedule with read them: Kubernetes
-// node labels and taints, Prometheus metrics. Rendered from the judge's Verdicts alone, so `accept` and `report --accept`
+// node labels and taints, Prometheus metrics, Slurm drains. Rendered from the judge's Verdicts alone, so `accept` and `report --accept`
 // write the same thing.
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rocebench/common/cli.hpp"
 #include "rocebench/reports/acceptance.hpp"
@@ -39,6 +41,24 @@ std::string k8s_commands(const Verdicts& v, const Stamp& s);
 // rocebench_accept_pass, rocebench_accept_reason (each code and stage, with its evidence), the figures
 // it was judged by (rocebench_accept_pair_Gbps ...), and the run's time and validity in Unix seconds.
 std::string prometheus_metrics(const Verdicts& v, const Stamp& s);
+
+// Slurm: each failed node is drained with its reason ("rocebench LINK: pairs ... 0.43 ..."), and a
+// node that passes now, drained earlier by rocebench (its reason begins with kSlurmReasonPrefix), is
+// resumed. A node drained by someone else is left as it is, drained or not.
+inline constexpr const char* kSlurmReasonPrefix = "rocebench ";
+// Slurm documents no limit; sinfo -R shows reasons whole up to its field width. Chosen to keep the
+// code and the figures behind it whole in practice, and one line in `scontrol show node`.
+inline constexpr std::size_t kSlurmReasonMax = 128;
+std::string slurm_reason(const NodeVerdict& n);
+struct SlurmAction {
+  std::string node;
+  std::vector<std::string> argv;  // scontrol update ...; empty: left as it is (`why` says why)
+  std::string why;
+};
+// `drained`: each node drained now, with its reason (what sinfo says).
+std::vector<SlurmAction> slurm_actions(const Verdicts& v, bool drain, bool resume, const std::map<std::string, std::string>& drained);
+// argv as one line sh reads back as the same words (for --dry-run and --k8s-commands).
+std::string shell_line(const std::vector<std::string>& argv);
 
 // What `accept` and `report --accept` write besides their table: declared once for both commands.
 struct ActionOptions {
