@@ -23,10 +23,6 @@ const char* to_string(Outcome o) {
   return "fail";
 }
 
-bool all_passed(const std::vector<Verdict>& verdicts) {
-  return std::all_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.outcome == Outcome::pass; });
-}
-
 const char* to_string(Change c) {
   switch (c) {
     case Change::same: return to_string(Call::same);

@@ -45,7 +45,6 @@ TEST(Thresholds, PlanThresholdsAreJudged) {
   EXPECT_EQ(named(vs, "tcp efficiency at 4 GPUs").outcome, Outcome::missing);  // no 4-GPU tcp record
   EXPECT_EQ(named(vs, "RoCE latency").outcome, Outcome::pass);
   EXPECT_EQ(named(vs, "alltoall").outcome, Outcome::missing);
-  EXPECT_FALSE(all_passed(vs));
 }
 
 TEST(Thresholds, BadThresholdIsReportedWithFileLineAndField) {

@@ -16,7 +16,4 @@ struct Verdict {
   std::string message;  // what was measured against what was expected
 };
 
-// True when no verdict failed or lacked its data.
-bool all_passed(const std::vector<Verdict>& verdicts);
-
 }  // namespace rocebench::reports
