@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -34,19 +33,12 @@ constexpr char kLast = 'L';
 constexpr char kAckMe = 'A';  // bandwidth: the driver's "signaled" message, which the receiver acks
 constexpr std::size_t kHello = 32;
 
-void set_timeouts(int fd, std::chrono::milliseconds wait) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(wait.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((wait.count() % 1000) * 1000);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
 class TcpProbe final : public Probe {
  public:
   TcpProbe(int fd, TcpOptions options, std::string peer)
-      : fd_(fd), o_(std::move(options)), peer_(std::move(peer)), busy_(o_.mode == "busy") {
-    set_timeouts(fd_, o_.wait);
+      : fd_(fd), o_(std::move(options)), peer_(std::move(peer)),
+        wait_(o_.mode == "busy" ? tcp::Wait::spin : tcp::Wait::block) {
+    tcp::set_timeouts(fd_, o_.wait);  // each blocking call's sleep (tcp::Wait::block)
     if (o_.test == "bw") {
       const int off = 0;  // a stream, as iperf3 sends it; the receiver's acks stay NODELAY
       ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
@@ -70,7 +62,7 @@ class TcpProbe final : public Probe {
   }
   std::size_t next_size() override {
     std::uint64_t b = 0;
-    recv_exact(&b, sizeof b, false);
+    recv_exact(&b, sizeof b, tcp::Wait::block);
     resize(static_cast<std::size_t>(b));
     return static_cast<std::size_t>(b);
   }
@@ -78,7 +70,7 @@ class TcpProbe final : public Probe {
   void ping(bool last) override {
     buf_[0] = last ? kLast : kContinue;
     send_exact(buf_.data(), buf_.size());
-    recv_exact(buf_.data(), buf_.size(), busy_);
+    recv_exact(buf_.data(), buf_.size(), wait_);
   }
 
   // As a verbs send queue under CQ moderation: only signaled messages (and the last) are acked.
@@ -91,22 +83,17 @@ class TcpProbe final : public Probe {
   std::size_t poll(bool wait) override {
     auto* counts = ack_buf_;
     while (true) {
-      const ssize_t n = ::recv(fd_, reinterpret_cast<char*>(counts) + ack_partial_,
-                               sizeof ack_buf_ - ack_partial_, (wait && !busy_) ? 0 : MSG_DONTWAIT);
-      if (n > 0) {
-        const std::size_t have = ack_partial_ + static_cast<std::size_t>(n);
-        const std::size_t whole = have / sizeof(std::uint64_t);
-        if (whole) acked_ = counts[whole - 1];
-        ack_partial_ = have % sizeof(std::uint64_t);
-        if (ack_partial_) std::memmove(counts, reinterpret_cast<char*>(counts) + whole * 8, ack_partial_);
-        if (acked_ > reported_) break;
-        continue;
-      }
-      check_recv(n, wait && !busy_);
-      if (!wait) break;
-      if (busy_) spin_check();
+      char* into = reinterpret_cast<char*>(counts) + ack_partial_;
+      const std::size_t room = sizeof ack_buf_ - ack_partial_;
+      const std::size_t n = recv_some(into, room, wait);
+      if (n == 0) break;
+      const std::size_t have = ack_partial_ + n;
+      const std::size_t whole = have / sizeof(std::uint64_t);
+      if (whole) acked_ = counts[whole - 1];
+      ack_partial_ = have % sizeof(std::uint64_t);
+      if (ack_partial_) std::memmove(counts, reinterpret_cast<char*>(counts) + whole * 8, ack_partial_);
+      if (acked_ > reported_) break;
     }
-    spin_start_ = 0;
     const std::size_t fresh = acked_ - reported_;
     reported_ = acked_;
     return fresh;
@@ -115,7 +102,7 @@ class TcpProbe final : public Probe {
   void serve(std::size_t bytes) override {
     if (o_.test == "lat") {
       do {
-        recv_exact(buf_.data(), bytes, busy_);
+        recv_exact(buf_.data(), bytes, wait_);
         send_exact(buf_.data(), bytes);
       } while (buf_[0] != kLast);
       return;
@@ -129,17 +116,11 @@ class TcpProbe final : public Probe {
     char flag = kContinue;   // the current message's first byte
     bool done = false;       // once the last message has fully arrived
     while (!done) {
-      const ssize_t n = ::recv(fd_, chunk.data(), chunk.size(), busy_ ? MSG_DONTWAIT : 0);
-      if (n <= 0) {
-        check_recv(n, !busy_);
-        spin_check();
-        continue;
-      }
-      spin_start_ = 0;
+      const std::size_t n = recv_some(chunk.data(), chunk.size());
       bool ack = false;
-      for (std::size_t at = 0; at < static_cast<std::size_t>(n);) {
+      for (std::size_t at = 0; at < n;) {
         if (offset == 0) flag = chunk[at];
-        const std::size_t take = std::min(bytes - offset, static_cast<std::size_t>(n) - at);
+        const std::size_t take = std::min(bytes - offset, n - at);
         at += take;
         offset += take;
         if (offset == bytes) {
@@ -159,77 +140,42 @@ class TcpProbe final : public Probe {
     for (std::size_t i = 1; i < buf_.size(); ++i) buf_[i] = static_cast<char>(i);
   }
 
-  [[noreturn]] void lost(const char* doing) const {
-    throw InfraError(fmt::format("the peer {} was lost while {}: {}", peer_, doing,
-                                 errno ? std::strerror(errno) : "connection closed"));
-  }
-  // After recv returned n <= 0: EAGAIN is fine (the caller spins or, if it blocked, the wait timed out).
-  void check_recv(ssize_t n, bool blocked) {
-    if (n == 0) {
-      errno = 0;
-      lost("receiving");
+  // The transport's socket calls, each bounded by the probe's wait; what fails names the peer as
+  // this probe knows it.
+  template <typename Call>
+  auto io(bool sending, Call call) {
+    try {
+      return call(Deadline(o_.wait));
+    } catch (const DeadlineExceeded&) {
+      throw DeadlineExceeded(fmt::format("the peer {} {} for {} ms", peer_,
+                                         sending ? "accepted nothing" : "sent nothing", o_.wait.count()));
+    } catch (const InfraError& e) {
+      throw InfraError(
+          fmt::format("the peer {} was lost while {}: {}", peer_, sending ? "sending" : "receiving", e.what()));
     }
-    if (errno == EINTR) return;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (blocked) {
-        throw DeadlineExceeded(fmt::format("the peer {} sent nothing for {} ms", peer_, o_.wait.count()));
-      }
-      return;
-    }
-    lost("receiving");
-  }
-  // Busy polling checks the clock now and then, so that a silent peer still ends the wait.
-  void spin_check() {
-    if ((++spins_ & 1023) != 0) return;
-    if (spin_start_ == 0) {
-      spin_start_ = now_ns();
-    } else if (now_ns() - spin_start_ > o_.wait.count() * 1'000'000) {
-      throw DeadlineExceeded(fmt::format("the peer {} sent nothing for {} ms", peer_, o_.wait.count()));
-    }
-  }
-
-  void recv_exact(void* data, std::size_t size, bool busy) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::recv(fd_, p, size, busy ? MSG_DONTWAIT : 0);
-      if (n > 0) {
-        p += n;
-        size -= static_cast<std::size_t>(n);
-        continue;
-      }
-      check_recv(n, !busy);
-      if (busy) spin_check();
-    }
-    spin_start_ = 0;
   }
 
   void send_exact(const void* data, std::size_t size) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::send(fd_, p, size, MSG_NOSIGNAL);
-      if (n > 0) {
-        p += n;
-        size -= static_cast<std::size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        throw DeadlineExceeded(fmt::format("the peer {} accepted nothing for {} ms", peer_, o_.wait.count()));
-      }
-      lost("sending");
-    }
+    io(true, [&](const Deadline& d) { tcp::send_all(fd_, data, size, d, tcp::Wait::block); });
+  }
+  void recv_exact(void* data, std::size_t size, tcp::Wait how) {
+    io(false, [&](const Deadline& d) { tcp::recv_all(fd_, data, size, d, how); });
+  }
+  // Whatever has arrived: at least a byte, waited for in this probe's mode, or (no wait) 0 if none.
+  std::size_t recv_some(void* data, std::size_t size, bool wait = true) {
+    return io(false, [&](const Deadline& d) {
+      return wait ? tcp::recv_some(fd_, data, size, d, wait_) : tcp::recv_ready(fd_, data, size);
+    });
   }
 
   int fd_;
   TcpOptions o_;
   std::string peer_;
-  bool busy_;
+  tcp::Wait wait_;  // for the peer's messages: spinning (busy mode) or asleep in recv() (blocking)
   std::vector<char> buf_;
   std::uint64_t acked_ = 0, reported_ = 0;
   std::uint64_t ack_buf_[64]{};  // cumulative counts from the receiver; a partial one waits here
   std::size_t ack_partial_ = 0;
-  std::uint64_t spins_ = 0;
-  std::int64_t spin_start_ = 0;
 };
 
 std::string hello_of(const TcpOptions& o) { return fmt::format("rocebench-tcp {}", o.test); }

@@ -1,24 +1,19 @@
-// The verbs RC tests (perftest's write/send/read latency and bandwidth) behind the Probe interface.
-// A TCP control socket carries the hello, each size's buffer address and rkey, the end of each size
-// and the server's report; the QPs are connected through rdma_cm (default) or by exchanging QP
-// attributes over that socket (oob).
+// The verbs RC tests (perftest's write/send/read latency and bandwidth) behind the Probe interface:
+// the test loops only. A TCP control socket carries the hello, each size's buffer address and rkey,
+// the end of each size and the server's report; the device, the CQs and the QPs, connected through
+// rdma_cm (default) or by exchanging QP attributes over that socket (oob), are the transport's
+// (rocebench/transport/verbs/pair.hpp).
 #include "verbs_probe.hpp"
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
-#include <rdma/rdma_cma.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
-#include <netdb.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <optional>
-#include <random>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,7 +23,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/microbench/counters.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
-#include "rocebench/transport/verbs/device.hpp"
+#include "rocebench/transport/verbs/pair.hpp"
 #include "rocebench/transport/verbs/rc.hpp"
 #include "gpu_buffer.hpp"
 
@@ -39,7 +34,7 @@ namespace {
 constexpr char kContinue = 'C';
 constexpr char kLast = 'L';
 constexpr std::uint32_t kMaxInline = 220;  // what perftest asks for; retried with 0 if refused
-constexpr int kMaxRdAtomic = 16;
+constexpr int kMaxRdAtomic = 16;  // RDMA reads in flight, as perftest's read tests
 
 // The device the options name (or the first); Unavailable when this host has none.
 std::string pick_device(const VerbsProbeOptions& o) {
@@ -96,56 +91,16 @@ class VerbsProbe final : public Probe {
   VerbsProbe(const VerbsProbe&) = delete;
   VerbsProbe& operator=(const VerbsProbe&) = delete;
 
-  // Client side of the QP connection.
+  // The QPs' connection, client side (rdma_cm, or out of band over the control socket).
   void connect_client(const std::string& host, int port) {
-    if (o_.connect == "cm") {
-      channel_ = must(::rdma_create_event_channel(), "rdma_create_event_channel");
-      ::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
-      addrinfo* ai = nullptr;
-      if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), nullptr, &ai) != 0 || !ai) {
-        throw InputError(fmt::format("cannot resolve '{}'", host));
-      }
-      for (int q = 0; q < o_.qps; ++q) {
-        rdma_cm_id* id = nullptr;
-        if (::rdma_create_id(channel_, &id, nullptr, RDMA_PS_TCP)) verbs_error("rdma_create_id", errno);
-        ids_.push_back(id);
-        if (o_.tos >= 0) {
-          std::uint8_t tos = static_cast<std::uint8_t>(o_.tos);
-          ::rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos);
-        }
-        if (::rdma_resolve_addr(id, nullptr, ai->ai_addr, o_wait_ms())) verbs_error("rdma_resolve_addr", errno);
-        expect_event(RDMA_CM_EVENT_ADDR_RESOLVED);
-        if (::rdma_resolve_route(id, o_wait_ms())) verbs_error("rdma_resolve_route", errno);
-        expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED);
-        if (q == 0) open_resources(id->verbs, id->port_num);
-        create_cm_qp(id);
-        rdma_conn_param param = conn_param();
-        if (::rdma_connect(id, &param)) verbs_error("rdma_connect", errno);
-        expect_event(RDMA_CM_EVENT_ESTABLISHED);
-      }
-      ::freeaddrinfo(ai);
-    } else {
-      connect_oob();
-    }
+    if (o_.connect == "cm") opened(verbs::connect_cm(host, port, o_, pair_options()));
+    else connect_oob();
   }
 
-  // Server side: rdma_cm listens on the same port number as the TCP control socket.
-  void accept_server(rdma_cm_id* listener, rdma_event_channel* channel) {
-    if (o_.connect != "cm") {
-      connect_oob();
-      return;
-    }
-    channel_ = channel;
-    for (int q = 0; q < o_.qps; ++q) {
-      rdma_cm_id* id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
-      ids_.push_back(id);
-      if (q == 0) open_resources(id->verbs, id->port_num);
-      create_cm_qp(id);
-      rdma_conn_param param = conn_param();
-      if (::rdma_accept(id, &param)) verbs_error("rdma_accept", errno);
-      expect_event(RDMA_CM_EVENT_ESTABLISHED);
-    }
-    (void)listener;
+  // Server side: rdma_cm's listener (cm) listens on the same port number as the TCP control socket.
+  void accept_server(verbs::CmListener* listener) {
+    if (listener) opened(listener->accept(pair_options()));
+    else connect_oob();
   }
 
   // Bidirectional: the client tells the server its window loop (and TX depth, which sizes the QPs).
@@ -170,8 +125,8 @@ class VerbsProbe final : public Probe {
   json params() const override {
     json p = {{"transport", "verbs"}, {"test", spec_.test}};
     p.update(verbs_params(spec_));
-    p["device"] = device_name_;
-    if (gid_index_ >= 0) p["gid_index"] = gid_index_;
+    p["device"] = pair_->port().device();
+    if (pair_->port().gid_index() >= 0) p["gid_index"] = pair_->port().gid_index();
     return p;
   }
   std::string peer() const override { return peer_; }
@@ -226,7 +181,7 @@ class VerbsProbe final : public Probe {
     SpinDeadline deadline(spec_.wait);
     while (true) {
       if (receives_while_sending_) repost_arrived_receives();
-      const int n = ::ibv_poll_cq(send_cq_, 32, wc);
+      const int n = ::ibv_poll_cq(pair_->send_cq(), 32, wc);
       if (n < 0) throw InfraError(fmt::format("polling the completion queue failed (peer {})", peer_));
       std::size_t messages = 0;
       for (int i = 0; i < n; ++i) {
@@ -250,8 +205,8 @@ class VerbsProbe final : public Probe {
     }
     SizeReport report{};
     tcp::recv_all(fd_, &report, sizeof report, Deadline(spec_.wait));
-    json out = counter_deltas(before_, read_counters(o_.root, device_name_, port_));
-    out["active_mtu"] = active_mtu_;
+    json out = counter_deltas(before_, counters());
+    out["active_mtu"] = verbs::mtu_bytes(pair_->port().attributes().active_mtu);
     if (gpu_) out["gpu_registration"] = gpu_->registration();
     if (o_.bidirectional) {
       out["rev_bw_avg_Gbps"] = report.reverse.avg_Gbps;
@@ -296,118 +251,28 @@ class VerbsProbe final : public Probe {
   }
 
  private:
-  int o_wait_ms() const { return static_cast<int>(std::min<std::int64_t>(spec_.wait.count(), 60000)); }
-
   template <typename T>
   T* must(T* p, const char* what) {
     if (!p) verbs_error(what, errno);
     return p;
   }
 
-  rdma_cm_id* expect_event(rdma_cm_event_type wanted) {
-    const Deadline deadline(spec_.wait);
-    while (true) {
-      rdma_cm_event* ev = nullptr;
-      if (::rdma_get_cm_event(channel_, &ev) == 0) {
-        const rdma_cm_event_type got = ev->event;
-        rdma_cm_id* id = ev->id;
-        const int status = ev->status;
-        ::rdma_ack_cm_event(ev);
-        if (got != wanted) {
-          throw InfraError(fmt::format("rdma_cm with {}: expected {}, got {} (status {})", peer_,
-                                       ::rdma_event_str(wanted), ::rdma_event_str(got), status));
-        }
-        return id;
-      }
-      if (errno != EAGAIN) verbs_error("rdma_get_cm_event", errno);
-      pollfd p{channel_->fd, POLLIN, 0};
-      if (::poll(&p, 1, deadline.remaining_ms()) == 0) {
-        throw DeadlineExceeded(fmt::format("rdma_cm with {}: no {} within {} ms", peer_, ::rdma_event_str(wanted),
-                                           spec_.wait.count()));
-      }
-    }
+  verbs::PairOptions pair_options() const {
+    return {.qps = o_.qps, .depth = static_cast<std::uint32_t>(spec_.driver.tx_depth), .max_inline = kMaxInline,
+            .max_rd_atomic = kMaxRdAtomic, .wait = spec_.wait, .peer = peer_};
   }
 
-  void open_resources(ibv_context* context, int port) {
-    context_ = context;
-    port_ = port;
-    device_name_ = ::ibv_get_device_name(context->device);
-    pd_ = must(::ibv_alloc_pd(context_), "ibv_alloc_pd");
-    // Sends and receives complete on separate queues, so waiting for one never swallows the other.
-    const int depth = std::max(spec_.driver.tx_depth, 16) * o_.qps;
-    send_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
-    recv_cq_ = must(::ibv_create_cq(context_, depth, nullptr, nullptr, 0), "ibv_create_cq");
-    ibv_port_attr pattr{};
-    if (::ibv_query_port(context_, static_cast<std::uint8_t>(port_), &pattr)) verbs_error("ibv_query_port", errno);
-    active_mtu_ = verbs::mtu_bytes(pattr.active_mtu);
-    mtu_ = pattr.active_mtu;
-    before_ = read_counters(o_.root, device_name_, port_);
-  }
-
-  ibv_qp_init_attr qp_attr(std::uint32_t max_inline) const {
-    ibv_qp_init_attr a{};
-    a.send_cq = send_cq_;
-    a.recv_cq = recv_cq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = static_cast<std::uint32_t>(spec_.driver.tx_depth);
-    a.cap.max_recv_wr = static_cast<std::uint32_t>(spec_.driver.tx_depth);
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    a.cap.max_inline_data = max_inline;
-    return a;
-  }
-
-  void create_cm_qp(rdma_cm_id* id) {
-    ibv_qp_init_attr a = qp_attr(kMaxInline);
-    if (::rdma_create_qp(id, pd_, &a)) {
-      a = qp_attr(0);
-      if (::rdma_create_qp(id, pd_, &a)) verbs_error("rdma_create_qp", errno);
-    }
-    max_inline_ = a.cap.max_inline_data;
-    qps_.push_back(id->qp);
-  }
-
-  rdma_conn_param conn_param() const {
-    rdma_conn_param p{};
-    p.responder_resources = p.initiator_depth = kMaxRdAtomic;
-    p.retry_count = 7;
-    p.rnr_retry_count = 7;
-    return p;
-  }
-
-  // Out of band: open the device, pick the GID, exchange QP numbers, PSNs and GIDs over TCP.
   void connect_oob() {
-    const std::string name = pick_device(o_);
-    verbs::check_device_port(o_.root, name, o_.ib_port);
     const std::string address = o_.address.empty() ? tcp::local_address(fd_) : o_.address;
-    gid_index_ = verbs::choose_gid(verbs::read_gids(o_.root, name, o_.ib_port), o_.gid_index, address);
-    own_context_ = true;
-    open_resources(must(verbs::open_device(name), "ibv_open_device"), o_.ib_port);
-    ibv_gid gid{};
-    if (::ibv_query_gid(context_, static_cast<std::uint8_t>(o_.ib_port), gid_index_, &gid)) verbs_error("ibv_query_gid", errno);
-    std::mt19937 rng(std::random_device{}());
-    std::vector<verbs::RcEndpoint> mine;
-    for (int q = 0; q < o_.qps; ++q) {
-      ibv_qp_init_attr a = qp_attr(kMaxInline);
-      ibv_qp* qp = ::ibv_create_qp(pd_, &a);
-      if (!qp) {
-        a = qp_attr(0);
-        qp = must(::ibv_create_qp(pd_, &a), "ibv_create_qp");
-      }
-      max_inline_ = a.cap.max_inline_data;
-      qps_.push_back(qp);
-      verbs::rc_to_init(qp, o_.ib_port);
-      verbs::RcEndpoint me{.qpn = qp->qp_num, .psn = static_cast<std::uint32_t>(rng() & 0xffffff)};
-      std::memcpy(me.gid, gid.raw, 16);
-      mine.push_back(me);
-    }
-    std::vector<verbs::RcEndpoint> theirs(mine.size());
-    const Deadline deadline(spec_.wait);
-    tcp::send_all(fd_, mine.data(), mine.size() * sizeof(verbs::RcEndpoint), deadline);
-    tcp::recv_all(fd_, theirs.data(), theirs.size() * sizeof(verbs::RcEndpoint), deadline);
-    for (std::size_t q = 0; q < qps_.size(); ++q) {
-      verbs::rc_to_rts(qps_[q], o_.ib_port, gid_index_, mtu_, mine[q].psn, theirs[q], o_.tos, kMaxRdAtomic);
-    }
+    opened(verbs::connect_oob(fd_, o_, address, pair_options(), Deadline(spec_.wait)));
   }
+
+  void opened(std::unique_ptr<verbs::RcPair> pair) {
+    pair_ = std::move(pair);
+    before_ = counters();
+  }
+
+  CounterSnapshot counters() const { return read_counters(o_.root, pair_->port().device(), pair_->port().port()); }
 
   // Per size: a registered buffer with the pattern, exchanged with the peer; receives posted.
   void prepare(std::size_t bytes) {
@@ -426,14 +291,14 @@ class VerbsProbe final : public Probe {
     std::vector<char> pattern(2 * stride_);
     for (std::size_t i = 0; i < bytes; ++i) pattern[i] = pattern[stride_ + i] = pattern_byte(i, bytes);
     if (o_.gpu >= 0) {
-      gpu_ = std::make_unique<GpuBuffer>(o_.gpu, pd_, 2 * stride_, access);
+      gpu_ = std::make_unique<GpuBuffer>(o_.gpu, pair_->port().pd(), 2 * stride_, access);
       gpu_->write(0, pattern.data(), pattern.size());
       buf_ = gpu_->data();
       mr_ = gpu_->mr();
     } else {
       buf_ = static_cast<char*>(std::aligned_alloc(4096, 2 * stride_));
       std::memcpy(buf_, pattern.data(), pattern.size());
-      mr_ = must(::ibv_reg_mr(pd_, buf_, 2 * stride_, access), "ibv_reg_mr");
+      mr_ = must(::ibv_reg_mr(pair_->port().pd(), buf_, 2 * stride_, access), "ibv_reg_mr");
     }
     const BufferInfo mine{reinterpret_cast<std::uintptr_t>(buf_), mr_->rkey, 0};
     BufferInfo theirs{};
@@ -443,7 +308,7 @@ class VerbsProbe final : public Probe {
     remote_ = theirs;
     if (spec_.test == "send_lat" || spec_.test == "send_bw") {
       const int per_qp = spec_.test == "send_lat" ? 1 : spec_.driver.tx_depth;
-      for (std::size_t q = 0; q < qps_.size(); ++q) {
+      for (std::size_t q = 0; q < pair_->qps().size(); ++q) {
         for (int i = 0; i < per_qp; ++i) post_receive(q);
       }
     }
@@ -451,7 +316,7 @@ class VerbsProbe final : public Probe {
     char ready = 'R';
     tcp::send_all(fd_, &ready, 1, deadline);
     tcp::recv_all(fd_, &ready, 1, deadline);
-    if (active_) before_ = read_counters(o_.root, device_name_, port_);
+    if (active_) before_ = counters();
   }
 
   void release_buffer() {
@@ -465,29 +330,13 @@ class VerbsProbe final : public Probe {
     buf_ = nullptr;
   }
 
-  // rdma_cm closes the device context with its last id: everything made on it goes first.
+  // The buffer's registration goes before the pair's protection domain.
   void release() {
     release_buffer();
-    for (auto* id : ids_) {
-      ::rdma_disconnect(id);
-      ::rdma_destroy_qp(id);
-    }
-    if (ids_.empty()) {
-      for (auto* qp : qps_) ::ibv_destroy_qp(qp);
-    }
-    if (send_cq_) ::ibv_destroy_cq(send_cq_);
-    if (recv_cq_) ::ibv_destroy_cq(recv_cq_);
-    if (pd_) ::ibv_dealloc_pd(pd_);
-    for (auto* id : ids_) ::rdma_destroy_id(id);
-    if (own_context_ && context_) ::ibv_close_device(context_);
-    if (channel_ && owns_channel_) ::rdma_destroy_event_channel(channel_);
+    pair_.reset();
     ::close(fd_);
   }
 
- public:
-  bool owns_channel_ = true;  // the server's channel belongs to its listener
-
- private:
   void post_one(std::size_t q, ibv_wr_opcode op, bool may_inline, bool signaled = true) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(op == IBV_WR_RDMA_READ ? in() : out()), static_cast<std::uint32_t>(bytes_), mr_->lkey};
     ibv_send_wr wr{};
@@ -496,13 +345,13 @@ class VerbsProbe final : public Probe {
     wr.num_sge = 1;
     wr.opcode = op;
     wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-    if (may_inline && bytes_ <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+    if (may_inline && bytes_ <= pair_->max_inline()) wr.send_flags |= IBV_SEND_INLINE;
     if (op != IBV_WR_SEND) {
       wr.wr.rdma.remote_addr = remote_.addr;
       wr.wr.rdma.rkey = remote_.rkey;
     }
     ibv_send_wr* bad = nullptr;
-    if (const int rc = ::ibv_post_send(qps_[q], &wr, &bad)) verbs_error(fmt::format("ibv_post_send to {}", peer_), rc);
+    if (const int rc = ::ibv_post_send(pair_->qps()[q], &wr, &bad)) verbs_error(fmt::format("ibv_post_send to {}", peer_), rc);
     ++unreported_;
     if (signaled) covered_.push_back(std::exchange(unreported_, 0));
   }
@@ -514,12 +363,12 @@ class VerbsProbe final : public Probe {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
-    if (const int rc = ::ibv_post_recv(qps_[q], &wr, &bad)) verbs_error("ibv_post_recv", rc);
+    if (const int rc = ::ibv_post_recv(pair_->qps()[q], &wr, &bad)) verbs_error("ibv_post_recv", rc);
   }
 
   std::size_t qp_index_of(std::uint32_t qpn) const {
-    for (std::size_t q = 0; q < qps_.size(); ++q) {
-      if (qps_[q]->qp_num == qpn) return q;
+    for (std::size_t q = 0; q < pair_->qps().size(); ++q) {
+      if (pair_->qps()[q]->qp_num == qpn) return q;
     }
     return 0;
   }
@@ -541,7 +390,7 @@ class VerbsProbe final : public Probe {
     SpinDeadline deadline(spec_.wait);
     ibv_wc wc{};
     while (true) {
-      const int n = ::ibv_poll_cq(recv_cq_, 1, &wc);
+      const int n = ::ibv_poll_cq(pair_->recv_cq(), 1, &wc);
       if (n > 0) {
         check(wc);
         break;
@@ -563,7 +412,7 @@ class VerbsProbe final : public Probe {
   // send_bw: a fresh receive for every message that arrived (its data checked when asked).
   void repost_arrived_receives() {
     ibv_wc wc[32];
-    const int n = ::ibv_poll_cq(recv_cq_, 32, wc);
+    const int n = ::ibv_poll_cq(pair_->recv_cq(), 32, wc);
     if (n < 0) throw InfraError(fmt::format("polling the receive queue failed (peer {})", peer_));
     for (int i = 0; i < n; ++i) {
       check(wc[i]);
@@ -609,20 +458,7 @@ class VerbsProbe final : public Probe {
   int fd_;
   std::string peer_;
   bool active_;
-  rdma_event_channel* channel_ = nullptr;
-  std::vector<rdma_cm_id*> ids_;
-  ibv_context* context_ = nullptr;
-  bool own_context_ = false;
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* send_cq_ = nullptr;
-  ibv_cq* recv_cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
-  std::string device_name_;
-  int port_ = 1;
-  int gid_index_ = -1;
-  ibv_mtu mtu_ = IBV_MTU_1024;
-  int active_mtu_ = 0;
-  std::uint32_t max_inline_ = 0;
+  std::unique_ptr<verbs::RcPair> pair_;  // the device, its CQs and the QPs, once connected
   char* in() const { return buf_; }
   char* out() const { return buf_ + stride_; }
 
@@ -668,23 +504,10 @@ class VerbsServer final : public ProbeServer {
     spec_.verbs.device = pick_device(spec.verbs);
     fd_ = tcp::listen_on(address.empty() ? "0.0.0.0" : address, port, 1);
     if (spec_.verbs.connect == "cm") {
-      channel_ = ::rdma_create_event_channel();
-      if (!channel_) verbs_error("rdma_create_event_channel", errno);
-      ::fcntl(channel_->fd, F_SETFL, ::fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);
-      if (::rdma_create_id(channel_, &listener_, nullptr, RDMA_PS_TCP)) verbs_error("rdma_create_id", errno);
-      sockaddr_in sin{};
-      sin.sin_family = AF_INET;
-      sin.sin_port = htons(static_cast<std::uint16_t>(tcp::local_port(fd_)));
-      if (!address.empty() && address != "0.0.0.0") ::inet_pton(AF_INET, address.c_str(), &sin.sin_addr);
-      if (::rdma_bind_addr(listener_, reinterpret_cast<sockaddr*>(&sin))) verbs_error("rdma_bind_addr", errno);
-      if (::rdma_listen(listener_, spec_.verbs.qps)) verbs_error("rdma_listen", errno);
+      listener_ = std::make_unique<verbs::CmListener>(address, tcp::local_port(fd_), spec_.verbs.qps);
     }
   }
-  ~VerbsServer() override {
-    ::close(fd_);
-    if (listener_) ::rdma_destroy_id(listener_);
-    if (channel_) ::rdma_destroy_event_channel(channel_);
-  }
+  ~VerbsServer() override { ::close(fd_); }
   VerbsServer(const VerbsServer&) = delete;
   VerbsServer& operator=(const VerbsServer&) = delete;
   int port() const override { return tcp::local_port(fd_); }
@@ -692,18 +515,16 @@ class VerbsServer final : public ProbeServer {
     const int fd = tcp::accept_one(fd_, Deadline(spec_.wait));
     const std::string peer = tcp::peer_name(fd);
     auto probe = std::make_unique<VerbsProbe>(spec_, fd, peer, false);
-    probe->owns_channel_ = false;
     handshake(fd, spec_, false, peer);
     if (spec_.verbs.bidirectional) probe->exchange_loop();
-    probe->accept_server(listener_, channel_);
+    probe->accept_server(listener_.get());
     return probe;
   }
 
  private:
   ProbeSpec spec_;
   int fd_ = -1;
-  rdma_event_channel* channel_ = nullptr;
-  rdma_cm_id* listener_ = nullptr;
+  std::unique_ptr<verbs::CmListener> listener_;  // cm: rdma_cm's listener on the same port
 };
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -22,13 +24,52 @@ namespace rocebench::tcp {
 
 namespace {
 
+[[noreturn]] void timed_out(int fd) {
+  throw DeadlineExceeded(fmt::format("timed out waiting on the connection to {}", peer_name(fd)));
+}
+
 void wait_ready(int fd, short events, const Deadline& deadline) {
   pollfd p{fd, events, 0};
   while (true) {
     const int n = ::poll(&p, 1, deadline.remaining_ms());
     if (n > 0) return;
-    if (n == 0) throw DeadlineExceeded(fmt::format("timed out waiting on the connection to {}", peer_name(fd)));
+    if (n == 0) timed_out(fd);
     if (errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
+  }
+}
+
+// One send / recv: the bytes it moved, 0 when the socket was not ready (a blocking one: its timeout
+// passed first). Wait::block makes the blocking call, the others the non-blocking one.
+std::size_t try_send(int fd, const void* data, std::size_t size, Wait how) {
+  while (true) {
+    const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL | (how == Wait::block ? 0 : MSG_DONTWAIT));
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    throw InfraError(fmt::format("connection to {} lost while sending: {}", peer_name(fd), std::strerror(errno)));
+  }
+}
+
+std::size_t try_recv(int fd, void* data, std::size_t size, Wait how) {
+  while (true) {
+    const ssize_t n = ::recv(fd, data, size, how == Wait::block ? 0 : MSG_DONTWAIT);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) throw InfraError(fmt::format("connection closed by the peer {}", peer_name(fd)));
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    throw InfraError(fmt::format("connection to {} lost while receiving: {}", peer_name(fd), std::strerror(errno)));
+  }
+}
+
+// `io` (a try_send or try_recv) repeated until it moves a byte or more; while the socket is not
+// ready, poll() waits for it, or the deadline is looked at (a blocking call: whenever its timeout
+// passed; spinning: every 1024th try).
+template <typename Io>
+std::size_t move_some(int fd, short events, const Deadline& deadline, Wait how, Io io) {
+  for (std::uint32_t tries = 1;; ++tries) {
+    if (const std::size_t n = io()) return n;
+    if (how == Wait::poll) wait_ready(fd, events, deadline);
+    else if ((how == Wait::block || tries % 1024 == 0) && deadline.expired()) timed_out(fd);
   }
 }
 
@@ -66,41 +107,36 @@ std::optional<Endpoint> numeric_endpoint(int fd, bool of_peer) {
 void wait_readable(int fd, const Deadline& deadline) { wait_ready(fd, POLLIN, deadline); }
 void wait_writable(int fd, const Deadline& deadline) { wait_ready(fd, POLLOUT, deadline); }
 
-void send_all(int fd, const void* data, std::size_t size, const Deadline& deadline) {
+void send_all(int fd, const void* data, std::size_t size, const Deadline& deadline, Wait how) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      wait_writable(fd, deadline);
-      continue;
-    }
-    throw InfraError(fmt::format("connection to {} lost while sending: {}", peer_name(fd), std::strerror(errno)));
+    const std::size_t n = move_some(fd, POLLOUT, deadline, how, [&] { return try_send(fd, p, size, how); });
+    p += n;
+    size -= n;
   }
 }
 
-void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline) {
+void recv_all(int fd, void* data, std::size_t size, const Deadline& deadline, Wait how) {
   char* p = static_cast<char*>(data);
   while (size > 0) {
-    const ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n == 0) throw InfraError(fmt::format("connection closed by the peer {}", peer_name(fd)));
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_readable(fd, deadline);
-      continue;
-    }
-    throw InfraError(fmt::format("connection to {} lost while receiving: {}", peer_name(fd), std::strerror(errno)));
+    const std::size_t n = recv_some(fd, p, size, deadline, how);
+    p += n;
+    size -= n;
   }
+}
+
+std::size_t recv_some(int fd, void* data, std::size_t size, const Deadline& deadline, Wait how) {
+  return move_some(fd, POLLIN, deadline, how, [&] { return try_recv(fd, data, size, how); });
+}
+
+std::size_t recv_ready(int fd, void* data, std::size_t size) { return try_recv(fd, data, size, Wait::poll); }
+
+void set_timeouts(int fd, std::chrono::milliseconds wait) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(wait.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((wait.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 int listen_on(const std::string& address, int port, int backlog) {

@@ -28,7 +28,6 @@
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
-#include "rocebench/transport/verbs/device.hpp"
 #include "rocebench/transport/verbs/flow.hpp"
 #include "rocebench/transport/verbs/rc.hpp"
 
@@ -77,8 +76,7 @@ class VerbsTransport final : public transport::Transport {
       ::ibv_destroy_cq(cq_);
     }
     if (channel_) ::ibv_destroy_comp_channel(channel_);
-    if (pd_) ::ibv_dealloc_pd(pd_);
-    if (context_) ::ibv_close_device(context_);
+    port_.reset();
   }
   VerbsTransport(const VerbsTransport&) = delete;
   VerbsTransport& operator=(const VerbsTransport&) = delete;
@@ -134,36 +132,19 @@ class VerbsTransport final : public transport::Transport {
 
   // Set up by connect_mesh.
   void open(const std::string& address, const std::string& host) {
-    context_ = open_device(options_.device);
-    if (!context_) throw Unavailable(fmt::format("no RDMA device on host {} (ibv_get_device_list found none)", host));
-    device_ = ::ibv_get_device_name(context_->device);
-    check_device_port(options_.root, device_, options_.ib_port);
-    gid_index_ = choose_gid(read_gids(options_.root, device_, options_.ib_port), options_.gid_index,
-                            is_loopback(address) ? std::string() : address);
-    ibv_port_attr port{};
-    if (const int rc = ::ibv_query_port(context_, static_cast<std::uint8_t>(options_.ib_port), &port)) {
-      verbs_failed("ibv_query_port", rc);
-    }
-    if (port.state != IBV_PORT_ACTIVE) {
-      throw InfraError(fmt::format("port {} of {} on host {} is not active ({})", options_.ib_port, device_, host,
-                                   ::ibv_port_state_str(port.state)));
-    }
+    port_ = std::make_unique<OpenPort>(options_, is_loopback(address) ? std::string() : address,
+                                       fmt::format("host {}", host));
     mine_.host = host;
-    mine_.lid = port.lid;
-    mine_.mtu = mtu_bytes(port.active_mtu);
+    mine_.lid = port_->attributes().lid;
+    mine_.mtu = mtu_bytes(port_->attributes().active_mtu);
     mine_.slots = options_.slots;
     mine_.slot_bytes = options_.slot_bytes;
-    ibv_gid gid{};
-    if (const int rc = ::ibv_query_gid(context_, static_cast<std::uint8_t>(options_.ib_port), gid_index_, &gid)) {
-      verbs_failed("ibv_query_gid", rc);
-    }
-    mine_.gid = hex(gid.raw, 16);
+    mine_.gid = hex(port_->gid().raw, 16);
 
-    pd_ = must(::ibv_alloc_pd(context_), "ibv_alloc_pd");
-    channel_ = must(::ibv_create_comp_channel(context_), "ibv_create_comp_channel");
+    channel_ = must(::ibv_create_comp_channel(port_->context()), "ibv_create_comp_channel");
     const std::uint32_t depth = queue_depth();
-    cq_ = must(::ibv_create_cq(context_, static_cast<int>(2 * depth * static_cast<std::uint32_t>(world_)), nullptr,
-                               channel_, 0),
+    cq_ = must(::ibv_create_cq(port_->context(), static_cast<int>(2 * depth * static_cast<std::uint32_t>(world_)),
+                               nullptr, channel_, 0),
                "ibv_create_cq");
 
     // Per peer: [staging ring | receive ring], one registration for all.
@@ -174,7 +155,8 @@ class VerbsTransport final : public transport::Transport {
     } catch (const std::bad_alloc&) {
       verbs_failed(fmt::format("mmap of {} bytes of rings", memory_bytes), ENOMEM);
     }
-    mr_ = must(::ibv_reg_mr(pd_, memory_.data(), memory_.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+    mr_ = must(::ibv_reg_mr(port_->pd(), memory_.data(), memory_.size(),
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
                "ibv_reg_mr");
 
     std::mt19937 rng(std::random_device{}());
@@ -188,12 +170,8 @@ class VerbsTransport final : public transport::Transport {
       char* ring = staging + ring_bytes;
       p.staging = staging;
       p.flow = std::make_unique<RingFlow>(options_.slots, options_.slot_bytes, staging, ring);
-      ibv_qp_init_attr a{};
-      a.send_cq = a.recv_cq = cq_;
-      a.qp_type = IBV_QPT_RC;
-      a.cap.max_send_wr = a.cap.max_recv_wr = depth;
-      a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-      p.qp = must(::ibv_create_qp(pd_, &a), "ibv_create_qp");
+      ibv_qp_init_attr a = rc_qp_init_attr(cq_, cq_, depth);
+      p.qp = must(::ibv_create_qp(port_->pd(), &a), "ibv_create_qp");
       rc_to_init(p.qp, options_.ib_port);
       for (std::uint32_t i = 0; i < depth; ++i) post_receive(p);
       mine_.peers[r] = {p.qp->qp_num, static_cast<std::uint32_t>(rng() & 0xffffff),
@@ -223,8 +201,8 @@ class VerbsTransport final : public transport::Transport {
       endpoint.lid = theirs.lid;
       for (int i = 0; i < 16; ++i) gid[i] = static_cast<std::uint8_t>(std::stoi(theirs.gid.substr(2 * i, 2), nullptr, 16));
       std::memcpy(endpoint.gid, gid, 16);
-      rc_to_rts(p.qp, options_.ib_port, gid_index_, mtu_of_bytes(std::min(mine_.mtu, theirs.mtu)), mine_.peers[r].psn,
-                endpoint, options_.tos, 1);
+      rc_to_rts(p.qp, options_.ib_port, port_->gid_index(), mtu_of_bytes(std::min(mine_.mtu, theirs.mtu)),
+                mine_.peers[r].psn, endpoint, options_.tos, 1);
     }
     peers_[rank_].host = mine_.host;
   }
@@ -348,10 +326,7 @@ class VerbsTransport final : public transport::Transport {
 
   int rank_, world_;
   RingOptions options_;
-  ibv_context* context_ = nullptr;
-  std::string device_;
-  int gid_index_ = 0;
-  ibv_pd* pd_ = nullptr;
+  std::unique_ptr<OpenPort> port_;  // the device, its GID and protection domain
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   unsigned unacked_events_ = 0;

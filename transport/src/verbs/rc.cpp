@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "rocebench/common/errors.hpp"
+#include "rocebench/transport/verbs/device.hpp"
 
 namespace rocebench::verbs {
 
@@ -59,6 +60,61 @@ ibv_mtu mtu_of_bytes(int bytes) {
     if (mtu_bytes(m) == bytes) return m;
   }
   return IBV_MTU_1024;
+}
+
+ibv_qp_init_attr rc_qp_init_attr(ibv_cq* send_cq, ibv_cq* recv_cq, std::uint32_t depth, std::uint32_t max_inline) {
+  ibv_qp_init_attr a{};
+  a.send_cq = send_cq;
+  a.recv_cq = recv_cq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = a.cap.max_recv_wr = depth;
+  a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+  a.cap.max_inline_data = max_inline;
+  return a;
+}
+
+OpenPort::OpenPort(const VerbsOptions& options, const std::string& address, const std::string& where)
+    : owns_context_(true), port_(options.ib_port) {
+  device_ = choose_device(options.device);
+  if (device_.empty()) throw Unavailable(fmt::format("no RDMA device on {} (ibv_get_device_list found none)", where));
+  check_device_port(options.root, device_, port_);
+  gid_index_ = choose_gid(read_gids(options.root, device_, port_), options.gid_index, address);
+  context_ = open_device(device_);
+  try {
+    set_up();
+    if (attributes_.state != IBV_PORT_ACTIVE) {
+      throw InfraError(fmt::format("port {} of {} on {} is not active ({})", port_, device_, where,
+                                   ::ibv_port_state_str(attributes_.state)));
+    }
+    if (const int rc = ::ibv_query_gid(context_, static_cast<std::uint8_t>(port_), gid_index_, &gid_)) {
+      failed("ibv_query_gid", rc);
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+OpenPort::OpenPort(ibv_context* context, int port) : context_(context), port_(port) {
+  device_ = ::ibv_get_device_name(context->device);
+  set_up();
+}
+
+void OpenPort::set_up() {
+  if (const int rc = ::ibv_query_port(context_, static_cast<std::uint8_t>(port_), &attributes_)) {
+    failed("ibv_query_port", rc);
+  }
+  pd_ = ::ibv_alloc_pd(context_);
+  if (!pd_) failed("ibv_alloc_pd", errno);
+}
+
+OpenPort::~OpenPort() { release(); }
+
+void OpenPort::release() {
+  if (pd_) ::ibv_dealloc_pd(pd_);
+  pd_ = nullptr;
+  if (owns_context_ && context_) ::ibv_close_device(context_);
+  context_ = nullptr;
 }
 
 void rc_to_init(ibv_qp* qp, int port) {
