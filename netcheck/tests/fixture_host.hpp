@@ -70,15 +70,15 @@ class FixtureHost {
   void remove(const std::string& host_path) const { fs::remove_all(root() / host_path.substr(1)); }
   void remove_capture(const std::string& name) const { fs::remove(capture() / name); }
 
-  HostState state(const Profile& profile = load_profile("lossless-roce")) const {
+  HostState state(const Profile& profile = load_profile("lossless-roce"), const NcclSources& nccl = {}) const {
     std::vector<std::string> modules;
     for (const char* list : {"/rdma/modules", "/gpudirect/peermem_modules"}) {
       for (const auto& m : profile.at(list)) modules.push_back(m.get<std::string>());
     }
-    return read_host(HostFs(root()), ToolSource::captured(capture()), "node01", modules);
+    return read_host(HostFs(root()), ToolSource::captured(capture()), "node01", modules, nccl);
   }
-  std::vector<CheckRecord> check(const Profile& profile = load_profile("lossless-roce")) const {
-    return run_checks(state(profile), profile);
+  std::vector<CheckRecord> check(const Profile& profile = load_profile("lossless-roce"), const NcclSources& nccl = {}) const {
+    return run_checks(state(profile, nccl), profile);
   }
 
  private:

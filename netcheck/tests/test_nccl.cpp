@@ -16,12 +16,7 @@ namespace {
 const std::string kConf = "/etc/nccl.conf";
 
 std::vector<CheckRecord> check_with(const FixtureHost& host, const NcclSources& sources) {
-  const Profile profile = load_profile("lossless-roce");
-  std::vector<std::string> modules;
-  for (const char* list : {"/rdma/modules", "/gpudirect/peermem_modules"}) {
-    for (const auto& m : profile.at(list)) modules.push_back(m.get<std::string>());
-  }
-  return run_checks(read_host(HostFs(host.root()), ToolSource::captured(host.capture()), "node01", modules, sources), profile);
+  return host.check(load_profile("lossless-roce"), sources);
 }
 
 Set not_ok(const std::vector<CheckRecord>& records) {
