@@ -2,14 +2,8 @@
 // (every host; the reachable ones; halves of them while bisecting), ending with one verdict per node.
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,11 +19,10 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/run_id.hpp"
+#include "rocebench/netcheck/tools.hpp"
 #include "rocebench/reports/accept_actions.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/report.hpp"
-
-extern char** environ;
 
 namespace rocebench {
 
@@ -60,48 +53,25 @@ struct Node {
 // hostfile named it ("localhost", an address, the FQDN). The one place records meet node names.
 std::string record_host(const std::string& name) { return names_this_host(name) ? this_hostname() : name; }
 
-// Runs argv (no shell) with its stdout captured; its stderr is ours. rc -1 when it could not start.
-struct Ran {
-  int rc = -1;
-  std::string out;
-};
-Ran run_captured(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, std::strerror(errno)};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int e = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  Ran ran;
-  if (e != 0) {
-    ::close(fds[0]);
-    return {-1, std::strerror(e)};
-  }
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n > 0) ran.out.append(buf, static_cast<std::size_t>(n));
-    else if (errno != EINTR) break;
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ran.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return ran;
+// A Slurm command that does not answer within this finds slurmctld unreachable: accept must end.
+constexpr std::chrono::seconds kSlurmTimeout{30};
+
+// Why a Slurm command did not succeed, in its own words where it printed some.
+std::string failure_of(const std::string& tool, const netcheck::CommandResult& r) {
+  if (!r.started) return tool + " could not start: " + r.error;
+  if (r.timed_out) return fmt::format("{} gave no answer within {} s", tool, kSlurmTimeout.count());
+  const std::string said = r.err.substr(0, r.err.find('\n'));
+  return fmt::format("{} exited {}{}", tool, r.exit_code, said.empty() ? "" : " (" + said + ")");
 }
+
+netcheck::CommandResult run_slurm(const std::vector<std::string>& argv) { return netcheck::run_command(argv, kSlurmTimeout); }
 
 // The nodes Slurm has drained (or is draining), with their reasons: `sinfo --Node` one line each.
 std::map<std::string, std::string> slurm_drained(std::string& why_not) {
-  const Ran r = run_captured({"sinfo", "--noheader", "--Node", "--format=%N|%T|%E"});
+  const auto r = run_slurm({"sinfo", "--noheader", "--Node", "--format=%N|%T|%E"});
   std::map<std::string, std::string> out;
-  if (r.rc != 0) {
-    why_not = r.rc < 0 ? "sinfo could not start: " + r.out : fmt::format("sinfo exited {}", r.rc);
+  if (!r.started || r.timed_out || r.exit_code != 0) {
+    why_not = failure_of("sinfo", r);
     return out;
   }
   std::istringstream lines(r.out);
@@ -137,9 +107,9 @@ bool act_on_slurm(const AcceptOptions& o, const accept::Verdicts& v) {
     } else {
       std::cout << fmt::format("slurm: {}: {}\n", a.node, accept::shell_line(a.argv));
       std::cout.flush();
-      const Ran r = run_captured(a.argv);
-      if (r.rc != 0) {
-        std::cout << fmt::format("slurm: {}: scontrol {}\n", a.node, r.rc < 0 ? "could not start: " + r.out : fmt::format("exited {}", r.rc));
+      const auto r = run_slurm(a.argv);
+      if (!r.started || r.timed_out || r.exit_code != 0) {
+        std::cout << fmt::format("slurm: {}: {}\n", a.node, failure_of("scontrol", r));
         ok = false;
       }
     }
