@@ -59,10 +59,7 @@ NcclEnv read_nccl_env(const HostFs& fs, const NcclSources& sources) {
   // Highest precedence first: each later source only fills what is still unset.
   for (auto it = sources.job_files.rbegin(); it != sources.job_files.rend(); ++it) {
     env.read.push_back(it->string());
-    LineReader lines(*it, kJobFileLimits);
-    std::string text;
-    for (std::string_view line; lines.next(line);) text.append(line).push_back('\n');
-    read_lines(env, text, it->string(), true);
+    read_lines(env, read_input(*it, kJobFileLimits), it->string(), true);
   }
   if (sources.environment) {
     env.read.push_back("the environment");

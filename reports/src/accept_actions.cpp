@@ -52,7 +52,7 @@ NodeAction action_of(const NodeVerdict& n, const Stamp& s) {
               {"accept-reason", label_value(first)},
               {"accept-run", label_value(s.run)},
               {"accept-time", label_time(t)},
-              {"accept-valid-until", label_time(t + static_cast<long long>(s.valid_h * 3600))}};
+              {"accept-valid-until", label_time(s.valid_until_s())}};
   for (const auto& f : n.findings) a.evidence += fmt::format("{}{} ({}): {}", a.evidence.empty() ? "" : "; ", f.code, f.stage, f.evidence);
   if (a.evidence.empty()) a.evidence = "passed every stage";
   a.taint = !n.pass();
@@ -182,7 +182,7 @@ std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
   for (const auto& n : v.nodes()) out += fmt::format("rocebench_accept_time_seconds{{{}}} {}\n", labels(n), t);
   out += family("valid_until_seconds", "until when the acceptance's verdict holds, Unix time");
   for (const auto& n : v.nodes()) {
-    out += fmt::format("rocebench_accept_valid_until_seconds{{{}}} {}\n", labels(n), t + static_cast<long long>(s.valid_h * 3600));
+    out += fmt::format("rocebench_accept_valid_until_seconds{{{}}} {}\n", labels(n), s.valid_until_s());
   }
   return out;
 }

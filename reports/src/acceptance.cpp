@@ -580,8 +580,9 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     all.push_back(h.first);
     history.push_back(std::move(h));
   }
+  const bool bandwidth = metric.find("Gbps") != std::string::npos;  // else a latency in us
   RetestPolicy policy;
-  policy.rule.higher_is_better = metric.find("Gbps") != std::string::npos;
+  policy.rule.higher_is_better = bandwidth;
   policy.rule.bw_fraction = profile.link_fraction;
   const PairsJudgement j = judge_pairs(static_cast<int>(matrix.size()), history, policy);
   std::set<std::string> bad;
@@ -603,7 +604,6 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     }
     if (own.empty()) continue;
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
-    const bool bandwidth = metric.find("Gbps") != std::string::npos;
     v.figure(host, bandwidth ? kPairGbps : kPairLatency, bandwidth ? median_of(own) : median_of(own) * 1e-6);
     const std::string unit = bandwidth ? " Gb/s" : " us";
     const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),

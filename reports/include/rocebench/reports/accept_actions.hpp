@@ -18,6 +18,7 @@ struct Stamp {
   std::string time;      // when it started, RFC 3339 (its accept.start record)
   double valid_h = 24;   // how long its results are to be trusted
   long long unix_s() const;  // `time` in seconds since the epoch; InputError when it is not RFC 3339
+  long long valid_until_s() const { return unix_s() + static_cast<long long>(valid_h * 3600); }
 };
 Stamp stamp_of(const Acceptance& a, double valid_h);
 
