@@ -15,7 +15,9 @@ The rule, per test, from each tool's n runs:
               by whichever estimator sees more: MAD alone misses a second mode; perftest's write_bw at 64 KiB lands
               at ~0.30 or ~0.42 Gb/s from run to run, and 3 runs of 4 in one mode give a MAD of almost 0)
   tolerance   tol = 3 * 1.2533 * sqrt(s_pt^2 / n_pt + s_rb^2 / n_rb)  (three standard errors of the ratio of
-              two medians)
+              two medians) + q_pt / 2 / median_pt + q_rb / 2 / median_rb, q being the step of the figures as
+              the tool printed them (perftest prints 0.46 Gb/s: its median can be 0.005 off however many runs,
+              1.1% of the figure)
   fine        |R - 1| <= target (5% latency, 2% bandwidth): agree. Beyond the target but within tol: the two
               tools' own spreads explain the difference: TOO NOISY to judge. Beyond tol: DISAGREE. Fewer than 2
               runs of a tool: no spread, TOO NOISY (the coarse check still judges).
@@ -35,7 +37,8 @@ AGREE, DISAGREE, NOISY = 0, 1, 77
 
 
 def load(path, scale):
-    runs = {}  # test -> tool -> [figure or None]
+    """(runs: test -> tool -> [figure or None], resolution: test -> tool -> the coarsest printed step)."""
+    runs, resolution = {}, {}
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             fields = line.split()
@@ -48,10 +51,20 @@ def load(path, scale):
                 value = float(fields[3]) if len(fields) == 4 else None
             except ValueError:
                 sys.exit(f"{path}:{lineno}: FIGURE {fields[3]!r} is not a number")
+            step = printed_step(fields[3]) if value is not None else 0.0
             if value is not None and tool == "rocebench":
-                value *= scale
+                value, step = value * scale, step * scale
             runs.setdefault(test, {"perftest": [], "rocebench": []})[tool].append(value)
-    return runs
+            steps = resolution.setdefault(test, {})
+            steps[tool] = max(steps.get(tool, 0.0), step)
+    return runs, resolution
+
+
+def printed_step(text):
+    """The step of a figure as printed: 0.46 -> 0.01, 12 -> 1, 1.5e-3 -> 0.0001."""
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
 
 
 # The mean range of n normal samples in standard deviations (d2 of control charts), n = 2..10.
@@ -65,7 +78,7 @@ def spread(values):
     return m, max(mad, by_range) / m
 
 
-def judge(test, tools, coarse_only=False):
+def judge(test, tools, steps, coarse_only=False):
     """(verdict, one line about the test)."""
     kind = "bw" if test.endswith("bw") else "lat"
     unit = "BW average Gb/s" if kind == "bw" else "t_typical us"
@@ -88,7 +101,8 @@ def judge(test, tools, coarse_only=False):
     if len(pt) < 2 or len(rb) < 2:
         return NOISY, f"{head}: fewer than 2 runs of a tool left, no spread: TOO NOISY"
     (mp, sp), (mr, sr) = spread(pt), spread(rb)
-    tol = 3 * 1.2533 * math.sqrt(sp * sp / len(pt) + sr * sr / len(rb))
+    rounding = steps.get("perftest", 0.0) / 2 / mp + steps.get("rocebench", 0.0) / 2 / mr
+    tol = 3 * 1.2533 * math.sqrt(sp * sp / len(pt) + sr * sr / len(rb)) + rounding
     if abs(r - 1) <= TARGET[kind]:
         verdict, words = AGREE, f"within the target {TARGET[kind]:g}: agree"
     elif abs(r - 1) <= tol:
@@ -96,7 +110,7 @@ def judge(test, tools, coarse_only=False):
     else:
         verdict, words = DISAGREE, "beyond what the spreads explain: DISAGREE"
     return verdict, (f"{head}; medians perftest {mp:.3f} (spread {sp:.3f}, n={len(pt)}), rocebench {mr:.3f} "
-                     f"(spread {sr:.3f}, n={len(rb)}), tolerance {tol:.3f}: {words}")
+                     f"(spread {sr:.3f}, n={len(rb)}), tolerance {tol:.3f} (printed rounding {rounding:.3f}): {words}")
 
 
 def main():
@@ -106,7 +120,7 @@ def main():
     ap.add_argument("--coarse", action="store_true", help="judge only the coarse check (within a factor 2)")
     a = ap.parse_args()
     try:
-        runs = load(a.rounds, a.scale)
+        runs, resolution = load(a.rounds, a.scale)
     except OSError as e:
         sys.exit(f"cannot read {a.rounds}: {e.strerror}")
     if not runs:
@@ -114,7 +128,7 @@ def main():
         return DISAGREE
     verdicts = {}
     for test, tools in runs.items():
-        verdict, line = judge(test, tools, a.coarse)
+        verdict, line = judge(test, tools, resolution.get(test, {}), a.coarse)
         print(line)
         verdicts[test] = verdict
     noisy = [test for test, verdict in verdicts.items() if verdict == NOISY]
