@@ -1,10 +1,14 @@
 #include "plan.hpp"
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rocebench/common/bounded_read.hpp"
+#include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/common/sha256.hpp"
@@ -45,6 +49,7 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
   plan.deadline_s = doc.value.value("deadline_s", plan.deadline_s);
   plan.run_timeout_s = doc.value.value("run_timeout_s", plan.run_timeout_s);
   plan.history = doc.value.value("history", "");
+  plan.history_reruns = doc.value.value("history_reruns", 0);
   if (doc.value.contains("launcher")) {
     const json& l = doc.value["launcher"];
     plan.launcher.type = l.at("type");
@@ -77,6 +82,25 @@ Plan parse_plan(const std::string& text, const std::string& file, const std::vec
     plan.steps.push_back(std::move(step));
   }
   return plan;
+}
+
+Plan keep_steps(const Plan& plan, const std::vector<std::string>& step_kinds, const std::vector<StepKind>& kinds) {
+  if (step_kinds.empty()) return plan;
+  std::set<std::string> has;
+  for (const auto& s : plan.steps) has.insert(s.kind->name);
+  for (const auto& k : step_kinds) {
+    if (!has.count(k)) {
+      throw UsageError(fmt::format("rocebench run: --steps {}: the plan '{}' has no step of that kind (it has: {})", printable_excerpt(k),
+                                   plan.name, fmt::join(has, ", ")));
+    }
+  }
+  json doc = plan.document;
+  json kept = json::array();
+  for (const auto& s : doc["steps"]) {
+    if (std::find(step_kinds.begin(), step_kinds.end(), s.value("step", "")) != step_kinds.end()) kept.push_back(s);
+  }
+  doc["steps"] = kept;
+  return parse_plan(doc.dump(2) + "\n", plan.file, kinds);
 }
 
 Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds) {

@@ -35,6 +35,7 @@ struct Plan {
   double deadline_s = kDefaultDeadlineS;
   double run_timeout_s = 3600;
   std::string history;  // history database to add the run to and check; relative to the results root
+  int history_reruns = 0;  // reruns of the steps behind UNKNOWN series a run may make of its own night
   std::vector<PlanStep> steps;
   json document;
 };
@@ -47,6 +48,10 @@ inline constexpr const char* kBuiltinNightlyPlan = "builtin:nightly";
 Plan parse_plan(const std::string& text, const std::string& file, const std::vector<StepKind>& kinds);
 // A path, builtin:local or builtin:nightly.
 Plan load_plan(const std::string& path, const std::vector<StepKind>& kinds);
+
+// The plan with only its steps of these kinds, its text and hash those of that plan (a rerun of a
+// night's undecided steps records what it ran). UsageError naming --steps for a kind the plan lacks.
+Plan keep_steps(const Plan& plan, const std::vector<std::string>& step_kinds, const std::vector<StepKind>& kinds);
 
 std::string builtin_local_plan_text();
 std::string builtin_nightly_plan_text();

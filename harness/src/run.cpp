@@ -137,7 +137,7 @@ int rank_main(const RunOptions& options) {
   double deadline_s = options.deadline_s;
   fs::path dir;  // rank 0's
   if (env.rank == 0) {
-    plan = load_plan(options.plan_path, kinds);
+    plan = keep_steps(load_plan(options.plan_path, kinds), options.steps, kinds);
     if (run_id.empty()) run_id = new_run_id();
     dir = options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir);
     std::error_code ec;
@@ -295,20 +295,21 @@ int report_run(const fs::path& dir) {
 
 // The plan's history (or --history): the run adds itself and the history's check judges it with
 // the nights before. Only a run whose ranks all finished (exit 0 or 1): a partial run would read as
-// a step. Returns the check's exit code (1 on a regression), or 2 / 3 when the database is bad / locked.
-int check_in_history(const std::string& db, const fs::path& dir, int run_exit_code, const std::string& rerun_of) {
+// a step. The check's exit code is 1 on a regression, or 2 / 3 when the database is bad / locked.
+reports::NightCheck check_in_history(const std::string& db, const fs::path& dir, int run_exit_code, const std::string& rerun_of,
+                                     reports::NightReruns* reruns) {
   if (severity(run_exit_code) > 1) {
     std::cout << fmt::format("history: {} not updated: the run did not finish (exit {})\n", db, run_exit_code);
-    return kExitOk;
+    return {};
   }
   try {
-    return reports::add_and_check(db, dir / "results.jsonl", dir / "history-junit.xml", rerun_of);
+    return reports::add_and_check(db, dir / "results.jsonl", dir / "history-junit.xml", rerun_of, reruns);
   } catch (const InputError& e) {
     std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
-    return kExitBadInput;
+    return {.exit_code = kExitBadInput};
   } catch (const std::exception& e) {
     std::cout << fmt::format("history: {} not updated: {}\n", db, e.what());
-    return kExitInfra;
+    return {.exit_code = kExitInfra};
   }
 }
 
@@ -364,8 +365,17 @@ void refuse_used_results_dir(const std::string& program, const fs::path& dir, co
                                flag == "--run-id" ? "run id" : "folder"));
 }
 
-int launch_run(RunOptions options) {
-  const Plan plan = load_plan(options.plan_path, all_step_kinds());  // bad plans stop here, before anything runs
+// What one run of a plan left for the reruns its history check may ask for.
+struct RunOutcome {
+  std::string run_id, db;
+  fs::path dir;
+  int history_reruns = 0;                  // the plan's
+  std::optional<reports::NightCheck> check;  // when the run added itself to a history
+};
+
+int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome& outcome) {
+  const auto& kinds = all_step_kinds();
+  const Plan plan = keep_steps(load_plan(options.plan_path, kinds), options.steps, kinds);  // bad plans stop here, before anything runs
   const std::string type = options.launcher.empty() ? plan.launcher.type : options.launcher;
   if (type != "local" && type != "mpirun" && type != "srun") {
     throw UsageError("rocebench run: --launcher must be local, mpirun, srun or env, not '" + type + "'");
@@ -380,6 +390,7 @@ int launch_run(RunOptions options) {
                          : plan.history.empty()      ? ""
                                                      : (dir.parent_path() / plan.history).string();
   refuse_bad_rerun_of(options.rerun_of, db);
+  outcome = {run_id, db, dir, options.reruns >= 0 ? options.reruns : plan.history_reruns, std::nullopt};
   if (!options.dry_run) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -394,6 +405,7 @@ int launch_run(RunOptions options) {
   LaunchSpec spec;
   spec.rank_argv = {self, "run", "--launcher", "env", "--plan", plan_arg, "--results-dir", dir.string(), "--run-id", run_id,
                     "--deadline", fmt::format("{:g}", deadline_s)};
+  for (const auto& kind : options.steps) spec.rank_argv.insert(spec.rank_argv.end(), {"--steps", kind});
   spec.env["ROCEBENCH_TOKEN"] = random_token();
   spec.mpirun = options.mpirun;
 
@@ -498,10 +510,48 @@ int launch_run(RunOptions options) {
   int verdict = options.report ? report_run(dir) : kExitOk;
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
   if (!db.empty()) {
-    const int history = check_in_history(db, dir, exit_code, options.rerun_of);
-    if (severity(history) > severity(verdict)) verdict = history;
+    outcome.check = check_in_history(db, dir, exit_code, options.rerun_of, reruns);
+    if (severity(outcome.check->exit_code) > severity(verdict)) verdict = outcome.check->exit_code;
   }
   return severity(verdict) > severity(exit_code) ? verdict : exit_code;
+}
+
+int launch_run(RunOptions options) {
+  reports::NightReruns reruns;
+  RunOutcome night, last;
+  int exit_code = run_once(options, &reruns, night);
+  last = night;
+  // The night decides itself: while the check finds series UNKNOWN that reruns would decide and
+  // nothing failed, rerun the steps behind them, each rerun joining the night.
+  while (reruns.made < night.history_reruns && last.check && last.check->exit_code == kExitOk &&
+         !last.check->rerun_would_decide.empty() && severity(exit_code) <= 1 && stop_signal() == 0) {
+    std::set<std::string> steps;
+    for (const auto& [label, step] : last.check->rerun_would_decide) steps.insert(step);
+    RunOptions again = options;
+    again.steps.assign(steps.begin(), steps.end());
+    again.rerun_of = last.check->night;
+    again.history_db = night.db;
+    again.run_id = fmt::format("{}-rerun{}", night.run_id, reruns.made + 1);
+    again.results_dir = fmt::format("{}-rerun{}", night.dir.string(), reruns.made + 1);
+    reruns.unknown_before = last.check->unknown;
+    ++reruns.made;
+    std::cout << fmt::format("history: rerun {} of up to {} of night {}: {} series UNKNOWN that a rerun would decide; rerunning {}\n",
+                             reruns.made, night.history_reruns, again.rerun_of, last.check->rerun_would_decide.size(),
+                             fmt::join(steps, ", "));
+    std::cout.flush();
+    const int rc = run_once(again, &reruns, last);
+    if (severity(rc) > severity(exit_code)) exit_code = rc;
+  }
+  if (reruns.made > 0) {
+    // The night's JUnit says what the reruns decided.
+    std::error_code ec;
+    fs::copy_file(last.dir / "history-junit.xml", night.dir / "history-junit.xml", fs::copy_options::overwrite_existing, ec);
+    if (last.check && !last.check->unknown.empty()) {
+      std::cout << fmt::format("history: {} series still UNKNOWN after {} rerun(s) of night {}\n", last.check->unknown.size(),
+                               reruns.made, night.run_id);
+    }
+  }
+  return exit_code;
 }
 
 // run's options, for `rocebench run` and for the launcher flags of a module command (`program`).
@@ -531,6 +581,11 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
       .option("--history", &o.history_db,
               "add the run to this history database and check it with the runs before (default: the plan's history)", "DB")
       .option("--rerun-of", &o.rerun_of, "this run repeats that run of the history (an UNKNOWN asked for it): it joins its night", "RUN")
+      .option("--reruns", &o.reruns, "when the history's check finds series UNKNOWN that reruns would decide, rerun their steps "
+                                     "up to N times, each joining the night, then exit with the decision (default: the plan's "
+                                     "history_reruns: 3 for builtin:nightly, else 0)")
+      .range(plan_field_schema("/history_reruns"))
+      .option("--steps", &o.steps, "run only the plan's steps of this kind (repeatable)", "KIND")
       .flag("--dry-run", &o.dry_run, "print how the ranks would be started, start nothing");
   return p;
 }

@@ -2,6 +2,7 @@
 // `rocebench run`'s options and its launcher side, for the commands that run plans of their own
 // (accept runs one plan per stage, on the hosts the stage needs).
 #include <string>
+#include <vector>
 
 #include "plan.hpp"
 #include "rocebench/common/cli.hpp"
@@ -26,6 +27,8 @@ struct RunOptions {
   bool report = true;  // end with the report and its summary on the console
   std::string history_db;  // add the run to this history and check it (default: the plan's history)
   std::string rerun_of;    // the run of that history this one repeats (an UNKNOWN asked for it)
+  int reruns = -1;         // reruns of the night an UNKNOWN may ask for (-1: the plan's history_reruns)
+  std::vector<std::string> steps;  // only the plan's steps of these kinds (empty: all)
 };
 
 // Throws UsageError when a --run-id is not a plain folder name.

@@ -8,7 +8,10 @@
 #  4. fewer CPUs than ranks (taskset -c 0): recorded as shared, not refused;
 #  5. a corrupt database: exit 2, the file left as it was;
 #  6. a rerun (--rerun-of): joins the night it repeats; one of a run the history lacks is refused
-#     before any rank starts.
+#     before any rank starts;
+#  7. --reruns N: a night whose step is UNKNOWN reruns the step itself (only the steps behind UNKNOWN
+#     series, each rerun joining the night) until the check decides or N is spent, and exits with the
+#     decision; --steps runs only a plan's steps of a kind, and refuses a kind the plan lacks.
 # The earlier nights are imported copies of the first run's records (other run ids and dates), so the
 # machine class is this machine's.
 #   usage: test_nightly_history.sh ROCEBENCH
@@ -124,4 +127,39 @@ expect_out "--rerun-of slow: the run adds itself to no history"
 expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow-rerun --history "$work/step.sqlite" --rerun-of slow
 expect_out "REGRESSED .*harness.rendezvous barrier_us_p50"
 [[ $(sqlite3 "$work/step.sqlite" "SELECT night FROM runs WHERE run = 'slow-rerun'") == slow ]] || fail "the rerun did not join night 'slow'"
+
+# 7. Twenty-five nights 4x faster, then this machine: the first slow night is UNKNOWN (a step or an
+# outlier?); with --reruns 3 the run reruns the step, in the night, until it is REGRESSED (exit 1).
+# A machine so loaded that the check cannot judge (CPU busy) may leave it UNKNOWN after 3 reruns (exit 0).
+nights long 1 25 0.25
+expect_rc 0 "$rb" history add --db "$work/long.sqlite" "$work"/long*.jsonl
+cat >"$work/two.json" <<'EOF2'
+{"name": "nightly-two", "launcher": {"type": "local", "ranks": 2, "pin_cpus": true},
+ "steps": [{"step": "harness.rendezvous", "params": {"rounds": 300, "interval_ms": 10}}, {"step": "netcheck.host", "params": {"rdma_required": false}}]}
+EOF2
+rc=0
+"$rb" run "$work/two.json" --results "$work/res" --run-id night --history "$work/long.sqlite" --reruns 3 >"$work/out" 2>"$work/err" || rc=$?
+cat "$work/out"
+expect_out "history: rerun 1 of up to 3 of night night: [0-9]+ series UNKNOWN that a rerun would decide; rerunning harness.rendezvous$"
+reruns=$(sqlite3 "$work/long.sqlite" "SELECT count(*) FROM runs WHERE night = 'night' AND run LIKE 'night-rerun%'")
+[[ $reruns -ge 1 && $reruns -le 3 ]] || fail "reruns joined to night 'night': $reruns, not 1-3"
+/usr/bin/python3 - "$work/res/night-rerun1" <<'EOF2'
+import json, sys
+steps = [s["step"] for s in json.load(open(sys.argv[1] + "/plan.json"))["steps"]]
+assert steps == ["harness.rendezvous"], f"the rerun ran {steps}, not only the UNKNOWN step"
+EOF2
+if grep -q "REGRESSED .*harness.rendezvous" "$work/out"; then
+  [[ $rc == 1 ]] || fail "REGRESSED after reruns, yet exit $rc"
+  expect_out "\(decided after [1-3] rerun\(s\) of the night\)"
+  expect_out "reruns: $reruns of night night made; [1-9][0-9]* series decided by them"
+  grep -q "decided after [1-3] rerun" "$work/res/night/history-junit.xml" || fail "the night's history-junit.xml does not say the reruns decided"
+elif grep -q "CPU busy" "$work/out"; then
+  [[ $rc == 0 ]] || fail "UNKNOWN on a busy machine: exit $rc, not 0"
+  expect_out "history: [0-9]+ series still UNKNOWN after $reruns rerun\(s\) of night night"
+  echo "NOTE: the machine was too busy for the reruns to decide (CPU busy): their decision was not checked"
+else
+  fail "the reruns neither decided REGRESSED nor said the machine was too busy (exit $rc)"
+fi
+expect_rc 2 "$rb" run "$work/two.json" --results "$work/res" --run-id nostep --steps nosuch.step
+expect_out "--steps nosuch.step: the plan 'nightly-two' has no step of that kind \(it has: harness.rendezvous, netcheck.host\)"
 echo "PASS"

@@ -112,8 +112,10 @@ std::size_t print_unmeasured(const History& h, const std::vector<HistorySeries>&
 }
 
 // Prints every verdict but SAME (all: those too) and the counts; writes JUnit when `junit` is set.
-// Returns 1 when a series regressed or the newest night did not measure what the night before did, else 0.
-int print_check(const History& h, const CheckOptions& o, const std::string& machine, bool all, const std::string& junit) {
+// Its exit code: 1 when a series regressed or the newest night did not measure what the night before did, else 0.
+NightCheck print_check(const History& h, const CheckOptions& o, const std::string& machine, bool all, const std::string& junit,
+                       NightReruns* night_reruns = nullptr) {
+  NightCheck out;
   const auto series = h.series(machine);
   const auto runs = h.runs();
   const auto checks = check_history(series, runs, o);
@@ -123,6 +125,7 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   for (const auto& r : runs) {
     if (machine.empty() || r.machine == machine) newest = r.night;
   }
+  out.night = newest;
   // UNKNOWNs that reruns would decide and that later nights would: how many, and the most any asks for.
   struct Asked {
     std::size_t series = 0, most = 0;
@@ -133,12 +136,21 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   } reruns, nights;
   for (const auto& c : checks) {
     ++count[c.verdict.call];
+    const std::string label = c.series->machine + ": " + c.series->label();
     if (c.verdict.call == Call::unknown) {
       reruns.add(c.verdict.more_runs);
       nights.add(c.verdict.more_nights);
+      out.unknown.insert(label);
+      if (c.verdict.more_runs > 0) out.rerun_would_decide[label] = c.series->step;
+      if (night_reruns) night_reruns->decided_after.erase(label);  // a later rerun took it back
     }
-    const std::string text = change_text(c);
-    verdicts.push_back({"history", c.series->machine + ": " + c.series->label(),
+    std::string text = change_text(c);
+    if (night_reruns && c.verdict.call != Call::unknown) {
+      auto& decided = night_reruns->decided_after;
+      if (night_reruns->unknown_before.count(label) && !decided.count(label)) decided[label] = night_reruns->made;
+      if (decided.count(label)) text += fmt::format(" (decided after {} rerun(s) of the night)", decided[label]);
+    }
+    verdicts.push_back({"history", label,
                         c.verdict.call == Call::regressed ? Outcome::fail : Outcome::pass,
                         fmt::format("{}: {}", to_string(c.verdict.call), text)});
     if (c.verdict.call == Call::same && !all) continue;
@@ -150,6 +162,10 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
   std::cout << fmt::format("{} series checked ({}): {} REGRESSED, {} IMPROVED, {} UNKNOWN, {} SAME\n", checks.size(),
                            o.since.empty() ? fmt::format("the last {} night(s)", o.window) : "since " + o.since,
                            count[Call::regressed], count[Call::improved], count[Call::unknown], count[Call::same]);
+  if (night_reruns && night_reruns->made > 0) {
+    std::cout << fmt::format("reruns: {} of night {} made; {} series decided by them, {} still UNKNOWN\n", night_reruns->made, newest,
+                             night_reruns->decided_after.size(), count[Call::unknown]);
+  }
   if (reruns.series) {
     std::cout << fmt::format("UNKNOWN: reruns would decide {} of them: make {} (the most any asks for), and add each rerun with "
                              "--rerun-of {} so that it joins that night\n", reruns.series, reruns.most, newest);
@@ -166,7 +182,8 @@ int print_check(const History& h, const CheckOptions& o, const std::string& mach
                              "above): a night that lost its measurements cannot show a regression\n", gaps);
   }
   if (!junit.empty()) write_file_atomically(junit, render_junit("rocebench history check", verdicts));
-  return count[Call::regressed] || gaps ? kExitCheckFailed : kExitOk;
+  out.exit_code = count[Call::regressed] || gaps ? kExitCheckFailed : kExitOk;
+  return out;
 }
 
 int check_main(const Args& args) {
@@ -199,7 +216,7 @@ int check_main(const Args& args) {
   o.judge.min_baseline = static_cast<std::size_t>(min_baseline);
   const History h(db, History::Mode::existing);
   require_machine(h, machine, "check");
-  return print_check(h, o, machine, all, junit);
+  return print_check(h, o, machine, all, junit).exit_code;
 }
 
 int export_main(const Args& args) {
@@ -278,8 +295,8 @@ int export_main(const Args& args) {
 
 }  // namespace
 
-int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit,
-                  const std::string& rerun_of) {
+NightCheck add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit,
+                         const std::string& rerun_of, NightReruns* reruns) {
   std::string machine;
   for (const auto& r : read_records(results).records) {
     if (r.value("kind", "") == "run") machine = machine_class(r, results.string());
@@ -287,7 +304,7 @@ int add_and_check(const std::filesystem::path& db, const std::filesystem::path& 
   History h(db, History::Mode::create);
   const AddResult added = h.add({results.string()}, {.rerun_of = rerun_of});
   std::cout << fmt::format("history: {} {}\n", added.added.empty() ? "already held this run:" : "added this run to", db.string());
-  return print_check(h, CheckOptions{}, machine, false, junit.string());
+  return print_check(h, CheckOptions{}, machine, false, junit.string(), reruns);
 }
 
 int history_main(const Args& args) {

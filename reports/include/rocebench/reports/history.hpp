@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,12 +160,28 @@ struct Unmeasured {
 std::vector<Unmeasured> unmeasured(const std::vector<HistorySeries>& series, const std::vector<HistoryRun>& runs,
                                    const std::string& machine = "");
 
+// Reruns a nightly made of its own night: which series were UNKNOWN before the latest one, and how
+// many reruns earlier series took to be decided (by label). The check says of each series decided by a
+// rerun how many it took, and adds the newly decided ones to `decided_after`.
+struct NightReruns {
+  int made = 0;                                // reruns of the night so far
+  std::set<std::string> unknown_before;        // labels UNKNOWN before the latest rerun
+  std::map<std::string, int> decided_after;    // label -> the rerun that decided it
+};
+
+// What add_and_check found (members initialised, so that a call names only the ones it sets).
+struct NightCheck {
+  int exit_code = 0;                 // 1 when a series regressed or the night measured less than the one before
+  std::string night{};               // the newest night of the run's machine class (what a rerun joins)
+  std::map<std::string, std::string> rerun_would_decide{};  // UNKNOWN series a rerun would decide: label -> its step kind
+  std::set<std::string> unknown{};   // every UNKNOWN series' label
+};
+
 // What a run whose plan names a history does at its end: adds the run (its results.jsonl) to `db`,
 // then checks the newest runs of its machine class as `history check` does (the last 3 nights),
-// printing the verdicts and writing them as JUnit to `junit`. `rerun_of`: as History::add. Returns 1
-// when a series regressed, else 0; throws what History and its add throw (InputError: bad file or
-// rerun_of; InfraError: locked).
-int add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit,
-                  const std::string& rerun_of = "");
+// printing the verdicts and writing them as JUnit to `junit`. `rerun_of`: as History::add. Throws what
+// History and its add throw (InputError: bad file or rerun_of; InfraError: locked).
+NightCheck add_and_check(const std::filesystem::path& db, const std::filesystem::path& results, const std::filesystem::path& junit,
+                         const std::string& rerun_of = "", NightReruns* reruns = nullptr);
 
 }  // namespace rocebench::reports
