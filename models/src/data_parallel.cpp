@@ -116,13 +116,13 @@ std::vector<std::size_t> bucket_plan(const Graph& graph, const BucketOptions& op
 }
 
 Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms, const BucketOptions& options,
-                        const CostModel& cost) {
+                        const BucketCost& cost) {
   Prediction p;
   double now = compute.forward_ms(), comm_free = 0;
   std::size_t open = 0;
   auto seal = [&] {
     const double start = std::max(now, comm_free);
-    comm_free = start + cost.at(open);
+    comm_free = start + cost(open);
     p.buckets.push_back({open, now, start, comm_free});
     p.comm_ms += comm_free - start;
     open = 0;
@@ -135,8 +135,12 @@ Prediction predict_step(const Graph& graph, const Timeline& compute, double othe
     }
   }
   if (open > 0) seal();
+  p.backward_end_ms = now;
   p.exposed_ms = std::max(0.0, comm_free - now);
+  p.compute_ms = now + compute.update_ms + other_ms;
   p.step_ms = now + p.exposed_ms + compute.update_ms + other_ms;
+  for (std::size_t i = 0; i < p.buckets.size() && p.first_waited_bucket == 0; ++i)
+    if (p.buckets[i].end_ms > now) p.first_waited_bucket = i + 1;
   return p;
 }
 

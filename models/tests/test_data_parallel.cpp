@@ -321,9 +321,36 @@ TEST(Predict, BucketsWaitForBackwardAndForEachOther) {
   EXPECT_NEAR(p.buckets[1].end_ms, 43.4, 1e-12);
   EXPECT_NEAR(p.exposed_ms, 43.4 - 18, 1e-12);
   EXPECT_NEAR(p.step_ms, 43.4 + 0.5 + 0.25, 1e-12);
+  EXPECT_EQ(p.first_waited_bucket, 1u);  // linear's bucket ends at 34.4, after backward (18)
+  EXPECT_DOUBLE_EQ(p.backward_end_ms, 18);
+  EXPECT_NEAR(p.compute_ms, 18 + 0.5 + 0.25, 1e-12);
   // One bucket after backward: nothing overlaps.
   const Prediction one = predict_step(g, t, 0, {.bucket_bytes = 0}, cost);
   EXPECT_NEAR(one.exposed_ms, 1 + 0.1 * 344, 1e-12);
+}
+
+// models.scaling's predictions on a shipped timeline with fixed bucket costs, as the predictor gave
+// them before it took a cost function (predict and models.scaling share it): unchanged to 1e-9 ms.
+TEST(Predict, TheMeasuredWorldSizesPredictionsAreUnchanged) {
+  const Graph g = build_model("resnet50");
+  const Timeline t = load_timeline("cpu-resnet50-fp32-b2", g);
+  const CostModel cost{2.5, 3e-6};  // 2.5 ms + 3 ms per MB
+  const Prediction buckets = predict_step(g, t, 1.5, {}, cost);
+  const Prediction one = predict_step(g, t, 1.5, {.bucket_bytes = 0}, cost);
+  // Before: predict_step(graph, timeline, other_ms, options, const CostModel&) at 8242b50.
+  EXPECT_DOUBLE_EQ(buckets.step_ms, 464.21728400000001);
+  EXPECT_DOUBLE_EQ(buckets.comm_ms, 319.18438400000002);
+  EXPECT_DOUBLE_EQ(buckets.exposed_ms, 88.335183999999686);
+  ASSERT_EQ(buckets.buckets.size(), 5u);
+  EXPECT_DOUBLE_EQ(buckets.buckets[3].start_ms, 319.15298799999999);
+  EXPECT_DOUBLE_EQ(buckets.buckets.back().end_ms, 432.97628400000002);
+  EXPECT_DOUBLE_EQ(one.step_ms, 685.0664840000004);
+  EXPECT_DOUBLE_EQ(one.exposed_ms, 309.18438400000008);
+  // The same through a bucket cost that is any function of the bytes.
+  const Prediction through = predict_step(g, t, 1.5, {}, [](std::size_t bytes) { return 2.5 + 3e-6 * static_cast<double>(bytes); });
+  EXPECT_DOUBLE_EQ(through.step_ms, buckets.step_ms);
+  EXPECT_NEAR(buckets.compute_ms + buckets.exposed_ms, buckets.step_ms, 1e-9);
+  EXPECT_EQ(one.first_waited_bucket, 1u);
 }
 
 // models.scaling with `params` on `world` local ranks (threads), its records kept; each rank's error ("": none).

@@ -6,6 +6,7 @@
 // timeline, the bucket plan and an α + β·bytes cost of one bucket fitted in the same run.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -55,10 +56,15 @@ class DataParallel {
   std::vector<std::pair<int, float*>> device_gradients_;
 };
 
+// The time in ms of one bucket's reduction of `bytes` at one world size: what the predictor plays a
+// step with, from a fit of this run's reductions (CostModel) or from a fabric model (fabric.hpp).
+using BucketCost = std::function<double(std::size_t bytes)>;
+
 // The time of one bucket's reduction: alpha + beta · bytes, fitted by least squares.
 struct CostModel {
   double alpha_ms = 0, beta_ms_per_byte = 0;
   double at(std::size_t bytes) const { return alpha_ms + beta_ms_per_byte * static_cast<double>(bytes); }
+  double operator()(std::size_t bytes) const { return at(bytes); }  // a BucketCost
 };
 CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> ms);
 
@@ -68,16 +74,23 @@ std::vector<std::size_t> bucket_plan(const Graph& graph, const collectives::Buck
 // A step predicted from one rank's timeline: buckets are sealed when backward reaches their last
 // gradient and reduced one after another on the communication thread; the update waits for the
 // last. `other_ms` is what the single-rank step took beyond its timeline (the host's own work).
+// The one predictor: models.scaling plays it with the costs it fitted at a measured world size,
+// models.predict with a fabric's at any world size.
 struct PredictedBucket {
   std::size_t bytes = 0;
   double sealed_ms = 0, start_ms = 0, end_ms = 0;  // from the step's start
 };
 struct Prediction {
   double step_ms = 0, comm_ms = 0, exposed_ms = 0;
+  double compute_ms = 0;  // forward + backward + update + other_ms: the step with nothing to wait for
+  double backward_end_ms = 0;
+  // Where scaling is lost: the first bucket (1-based) still being reduced when backward ends; the
+  // update waits for it and every bucket after it. 0: none, the update does not wait.
+  std::size_t first_waited_bucket = 0;
   std::vector<PredictedBucket> buckets;
 };
 Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms,
-                        const collectives::BucketOptions& options, const CostModel& cost);
+                        const collectives::BucketOptions& options, const BucketCost& cost);
 
 // models.scaling's own options (world sizes, bucket sync, learning rate …): with the training
 // options and the transport's, the step's params; the ones with a flag are `rocebench train`'s too.
