@@ -104,6 +104,19 @@ CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> m
   return c;
 }
 
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+}  // namespace
+
+BucketOptions bucket_options(double bucket_mb, double first_bucket_mb) {
+  BucketOptions o;
+  o.bucket_bytes = static_cast<std::size_t>(bucket_mb * kMiB);
+  o.first_bucket_bytes = bucket_mb > 0 ? static_cast<std::size_t>(first_bucket_mb * kMiB) : 0;
+  return o;
+}
+
+json megabytes(double mb) { return mb == std::floor(mb) ? json(static_cast<std::int64_t>(mb)) : json(mb); }
+
 std::vector<std::size_t> bucket_plan(const Graph& graph, const BucketOptions& options) {
   std::vector<std::size_t> plan;
   std::size_t open = 0;
@@ -145,8 +158,6 @@ Prediction predict_step(const Graph& graph, const Timeline& compute, double othe
 }
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 struct ScalingConfig {
   TrainConfig train;
@@ -225,8 +236,7 @@ ScalingConfig scaling_config_from(const json& p) {
   c.train = training_config_from(p);
   c.bucket_mb = o.get<double>(p, "bucket_mb");
   c.first_bucket_mb = o.get<double>(p, "first_bucket_mb");
-  c.buckets.bucket_bytes = static_cast<std::size_t>(c.bucket_mb * kMiB);
-  c.buckets.first_bucket_bytes = c.bucket_mb > 0 ? static_cast<std::size_t>(c.first_bucket_mb * kMiB) : 0;
+  c.buckets = bucket_options(c.bucket_mb, c.first_bucket_mb);
   c.buckets.algorithm = collectives::parse_algorithm(o.get<std::string>(p, "sync"));
   c.buckets.collective.servers = o.get<int>(p, "servers");
   c.lr = o.get<double>(p, "lr");
@@ -276,9 +286,6 @@ CostModel measure_cost(transport::Transport& t, const std::vector<std::size_t>& 
   }
   return fit_cost(xs, ys);
 }
-
-// A size as the plan would write it: 25, not 25.0.
-json megabytes(double mb) { return mb == std::floor(mb) ? json(static_cast<std::int64_t>(mb)) : json(mb); }
 
 json identity(const ScalingConfig& c, const std::string& transport, int ranks) {
   json id{{"model", c.train.model}, {"engine", c.train.engine}, {"precision", c.train.precision},

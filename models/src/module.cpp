@@ -10,6 +10,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/models/data_parallel.hpp"
+#include "rocebench/models/predict.hpp"
 #include "rocebench/models/train.hpp"
 
 namespace rocebench::models {
@@ -141,13 +142,15 @@ void run_step(StepContext& ctx) {
 
 std::vector<Subcommand> subcommands() {
   return {{"train", "training throughput (images/sec) of real models",
-           [](const Args& args) { return run_guarded(kProgram, [&] { return train_main(args); }); }}};
+           [](const Args& args) { return run_guarded(kProgram, [&] { return train_main(args); }); }},
+          {"predict", "data-parallel step time predicted at any world size from a timeline and a fabric model",
+           [](const Args& args) { return run_guarded("rocebench predict", [&] { return predict_main(args); }); }}};
 }
 
 std::vector<StepKind> steps() {
   return {{"models.train", "images/sec of one model on each rank (forward, backward, SGD) on a fixed random batch",
            training_schema(train_options()), run_step},
-          scaling_step()};
+          scaling_step(), predict_step_kind()};
 }
 
 }  // namespace rocebench::models

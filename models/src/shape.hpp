@@ -6,11 +6,13 @@
 
 namespace rocebench::models {
 
-// The file's text: the declarations of models.train and models.scaling.
+// The file's text: the declarations of models.train, models.scaling and models.predict.
 const char* shape_declarations();
 
 // images/s of a step time in ms, as images_per_s declares it: batch × ranks images a step (a record
 // without ranks: one rank's own, its batch).
 const DeclaredRate& images_rate();
+// The same of a predicted step (models.predict): batch × ranks images a step.
+const DeclaredRate& predicted_images_rate();
 
 }  // namespace rocebench::models

@@ -68,6 +68,11 @@ struct CostModel {
 };
 CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> ms);
 
+// The bucket plan of `bucket_mb` (0: one bucket after backward) after a first of `first_bucket_mb`.
+collectives::BucketOptions bucket_options(double bucket_mb, double first_bucket_mb);
+// A size in MB as a plan writes it: 25, not 25.0.
+json megabytes(double mb);
+
 // The buckets a step of `graph` sends under `options`, in bytes, in order.
 std::vector<std::size_t> bucket_plan(const Graph& graph, const collectives::BucketOptions& options);
 

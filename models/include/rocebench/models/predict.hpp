@@ -1,0 +1,54 @@
+#pragma once
+// `rocebench predict` and the models.predict plan step: a data-parallel step at world sizes never
+// measured, played by the one step predictor (data_parallel.hpp) on a compute timeline, with each
+// bucket's reduction timed by a fabric model (fabric.hpp) per sync mode. Records are predictions
+// (engine "predicted"), never measurements.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/options.hpp"
+#include "rocebench/common/step.hpp"
+#include "rocebench/models/fabric.hpp"
+#include "rocebench/models/timeline.hpp"
+
+namespace rocebench::models {
+
+// models.predict's options: the flags of `rocebench predict` and the fields of the plan step.
+const OptionTable& predict_options();
+
+// A timeline played at another device's measured speed: every node and the update scaled by one
+// factor so that a step of `batch` images takes `step_ms` (from --step-ms, or batch / --images-per-s),
+// and `label` says so ("cpu-resnet50-fp32-b2 scaled to 219 images/s"; "… as measured" unscaled).
+struct ScaledTimeline {
+  Timeline timeline;
+  int batch = 0;
+  double factor = 1;
+  std::string label;
+};
+
+// What a prediction needs, read and checked: InputError naming the flag (`name_of` gives a key's
+// flag on a command line, its field in a plan) for a timeline of another model, a batch the timeline
+// was not measured at with no rate to scale it to, both rates at once, an unknown sync mode or a world
+// size that is not whole nodes.
+struct PredictInputs {
+  std::string model, timeline_name;
+  ScaledTimeline compute;
+  Fabric fabric;
+  std::vector<SyncMode> modes;
+  std::vector<Placement> placements;
+  double bucket_mb = 25, first_bucket_mb = 1;
+};
+PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of);
+
+// Every (world size, sync mode) of `inputs` as models.predict records, in sync-mode order.
+std::vector<ResultRecord> predict_records(const PredictInputs& inputs);
+
+// The console table of those records.
+std::string predict_table(const PredictInputs& inputs, const std::vector<ResultRecord>& records);
+
+StepKind predict_step_kind();
+int predict_main(const Args& args);
+
+}  // namespace rocebench::models

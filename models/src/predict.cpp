@@ -1,0 +1,254 @@
+#include "rocebench/models/predict.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/stats.hpp"
+#include "rocebench/models/data_parallel.hpp"
+#include "rocebench/models/train.hpp"
+#include "rocebench/models/zoo.hpp"
+#include "shape.hpp"
+
+namespace rocebench::models {
+
+namespace {
+
+constexpr const char* kProgram = "rocebench predict";
+
+// An InputError from reading what `flag` names, with the flag in front ("--timeline: FILE:3: …").
+template <typename F>
+auto naming(const std::string& flag, F read) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    throw InputError(flag + ": " + e.what());
+  }
+}
+
+ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
+                     const std::function<std::string(const std::string&)>& name_of) {
+  const OptionTable& o = predict_options();
+  const int measured_batch = t.source.value("batch", 0);
+  const std::optional<int> batch = o.find<int>(params, "batch");
+  const std::optional<double> step_ms = o.find<double>(params, "step_ms");
+  const std::optional<double> images_per_s = o.find<double>(params, "images_per_s");
+  ScaledTimeline s;
+  s.batch = batch.value_or(measured_batch);
+  if (s.batch < 1) throw InputError(fmt::format("{}: timeline '{}' does not say its batch: give it", name_of("batch"), name));
+  if (step_ms && images_per_s)
+    throw InputError(fmt::format("{} and {}: give one rate, not both", name_of("step_ms"), name_of("images_per_s")));
+  const double measured_ms = t.forward_ms() + t.backward_ms() + t.update_ms;
+  if (!(measured_ms > 0)) throw InputError(fmt::format("{}: timeline '{}' takes no time", name_of("timeline"), name));
+  const bool other_batch = s.batch != measured_batch;
+  if (other_batch && !step_ms && !images_per_s)
+    throw InputError(fmt::format("{}: {} images a step, but timeline '{}' was measured at batch {}: give {} or {} for batch {}",
+                                 name_of("batch"), s.batch, name, measured_batch, name_of("step_ms"),
+                                 name_of("images_per_s"), s.batch));
+  const std::string at_batch = other_batch ? fmt::format(" at batch {}", s.batch) : "";
+  double target_ms = measured_ms;
+  if (images_per_s) {
+    target_ms = 1e3 * s.batch / *images_per_s;
+    s.label = fmt::format("{} scaled to {:g} images/s{}", name, *images_per_s, at_batch);
+  } else if (step_ms) {
+    target_ms = *step_ms;
+    s.label = fmt::format("{} scaled to {:g} ms a step{}", name, *step_ms, at_batch);
+  } else {
+    s.label = name + " as measured";
+  }
+  s.factor = target_ms / measured_ms;
+  for (LayerTime& n : t.nodes) {
+    n.forward_ms *= s.factor;
+    n.backward_ms *= s.factor;
+  }
+  t.update_ms *= s.factor;
+  s.timeline = std::move(t);
+  return s;
+}
+
+}  // namespace
+
+const OptionTable& predict_options() {
+  static const OptionTable table = [] {
+    OptionSpec model = training_options().at("model");
+    model.fallback = nullptr;  // a prediction names its model
+    model.help = "the model whose gradients are reduced (rocebench train --list)";
+    OptionSpec timeline = training_options().at("timeline");
+    timeline.help = "the model's compute timeline: a shipped one's name or a results file with a `train --profile` record";
+    std::vector<int> doubling;
+    for (int k = 1; k <= 128; k *= 2) doubling.push_back(k);
+    std::vector<std::string> modes;
+    for (SyncMode m : all_sync_modes()) modes.push_back(to_string(m));
+    return OptionTable({
+        model,
+        timeline,
+        {.key = "batch", .flag = "--batch", .rules = {{"minimum", 1}, {"maximum", 1 << 20}},
+         .help = "images per step on each rank; by default the timeline's (another needs --step-ms or --images-per-s)"},
+        {.key = "step_ms", .flag = "--step-ms", .type = OptionType::number, .rules = {{"exclusiveMinimum", 0}},
+         .help = "one GPU's measured step at this batch: the timeline's shape scaled to it", .metavar = "MS"},
+        {.key = "images_per_s", .flag = "--images-per-s", .type = OptionType::number, .rules = {{"exclusiveMinimum", 0}},
+         .help = "one GPU's measured images/s at this batch: the timeline's shape scaled to it"},
+        {.key = "fabric", .flag = "--fabric", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .help = fmt::format("the fabric: a built-in ({}) or a fabric file (models/fabrics/fabric.schema.json)",
+                             fmt::join(builtin_fabrics(), ", ")),
+         .metavar = "NAME|FILE"},
+        {.key = "sync", .flag = "--sync", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .fallback = fmt::format("{}", fmt::join(modes, ",")),
+         .help = "how buckets are averaged, one or more of ring (flat), hier (inside the node, then across), tree "
+                 "(NCCL's double binary tree), ps (parameter server), rd (recursive doubling)",
+         .metavar = "LIST"},
+        data_parallel_options().at("bucket_mb"),
+        data_parallel_options().at("first_bucket_mb"),
+        {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list,
+         .rules = {{"minimum", 1}, {"maximum", 1 << 20}}, .fallback = doubling,
+         .help = "ranks (GPUs) to predict at: up to a node's GPUs, or whole nodes"},
+    });
+  }();
+  return table;
+}
+
+PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of) {
+  const OptionTable& o = predict_options();
+  const auto required = [&](const std::string& key) {
+    const std::optional<std::string> value = o.find<std::string>(params, key);
+    if (!value) throw InputError(fmt::format("{} is required", name_of(key)));
+    return *value;
+  };
+  PredictInputs in;
+  in.model = required("model");
+  in.timeline_name = required("timeline");
+  const std::string fabric = required("fabric");
+  const Graph graph = build_model(in.model);
+  in.compute = scale(in.timeline_name, naming(name_of("timeline"), [&] { return load_timeline(in.timeline_name, graph); }),
+                     params, name_of);
+  in.fabric = naming(name_of("fabric"), [&] { return load_fabric(fabric); });
+  in.modes = parse_sync_modes(o.get<std::string>(params, "sync"), name_of("sync"));
+  for (int ranks : o.get<std::vector<int>>(params, "world_sizes"))
+    in.placements.push_back(place(in.fabric, ranks, name_of("world_sizes")));
+  in.bucket_mb = o.get<double>(params, "bucket_mb");
+  in.first_bucket_mb = o.get<double>(params, "first_bucket_mb");
+  return in;
+}
+
+std::vector<ResultRecord> predict_records(const PredictInputs& in) {
+  const Graph graph = build_model(in.model);
+  const Timeline& timeline = in.compute.timeline;
+  const collectives::BucketOptions buckets = bucket_options(in.bucket_mb, in.first_bucket_mb);
+  const DeclaredRate& rate = predicted_images_rate();
+  // The speedup's base: one rank, nothing to reduce (the same for every sync mode).
+  const Prediction alone = predict_step(graph, timeline, 0, buckets, [](std::size_t) { return 0.0; });
+  const double alone_images_per_s = rate.of({{"batch", in.compute.batch}, {"ranks", 1}}, alone.step_ms);
+  std::vector<ResultRecord> records;
+  for (SyncMode mode : in.modes) {
+    for (const Placement& placement : in.placements) {
+      const Prediction p = predict_step(graph, timeline, 0, buckets, [&](std::size_t bytes) {
+        return allreduce_ms(in.fabric, mode, placement, bytes);
+      });
+      ResultRecord r;
+      r.step = "models.predict";
+      r.world = placement.ranks;
+      r.params = {{"model", in.model},       {"engine", "predicted"},      {"timeline", in.timeline_name},
+                  {"batch", in.compute.batch}, {"mode", "data_parallel"},  {"fabric", in.fabric.name},
+                  {"sync", to_string(mode)},   {"bucket_mb", megabytes(in.bucket_mb)},
+                  {"first_bucket_mb", megabytes(in.first_bucket_mb)},   {"ranks", placement.ranks}};
+      if (mode == SyncMode::ps) r.params["servers"] = std::min(in.fabric.ps_servers, placement.ranks);
+      const double images_per_s = rate.of(r.params, p.step_ms);
+      const Scaling scaling = scaling_over(images_per_s, placement.ranks, alone_images_per_s, 1);
+      r.metrics = {{"step_time_ms", p.step_ms},
+                   {"images_per_s", images_per_s},
+                   {"images_per_s_per_rank", images_per_s / placement.ranks},
+                   {"speedup", scaling.speedup},
+                   {"efficiency", scaling.efficiency},
+                   {"compute_ms", p.compute_ms},
+                   {"comm_ms", p.comm_ms},
+                   {"exposed_comm_ms", p.exposed_ms},
+                   {"buckets", p.buckets.size()},
+                   {"first_waited_bucket", p.first_waited_bucket},
+                   {"nodes", placement.nodes}};
+      if (p.comm_ms > 0) r.metrics["overlap"] = std::clamp(1.0 - p.exposed_ms / p.comm_ms, 0.0, 1.0);
+      json bucket_times = json::array();
+      for (const PredictedBucket& b : p.buckets)
+        bucket_times.push_back({{"bytes", b.bytes}, {"sealed_ms", b.sealed_ms}, {"start_ms", b.start_ms}, {"end_ms", b.end_ms}});
+      // The inputs the prediction came from: a prediction, never a measurement.
+      r.samples = {{"n", 0},
+                   {"predicted_from", {{"timeline", in.compute.label},
+                                       {"timeline_source", timeline.source},
+                                       {"timeline_scale", in.compute.factor},
+                                       {"fabric_file", in.fabric.file},
+                                       {"fabric", in.fabric.document},
+                                       {"gpus_per_node", placement.per_node}}},
+                   {"buckets", bucket_times},
+                   {"backward_end_ms", p.backward_end_ms}};
+      records.push_back(std::move(r));
+    }
+  }
+  return records;
+}
+
+std::string predict_table(const PredictInputs& in, const std::vector<ResultRecord>& records) {
+  std::string out = fmt::format("# predicted: {} on {} ({} GPUs a node), {}, batch {} a rank, {} MiB buckets\n", in.model,
+                                in.fabric.name, in.fabric.gpus_per_node, in.compute.label, in.compute.batch,
+                                megabytes(in.bucket_mb).dump());
+  out += fmt::format("{:<5} {:>6} {:>5} {:>10} {:>11} {:>8} {:>6} {:>10} {:>9} {:>10} {:>12}\n", "sync", "ranks", "nodes",
+                     "step ms", "images/s", "speedup", "eff", "compute ms", "comm ms", "exposed ms", "update waits");
+  for (const ResultRecord& r : records) {
+    const json& m = r.metrics;
+    const std::size_t waited = m["first_waited_bucket"];
+    out += fmt::format("{:<5} {:>6} {:>5} {:>10.1f} {:>11.1f} {:>8.2f} {:>6.3f} {:>10.1f} {:>9.1f} {:>10.1f} {:>12}\n",
+                       r.params["sync"].get<std::string>(), r.world, m["nodes"].get<int>(), m["step_time_ms"].get<double>(),
+                       m["images_per_s"].get<double>(), m["speedup"].get<double>(), m["efficiency"].get<double>(),
+                       m["compute_ms"].get<double>(), m["comm_ms"].get<double>(), m["exposed_comm_ms"].get<double>(),
+                       waited == 0 ? std::string("-") : fmt::format("bucket {}", waited));
+  }
+  return out;
+}
+
+namespace {
+
+void run_predict(StepContext& ctx) {
+  if (ctx.rank != 0) return;  // a prediction needs no ranks but the one that records it
+  const PredictInputs in = predict_inputs(ctx.params, [](const std::string& key) { return "field '" + key + "'"; });
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ResultRecord> records = predict_records(in);
+  const double took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (const ResultRecord& r : records) {
+    StepContext rc = ctx;
+    rc.world = r.world;
+    rc.record(r);
+  }
+  std::cout << predict_table(in, records)
+            << fmt::format("# {} predictions ({} world sizes x {} sync modes) in {:.1f} ms\n", records.size(),
+                           in.placements.size(), in.modes.size(), took_ms)
+            << std::flush;
+}
+
+}  // namespace
+
+StepKind predict_step_kind() {
+  json schema = predict_options().schema();
+  schema["required"] = {"model", "timeline", "fabric"};
+  return {"models.predict",
+          "data-parallel step time predicted at any world size from a compute timeline and a fabric model, per sync mode",
+          schema, run_predict};
+}
+
+int predict_main(const Args& args) {
+  LauncherFlags launcher(1);
+  ArgParser parser(kProgram,
+                   "Data-parallel step time, images/s, speedup and efficiency predicted at world sizes never measured\n"
+                   "(the models.predict step): the step of a measured compute timeline played as models.scaling plays\n"
+                   "it, each bucket's reduction timed on a fabric model per sync mode. Records (engine \"predicted\") go\n"
+                   "to rocebench-results/<run>/.");
+  const OptionFlags flags(predict_options(), parser);
+  launcher.add_to(parser);
+  if (!parser.parse(args)) return kExitOk;
+  const json params = flags.params(kProgram);
+  // Checked here, naming the flags, before anything starts.
+  predict_inputs(params, [](const std::string& key) { return predict_options().at(key).flag; });
+  return run_step_as_plan("models.predict", params, launcher.to_args(), {kProgram, predict_options().flag_of()});
+}
+
+}  // namespace rocebench::models

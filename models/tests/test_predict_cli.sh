@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `rocebench predict` as a user runs it (issue #42): a prediction on a built-in fabric records one
+# models.predict record (engine "predicted") per world size and sync mode and prints its table; bad
+# input is refused before anything starts, exit 2, naming the flag or the file, line and field.
+#   usage: test_predict_cli.sh ROCEBENCH
+set -euo pipefail
+rb=$1
+source "$(dirname "$0")/../../ci/cli_test_lib.sh"
+
+expect_rc 0 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --batch 32 --images-per-s 219 \
+  --fabric 25g-roce --sync ring,ps --world-sizes 1,8,16,128 --results-dir "$work/ok"
+expect_out "^# predicted: resnet50 on 25g-roce \(8 GPUs a node\), cpu-resnet50-fp32-b2 scaled to 219 images/s at batch 32"
+expect_out "^ring +1 +1 +146\.1 +219\.0 +1\.00 +1\.000"
+expect_out "^ring +128 +16 "
+expect_out "^ps +128 +16 "
+expect_out "^# 8 predictions \(4 world sizes x 2 sync modes\) in [0-9.]+ ms"
+python3 - "$work/ok/results.jsonl" <<'PY' || fail "records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if '"models.predict"' in l]
+assert len(records) == 8, len(records)
+for r in records:
+    assert r["status"] == "ok" and r["params"]["engine"] == "predicted", r
+    assert r["world"] == r["params"]["ranks"], r
+    assert r["samples"]["predicted_from"]["timeline"] == "cpu-resnet50-fp32-b2 scaled to 219 images/s at batch 32"
+    assert r["samples"]["predicted_from"]["fabric"]["inter_node"]["source"], r
+ring128 = next(r for r in records if r["params"]["sync"] == "ring" and r["world"] == 128)
+ps128 = next(r for r in records if r["params"]["sync"] == "ps" and r["world"] == 128)
+assert ring128["metrics"]["efficiency"] > 0.9 > ps128["metrics"]["efficiency"], (ring128["metrics"], ps128["metrics"])
+PY
+
+# Bad input: the flag (or file:line:field) is named and nothing starts.
+base=(--model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric 25g-roce --results-dir "$work/bad")
+expect_rc 2 "$rb" predict "${base[@]}" --world-sizes 8,12
+expect_out "^rocebench predict: --world-sizes: 12 ranks are not whole nodes of fabric '25g-roce' \(8 GPUs a node\)"
+expect_rc 2 "$rb" predict "${base[@]}" --sync ring,butterfly
+expect_out "^rocebench predict: --sync: unknown sync mode 'butterfly'"
+expect_rc 2 "$rb" predict "${base[@]}" --images-per-s 0
+expect_out "--images-per-s: 0 is out of range"
+expect_rc 2 "$rb" predict "${base[@]}" --step-ms -5
+expect_out "--step-ms: -5 is out of range"
+expect_rc 2 "$rb" predict "${base[@]}" --batch 32
+expect_out "^rocebench predict: --batch: 32 images a step, but timeline 'cpu-resnet50-fp32-b2' was measured at batch 2"
+expect_rc 2 "$rb" predict --model resnet152 --timeline cpu-resnet50-fp32-b2 --fabric 25g-roce --results-dir "$work/bad"
+expect_out "^rocebench predict: --timeline: .*field 'params.model': the timeline is of model 'resnet50', not 'resnet152'"
+expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --results-dir "$work/bad"
+expect_out "^rocebench predict: --fabric is required"
+cat >"$work/fabric.json" <<'JSON'
+{
+  "name": "typo",
+  "gpus_per_node": 8,
+  "intra_node": {"bandwidth_GBps": 15.75, "latency_us": 5.7, "source": "PCIe 3.0 x16"},
+  "inter_node": {"nic_Gbps": 25, "latency_us": 9.6, "source": "IEEE 802.3by",
+                 "rail": 2}
+}
+JSON
+expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric "$work/fabric.json" --results-dir "$work/bad"
+expect_out "^rocebench predict: --fabric: $work/fabric.json:6: field 'inter_node.rail': is not a known field"
+sed -i 's/"rail": 2/"rails": "two"/' "$work/fabric.json"
+expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric "$work/fabric.json" --results-dir "$work/bad"
+expect_out "$work/fabric.json:6: field 'inter_node.rails': expected integer"
+[[ ! -e "$work/bad" ]] || fail "a refused prediction started a run"
+echo "PASS"
