@@ -38,7 +38,22 @@ std::vector<std::vector<HostPair>> tournament(int n) {
   return rounds;
 }
 
+std::vector<std::vector<HostPair>> neighbour_rounds(int n) {
+  if (n < 2) return {};
+  if (n == 2) return {{{0, 1}}};
+  std::vector<std::vector<HostPair>> rounds(n % 2 ? 3 : 2);
+  for (int i = 0; i + 1 < n; ++i) rounds[static_cast<std::size_t>(i % 2)].emplace_back(i, i + 1);
+  rounds.back().emplace_back(0, n - 1);  // closes the ring: in the second round when n is even (0 and n-1 are free there)
+  return rounds;
+}
+
+std::vector<std::vector<HostPair>> schedule(const std::string& pairs, int n) {
+  return pairs == "neighbours" ? neighbour_rounds(n) : tournament(n);
+}
+
 namespace {
+
+constexpr const char* kPairsChoices[] = {"all", "neighbours"};
 
 struct AllpairsParams {
   ProbeSpec spec;
@@ -49,7 +64,7 @@ struct AllpairsParams {
 AllpairsParams allpairs_params(const json& params) {
   AllpairsParams a;
   json probe = params;
-  for (const char* own : {"bw_fraction", "lat_factor", "retest", "max_retests"}) probe.erase(own);
+  for (const char* own : {"bw_fraction", "lat_factor", "retest", "max_retests", "pairs"}) probe.erase(own);
   if (!probe.contains("test")) probe["test"] = probe.value("transport", "tcp") == "tcp" ? "bw" : "write_bw";
   if (!probe.contains("duration_s") && !probe.contains("iters")) probe["duration_s"] = 2.0;
   if (!probe.contains("bytes")) probe["bytes"] = 65536;
@@ -99,7 +114,8 @@ void run_allpairs_step(StepContext& ctx) {
   for (int r = 0; r < ctx.world; ++r) hosts.push_back(rdv.get(fmt::format("{}/host/{}", prefix, r), ctx.deadline));
 
   // Every round's pairs run at once; a barrier separates rounds.
-  const auto rounds = tournament(ctx.world);
+  const std::string which = ctx.params.value("pairs", "all");
+  const auto rounds = schedule(which, ctx.world);
   std::vector<HostPair> pairs;
   for (std::size_t k = 0; k < rounds.size(); ++k) {
     for (const auto& pair : rounds[k]) {
@@ -125,7 +141,7 @@ void run_allpairs_step(StepContext& ctx) {
   for (int pass = 0;; ++pass) {
     const std::string key = fmt::format("{}/retest/{}", prefix, pass);
     if (ctx.rank == 0) {
-      verdict = judge_pairs(ctx.world, history, a.policy);
+      verdict = judge_pairs(history, a.policy);
       rdv.set(key, json(verdict.retest).dump());
     }
     const auto retest = json::parse(rdv.get(key, ctx.deadline)).get<std::vector<std::size_t>>();
@@ -172,7 +188,7 @@ void run_allpairs_step(StepContext& ctx) {
   for (const std::size_t i : verdict.still_bad) still_bad.push_back(pairs[i]);
   ResultRecord summary;
   summary.params = {{"summary", true}, {"test", spec.test}, {"transport", spec.transport}, {"hosts", ctx.world},
-                    {"pairs", pairs.size()}};
+                    {"pairs", pairs.size()}, {"schedule", which}};
   summary.metrics = {{"best_" + a.metric, best}, {"pairs_flagged", verdict.flagged.size()}, {"pairs_bad", still_bad.size()}};
   summary.samples = {{"n", pairs.size()}};
   std::vector<std::string> named;
@@ -203,6 +219,8 @@ StepKind allpairs_step() {
   schema["properties"]["lat_factor"] = {{"type", "number"}, {"minimum", 1}};
   schema["properties"]["retest"] = {{"type", "boolean"}};
   schema["properties"]["max_retests"] = {{"type", "integer"}, {"minimum", 0}};
+  schema["properties"]["pairs"] = {{"enum", kPairsChoices}, {"default", "all"},
+                                   {"description", "all: every pair (the matrix); neighbours: each host with its two ring neighbours (a quick check)"}};
   return {"microbench.allpairs",
           "all-pairs link matrix: N-1 rounds of concurrent disjoint pairs, slow pairs retested alone, bad hosts named",
           schema, run_allpairs_step};
@@ -211,15 +229,18 @@ StepKind allpairs_step() {
 int allpairs_main(const Args& args) {
   return run_guarded("rocebench probe allpairs", [&] {
     int hosts = 0;
+    std::string pairs = "all";
     ArgParser p("rocebench probe allpairs",
                 "Prints the round-robin schedule the all-pairs matrix runs on N hosts. The matrix itself runs as\n"
                 "the plan step microbench.allpairs, one rank per host:\n"
                 "  {\"steps\": [{\"step\": \"microbench.allpairs\", \"params\": {\"test\": \"bw\", \"duration_s\": 2}}]}\n"
                 "  rocebench run plan.json --hostfile hosts --launcher mpirun --ranks-per-host 1");
     p.option("--hosts", &hosts, "number of hosts").range(2, 4096);
+    p.option("--pairs", &pairs, "all (the matrix) or neighbours (each host with its two ring neighbours)", "WHICH");
     if (!p.parse(args)) return kExitOk;
     if (hosts < 2) throw UsageError("--hosts must be at least 2\n\n" + p.usage());
-    const auto rounds = tournament(hosts);
+    if (pairs != "all" && pairs != "neighbours") throw UsageError(fmt::format("--pairs must be all or neighbours, not '{}'", printable_excerpt(pairs)));
+    const auto rounds = schedule(pairs, hosts);
     for (std::size_t k = 0; k < rounds.size(); ++k) {
       std::string line = fmt::format("round {:>3}:", k + 1);
       for (const auto& [s, c] : rounds[k]) line += fmt::format(" {}<-{}", s, c);

@@ -584,7 +584,7 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
   RetestPolicy policy;
   policy.rule.higher_is_better = bandwidth;
   policy.rule.bw_fraction = profile.link_fraction;
-  const PairsJudgement j = judge_pairs(static_cast<int>(matrix.size()), history, policy);
+  const PairsJudgement j = judge_pairs(history, policy);
   std::set<std::string> bad;
   for (int h : j.bad_hosts) bad.insert(matrix[static_cast<std::size_t>(h)]);
   std::map<std::string, std::vector<std::string>> unsettled;  // host -> its pairs the rule would retest alone

@@ -25,23 +25,36 @@ std::vector<std::size_t> flagged(const std::vector<PairMeasure>& measures, const
   return out;
 }
 
-std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad) {
+std::vector<int> bad_hosts(const std::vector<HostPair>& measured, const std::vector<HostPair>& still_bad) {
+  std::map<int, int> pairs_of;  // host → the pairs it measured
+  for (const auto& [a, b] : measured) {
+    ++pairs_of[a];
+    ++pairs_of[b];
+  }
   std::map<int, std::vector<int>> partners;  // host → its partners in bad pairs
   for (const auto& [a, b] : still_bad) {
     partners[a].push_back(b);
     partners[b].push_back(a);
   }
-  // `partner` is fine elsewhere when at most half of its n-2 pairs other than the one with `host` are bad.
-  auto fine_elsewhere = [&](int partner) { return 2 * (static_cast<int>(partners[partner].size()) - 1) <= n - 2; };
+  // `partner` is fine elsewhere when at most half of its pairs other than the one with `host` are bad.
+  auto fine_elsewhere = [&](int partner) { return 2 * (static_cast<int>(partners[partner].size()) - 1) <= pairs_of[partner] - 1; };
   std::vector<int> out;
   for (auto& [host, with] : partners) {
     const auto blamed = std::count_if(with.begin(), with.end(), fine_elsewhere);
-    if (2 * blamed > n - 1) out.push_back(host);
+    if (2 * blamed > pairs_of[host]) out.push_back(host);
   }
   return out;
 }
 
-PairsJudgement judge_pairs(int n, const std::vector<PairHistory>& pairs, const RetestPolicy& policy) {
+std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad) {
+  std::vector<HostPair> all;
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) all.emplace_back(a, b);
+  }
+  return bad_hosts(all, still_bad);
+}
+
+PairsJudgement judge_pairs(const std::vector<PairHistory>& pairs, const RetestPolicy& policy) {
   PairsJudgement j;
   std::vector<PairMeasure> first;
   for (const auto& p : pairs) first.push_back({p.pair, p.first});
@@ -53,7 +66,9 @@ PairsJudgement judge_pairs(int n, const std::vector<PairHistory>& pairs, const R
     j.still_bad.push_back(i);
     bad.push_back(pairs[i].pair);
   }
-  j.bad_hosts = bad_hosts(n, bad);
+  std::vector<HostPair> measured;
+  for (const auto& p : pairs) measured.push_back(p.pair);
+  j.bad_hosts = bad_hosts(measured, bad);
   auto named = [&](int host) { return std::find(j.bad_hosts.begin(), j.bad_hosts.end(), host) != j.bad_hosts.end(); };
   for (const std::size_t i : j.still_bad) {
     const auto done = static_cast<int>(pairs[i].retests.size());

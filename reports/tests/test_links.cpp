@@ -65,6 +65,17 @@ TEST(BadHosts, TwoSlowHostsAreBothNamedAndAnAllSlowNetworkBlamesNobody) {
   EXPECT_EQ(bad_hosts(3, {{0, 2}, {1, 2}}), (std::vector<int>{2}));
 }
 
+TEST(BadHosts, WithItsNeighboursOnlyASlowHostIsNamedByItsTwoPairs) {
+  // A quick check: 8 hosts in a ring, each measured with its two neighbours; host 5 slow.
+  std::vector<HostPair> ring;
+  for (int h = 0; h < 8; ++h) ring.emplace_back(std::min(h, (h + 1) % 8), std::max(h, (h + 1) % 8));
+  EXPECT_EQ(bad_hosts(ring, {{4, 5}, {5, 6}}), (std::vector<int>{5}));
+  // One bad pair of two: either host may be slow, neither is named from it alone.
+  EXPECT_TRUE(bad_hosts(ring, {{4, 5}}).empty());
+  // The all-pairs rule would need more than half of 7 pairs: counted over 2, both of 5's are enough.
+  EXPECT_TRUE(bad_hosts(8, {{4, 5}, {5, 6}}).empty());
+}
+
 namespace {
 
 // 8 hosts measured at 1.0 Gb/s (about), host 5 at half that; `noise` pairs read low too.
@@ -96,7 +107,7 @@ std::set<HostPair> with_host(int host, int n) {
 TEST(Retest, FlaggedPairsAreRetestedOnceAndTheSlowHostSettlesIt) {
   const RetestPolicy policy;
   auto h = first_pass({{1, 2}});
-  auto j = judge_pairs(8, h, policy);
+  auto j = judge_pairs(h, policy);
   EXPECT_DOUBLE_EQ(j.best, 0.97);
   std::set<HostPair> expected = with_host(5, 8);
   expected.insert({1, 2});
@@ -105,13 +116,13 @@ TEST(Retest, FlaggedPairsAreRetestedOnceAndTheSlowHostSettlesIt) {
 
   // Retests: host 5's pairs stay slow; the noisy pair (1,2) stays slow once too.
   for (auto i : j.retest) h[i].retests.push_back(0.5);
-  j = judge_pairs(8, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_EQ(j.bad_hosts, (std::vector<int>{5}));
   EXPECT_EQ(pairs_at(h, j.retest), (std::set<HostPair>{{1, 2}}));  // only the stray pair, again
 
   // Its second retest is fine: it was noise. Nothing left to retest; host 5 alone is bad.
   for (auto i : j.retest) h[i].retests.push_back(0.96);
-  j = judge_pairs(8, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_TRUE(j.retest.empty());
   EXPECT_EQ(pairs_at(h, j.still_bad), with_host(5, 8));
   EXPECT_EQ(j.bad_hosts, (std::vector<int>{5}));
@@ -120,14 +131,14 @@ TEST(Retest, FlaggedPairsAreRetestedOnceAndTheSlowHostSettlesIt) {
 TEST(Retest, APairThatRecoversIsFineAndRetestsStopAtTheLimit) {
   RetestPolicy policy;
   auto h = first_pass({{1, 2}});
-  auto j = judge_pairs(8, h, policy);
+  auto j = judge_pairs(h, policy);
   for (auto i : j.retest) h[i].retests.push_back(h[i].pair == HostPair{1, 2} ? 0.5 : 0.96);  // host 5 recovers
-  j = judge_pairs(8, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_TRUE(j.bad_hosts.empty());
   EXPECT_EQ(pairs_at(h, j.still_bad), (std::set<HostPair>{{1, 2}}));
   EXPECT_EQ(pairs_at(h, j.retest), (std::set<HostPair>{{1, 2}}));
   for (auto i : j.retest) h[i].retests.push_back(0.5);
-  j = judge_pairs(8, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_TRUE(j.retest.empty()) << "at most max_retests (2) retests of a pair";
   EXPECT_EQ(pairs_at(h, j.still_bad), (std::set<HostPair>{{1, 2}}));
   EXPECT_TRUE(j.bad_hosts.empty()) << "one stray pair blames no host";
@@ -135,7 +146,7 @@ TEST(Retest, APairThatRecoversIsFineAndRetestsStopAtTheLimit) {
   // No retests: the first pass is the verdict.
   policy.max_retests = 0;
   h = first_pass();
-  j = judge_pairs(8, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_TRUE(j.retest.empty());
   EXPECT_EQ(pairs_at(h, j.still_bad), with_host(5, 8));
   EXPECT_EQ(j.bad_hosts, (std::vector<int>{5}));
@@ -145,11 +156,11 @@ TEST(Retest, LatencyFlagsAboveTheFactorOfTheBest) {
   const RetestPolicy policy{.rule = {.higher_is_better = false}};
   std::vector<PairHistory> h{{{0, 1}, 10, {}}, {{2, 3}, 25, {}}, {{0, 2}, 12, {}}, {{1, 3}, 20, {}},
                              {{0, 3}, 22, {}}, {{1, 2}, 11, {}}};
-  auto j = judge_pairs(4, h, policy);
+  auto j = judge_pairs(h, policy);
   EXPECT_DOUBLE_EQ(j.best, 10);
   EXPECT_EQ(j.flagged, (std::vector<std::size_t>{1, 4}));  // 25 and 22 > 21; 20 is not
   h[1].retests = {30};
   h[4].retests = {30};
-  j = judge_pairs(4, h, policy);
+  j = judge_pairs(h, policy);
   EXPECT_EQ(j.bad_hosts, (std::vector<int>{3}));  // (2,3) and (0,3) stay slow, 3 is in both
 }

@@ -27,10 +27,13 @@ double best_of(const std::vector<PairMeasure>& measures, const FlagRule& rule);
 bool is_flagged(double value, double best, const FlagRule& rule);
 std::vector<std::size_t> flagged(const std::vector<PairMeasure>& measures, const FlagRule& rule);
 
-// The hosts to blame for pairs that stayed bad: a host is bad when more than half of its n-1 pairs
-// stay bad with partners that are fine elsewhere (at most half of a partner's other pairs bad).
-// A slow host is named; its partners, each with one bad pair, are not; when everything is slow,
-// nobody is singled out.
+// The hosts to blame for pairs that stayed bad: a host is bad when more than half of the pairs it
+// measured stay bad with partners that are fine elsewhere (at most half of a partner's other pairs
+// bad). A slow host is named; its partners, each with one bad pair, are not; when everything is
+// slow, nobody is singled out. `measured`: every pair measured (all of them in the matrix, each
+// host with its two neighbours in a quick check).
+std::vector<int> bad_hosts(const std::vector<HostPair>& measured, const std::vector<HostPair>& still_bad);
+// The same when each of n hosts measured every other.
 std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad);
 
 // One pair's measurements: the first pass (concurrent rounds), then each isolated retest.
@@ -57,6 +60,6 @@ struct PairsJudgement {
   std::vector<std::size_t> still_bad;  // latest measurement flagged
   std::vector<int> bad_hosts;          // of still_bad
 };
-PairsJudgement judge_pairs(int n, const std::vector<PairHistory>& pairs, const RetestPolicy& policy);
+PairsJudgement judge_pairs(const std::vector<PairHistory>& pairs, const RetestPolicy& policy);
 
 }  // namespace rocebench::reports
