@@ -10,7 +10,7 @@
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/dataset.hpp"
 #include "rocebench/reports/fast_check.hpp"
-#include "../src/record_scan.hpp"
+#include "../records/src/record_scan.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;

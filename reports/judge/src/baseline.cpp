@@ -6,7 +6,7 @@
 #include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/located_json.hpp"
-#include "rocebench/reports/embedded.hpp"
+#include "embedded.hpp"
 
 namespace rocebench::reports {
 

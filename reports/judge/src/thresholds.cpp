@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/common/located_json.hpp"
-#include "rocebench/reports/embedded.hpp"
+#include "embedded.hpp"
 #include "rocebench/reports/shapes.hpp"
 #include "rocebench/reports/text.hpp"
 

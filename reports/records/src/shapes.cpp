@@ -6,7 +6,7 @@
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/dataset.hpp"
-#include "rocebench/reports/embedded.hpp"
+#include "embedded.hpp"
 
 namespace rocebench::reports {
 

@@ -1,5 +1,5 @@
 // `rocebench history add | check | export | trends`: the nightly results history (history.hpp).
-#include "history_cli.hpp"
+#include "rocebench/reports/history_cli.hpp"
 
 #include <iostream>
 #include <set>

@@ -1,5 +1,6 @@
 #pragma once
-// `rocebench history …` (history_cli.cpp) and its trend pages (history_trends.cpp).
+// `rocebench history …` (history_cli.cpp) and its trend pages (history_trends.cpp): the history
+// room's subcommands, which the cli room registers.
 #include "rocebench/common/cli.hpp"
 
 namespace rocebench::reports {

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "history_cli.hpp"
+#include "rocebench/reports/history_cli.hpp"
 #include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
-#include "rocebench/reports/embedded.hpp"
+#include "embedded.hpp"
 #include "rocebench/reports/history.hpp"
 #include "rocebench/reports/plots.hpp"
 #include "rocebench/reports/report.hpp"

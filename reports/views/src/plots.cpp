@@ -14,7 +14,7 @@
 
 #include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/clock.hpp"
-#include "rocebench/reports/embedded.hpp"
+#include "embedded.hpp"
 
 extern char** environ;
 

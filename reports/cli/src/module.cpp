@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "history_cli.hpp"
+#include "rocebench/reports/history_cli.hpp"
 #include "rocebench/common/atomic_write.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/accept_actions.hpp"
