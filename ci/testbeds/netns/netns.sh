@@ -6,21 +6,16 @@
 #   netns.sh hosts [--prefix rbh]      print the hosts file (NETNS ADDRESS per line)
 #
 # Host i is namespace <prefix><i> with address <subnet>.<i+1>/24 on eth0. The bridge has no
-# address in the root namespace, so the test bed cannot reach anything outside itself. tbf shapes
-# each direction (egress of eth0 inside the host, egress of the bridge-side veth towards it); TSO
-# and GSO are off so that the shaper sees real packets and small messages are not let through in
-# bursts. Measured here: 64 kB of burst costs ~1,000 TCP retransmits per 3 s and ~890 Mbit/s at
-# 1gbit; 128 kB (1 ms at 1 Gbit/s) gives ~960 Mbit/s with none. RPS on every veth keeps a flow's
-# packets in order: without it, 4 iperf3 flows at once around 4 hosts each retransmitted ~2,000
-# segments per 10 s (spurious, from reordering) and carried 0.113-0.116 GB/s against 0.1195 for one
-# flow alone; with it, none and 0.118-0.119.
+# address in the root namespace, so the test bed cannot reach anything outside itself. Each link is
+# shaped both ways by ../link.sh (egress of eth0 inside the host, egress of the bridge-side veth
+# towards it): tbf, TSO/GSO/GRO off, RPS; why, with the measurements, is in that file.
 # `rocebench run --netns $(netns.sh hosts)` starts rank i in host i. Needs root.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../link.sh"
 
 state_root=${ROCEBENCH_NETNS_STATE:-/run/rocebench-netns}
 prefix=rbh
 rate=1gbit
-burst=128kb
 subnet=10.77.0
 declare -A rate_of=()
 
@@ -31,38 +26,16 @@ parse_options() {
     case $1 in
       --prefix) prefix=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
-      --burst) burst=$2; shift 2 ;;
+      --burst) link_burst=$2; shift 2 ;;
       --subnet) subnet=$2; shift 2 ;;
       --rate-of) rate_of[${2%%=*}]=${2#*=}; shift 2 ;;
       *) die "unknown option $1" ;;
     esac
   done
   [[ $prefix =~ ^[a-z][a-z0-9]{0,5}$ ]] || die "--prefix must be 1-6 lowercase letters/digits (interface names are short)"
-}
-
-# Every online CPU, as rps_cpus takes it: hex, comma-separated in 32-bit groups.
-all_cpus_mask() {
-  local n mask=""
-  n=$(nproc --all)
-  while ((n > 0)); do
-    local bits=$((n < 32 ? n : 32))
-    mask=$(printf '%x' $(((1 << bits) - 1)))${mask:+,$mask}
-    n=$((n - bits))
-  done
-  echo "$mask"
-}
-
-shape() {  # shape DEV RATE [NETNS]
-  local run=()
-  [ -n "${3:-}" ] && run=(ip netns exec "$3")
-  "${run[@]}" tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency 50ms
-  "${run[@]}" ethtool -K "$1" tso off gso off gro off >/dev/null 2>&1 || true
-  # RPS keeps each flow on one CPU, as a NIC's RSS does; without it veth hands a flow's packets to
-  # whichever CPU dequeued them and TCP sees them reordered (see the header).
-  local queue
-  for queue in $("${run[@]}" sh -c "ls -d /sys/class/net/$1/queues/rx-*"); do
-    "${run[@]}" sh -c "echo $rps_mask > $queue/rps_cpus"
-  done
+  link_check_rate --rate "$rate"
+  local host
+  for host in "${!rate_of[@]}"; do link_check_rate "--rate-of $host" "${rate_of[$host]}"; done
 }
 
 down() {
@@ -81,11 +54,12 @@ down() {
 up() {
   local n=$1
   [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 200)) || die "N must be 1..200"
+  local host
+  for host in "${!rate_of[@]}"; do link_check_host --rate-of "$host" "$n"; done
   command -v tc >/dev/null || die "tc (iproute2) is missing: run ci/setup.sh"
   down  # a previous bed of the same prefix, even a half-built one
   trap 'echo "netns.sh: bring-up failed; tearing down" >&2; down' ERR
   local dir=$state_root/$prefix
-  rps_mask=$(all_cpus_mask)  # shape's
   mkdir -p "$dir"
   ip link add "${prefix}-br" type bridge
   ip link set "${prefix}-br" up
@@ -102,8 +76,8 @@ up() {
     ip -n "$ns" link set eth0 up
     ip link set "$outside" master "${prefix}-br"
     ip link set "$outside" up
-    shape eth0 "$link_rate" "$ns"
-    shape "$outside" "$link_rate"
+    link_shape eth0 "$link_rate" "$ns"
+    link_shape "$outside" "$link_rate"
     echo "$ns $address" >>"$dir/hosts"
   done
   trap - ERR
@@ -116,5 +90,5 @@ case $cmd in
   up) count=${1:-}; shift || true; parse_options "$@"; up "$count" ;;
   down) parse_options "$@"; down ;;
   hosts) parse_options "$@"; echo "$state_root/$prefix/hosts" ;;
-  *) sed -n '2,14p' "$0"; exit 2 ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
 esac
