@@ -7,6 +7,9 @@
 #   link_shape DEV RATE [NETNS] [LOSS]
 #       one direction of a link: DEV's egress limited to RATE by tbf (burst $link_burst, latency 50 ms),
 #       and where LOSS (percent) is given and not 0, netem dropping that share of packets under it.
+#   link_ingress_loss DEV LOSS [NETNS]
+#       netem drops LOSS percent of what DEV receives (redirected through an ifb); nothing when LOSS is
+#       0. For a link whose other end cannot run netem (the soft-RoCE bed's host kernel has no sch_netem).
 #
 # Why this shape (measured on the netns bed): TSO, GSO and GRO are off so that the shaper sees real
 # packets and small messages are not let through in bursts. 64 kB of burst costs ~1,000 TCP
@@ -61,4 +64,15 @@ link_shape() {  # link_shape DEV RATE [NETNS] [LOSS]
   for queue in $("${run[@]}" sh -c "ls -d /sys/class/net/$1/queues/rx-*"); do
     "${run[@]}" sh -c "echo $mask > $queue/rps_cpus"
   done
+}
+
+link_ingress_loss() {  # link_ingress_loss DEV LOSS [NETNS]
+  local run=() loss=${2%\%}
+  awk -v v="$loss" 'BEGIN { exit !(v > 0) }' || return 0
+  [ -n "${3:-}" ] && run=(ip netns exec "$3")
+  "${run[@]}" ip link add "ifb-$1" type ifb
+  "${run[@]}" ip link set "ifb-$1" up
+  "${run[@]}" tc qdisc replace dev "$1" handle ffff: ingress
+  "${run[@]}" tc filter replace dev "$1" parent ffff: matchall action mirred egress redirect dev "ifb-$1"
+  "${run[@]}" tc qdisc replace dev "ifb-$1" root netem loss "$loss%"
 }

@@ -9,19 +9,36 @@
 #       the working directory OUTDIR (writable, shared back), and exits with SCRIPT's exit code.
 #       SCRIPT's output goes to stdout and OUTDIR/script.log, the guest console to OUTDIR/console.log.
 #       Everything is bounded by $SOFTROCE_DEADLINE_S (default 600 s): a hung guest is killed (exit 124).
+#   guest.sh run --hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]... SCRIPT [OUTDIR] [-- ARGS...]
+#       N emulated RoCE hosts, one guest each (rxe works only in the initial network namespace, see
+#       README.md), joined by taps on a bridge inside a network namespace of the bed's own. Host K has
+#       eth0 with 10.78.0.<K+1>/24 and rxe0 on it; its link is shaped by ../link.sh both ways (tbf at R,
+#       default 1gbit; netem loss P percent where asked). Each runs SCRIPT with SOFTROCE_HOST=K and
+#       SOFTROCE_HOSTS (a hosts file: "hostK ADDRESS" per line) in OUTDIR/hostK; guest.sh exits with host
+#       0's exit code (each host's in OUTDIR/hostK/exit_code), 3 naming the host where one did not finish
+#       SCRIPT, 124 where one ran past the deadline. Nothing it starts (qemu, namespace, bridge, tap)
+#       outlives it.
 #
-# Environment: SOFTROCE_CACHE (default /var/cache/rocebench-softroce), SOFTROCE_CPUS (4: with 2, busy-
-# polling peers starve rxe's kernel work), SOFTROCE_MEM (2048 MiB), SOFTROCE_DEADLINE_S.
+# Environment: SOFTROCE_CACHE (default /var/cache/rocebench-softroce), SOFTROCE_CPUS (vCPUs per guest; one
+# guest: 4, as with 2 busy-polling peers starve rxe's kernel work; --hosts: 2 (bed_cpus_default), one peer per
+# guest, see README.md), SOFTROCE_MEM (2048 MiB per guest), SOFTROCE_DEADLINE_S.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../link.sh"
 
 cache=${SOFTROCE_CACHE:-/var/cache/rocebench-softroce}
-cpus=${SOFTROCE_CPUS:-4}
+cpus=${SOFTROCE_CPUS:-}
 mem=${SOFTROCE_MEM:-2048}
 deadline_s=${SOFTROCE_DEADLINE_S:-600}
 
 # In this order (what `modprobe --show-depends` gives, crc32_generic being rdma_rxe's soft dependency).
 modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe configfs ib_cm iw_cm rdma_cm rdma_ucm
   virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci 9pnet 9pnet_virtio netfs fscache 9p dummy)
+# A bed host's also: its NIC (virtio_net) and the link model (tbf; netem, and ifb for loss on the way in).
+bed_modules=(failover net_failover virtio_net sch_tbf sch_netem ifb sch_ingress act_mirred cls_matchall)
+bed_subnet=10.78.0
+bed_cpus_default=2
+max_hosts=16
 
 die() { echo "guest.sh: $*" >&2; exit 2; }
 unavailable() { echo "guest.sh: cannot boot a soft-RoCE guest: $*" >&2; exit 77; }
@@ -59,14 +76,15 @@ check() {
   [[ -e /etc/libibverbs.d/rxe.driver ]] || unavailable "the rxe provider is missing (apt-get install ibverbs-providers)"
 }
 
-# The initramfs: busybox, the modules in load order and /init.
+# The initramfs: busybox, the modules (MODULE... in load order) and /init.
 make_initramfs() {
   local dir=$1 out=$2 ver
+  shift 2
   ver=$(kernel_version)
   mkdir -p "$dir"/{bin,dev,proc,sys,host,modules}
   cp /bin/busybox "$dir/bin/busybox"
   local i=0 m path
-  for m in "${modules[@]}"; do
+  for m in "$@"; do
     path=$(modprobe -d "$cache/root" -S "$ver" --show-depends "$m" | awk '/^insmod/ {p=$2} END {print p}')
     [[ -n $path ]] || die "module $m is not in $cache/root"
     cp "$path" "$dir/modules/$(printf %02d $i)-$m.ko"
@@ -100,8 +118,14 @@ mount -t 9p -o trans=virtio,version=9p2000.L,cache=none out /host/tmp/out
 chroot /host /bin/sh -c '
   export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
   ip link set lo up
-  ip link add dummy0 type dummy && ip addr add 10.0.0.1/24 dev dummy0 && ip link set dummy0 up &&
-    rdma link add rxe0 type rxe netdev dummy0 || echo "softroce-guest: cannot bring up rxe0"
+  if [ -e /tmp/job/net ]; then
+    # A bed host: its eth0, shaped, and rxe0 on it; a host that cannot come up does not run SCRIPT.
+    bash /tmp/job/net >/tmp/out/net.log 2>&1 || { cat /tmp/out/net.log; echo "softroce-guest: cannot bring up the host link"; exit 1; }
+    . /tmp/job/env
+  else
+    ip link add dummy0 type dummy && ip addr add 10.0.0.1/24 dev dummy0 && ip link set dummy0 up &&
+      rdma link add rxe0 type rxe netdev dummy0 || echo "softroce-guest: cannot bring up rxe0"
+  fi
   cd /tmp/out
   set -- $(cat /tmp/job/args)
   sh /tmp/job/script "$@" > /tmp/out/script.log 2>&1
@@ -115,8 +139,59 @@ INIT
   (cd "$dir" && find . | /bin/busybox cpio -o -H newc 2>/dev/null) >"$out"
 }
 
+# guest_argv JOBDIR OUTDIR INITRD CPUS: qemu's arguments for one guest (sets the array qemu_argv).
+guest_argv() {
+  local ver
+  ver=$(kernel_version)
+  qemu_argv=(-machine q35 -accel tcg,thread=multi -cpu max -smp "$4" -m "$mem"
+    -kernel "$cache/root/boot/vmlinuz-$ver" -initrd "$3"
+    -append "console=ttyS0 quiet panic=-1 clocksource=tsc tsc=reliable"
+    -nographic -no-reboot -nodefaults -serial "file:$2/console.log"
+    -fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
+    -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
+    -fsdev local,id=job,path="$1",security_model=none,readonly=on
+    -device virtio-9p-pci,fsdev=job,mount_tag=job
+    -fsdev local,id=out,path="$2",security_model=none
+    -device virtio-9p-pci,fsdev=out,mount_tag=out)
+}
+
+# job_folder DIR SCRIPT ARGS...: what a guest reads from its job share.
+job_folder() {
+  local dir=$1 script=$2
+  shift 2
+  mkdir -p "$dir"
+  cp "$script" "$dir/script"
+  printf '%s\n' "$*" >"$dir/args"
+}
+
 run() {
-  [[ $# -ge 1 ]] || die "usage: guest.sh run SCRIPT [OUTDIR] [-- ARGS...]"
+  local hosts=0 rate=1gbit specs=() spec
+  declare -A rate_of=() loss_of=()
+  while [[ $# -gt 0 && $1 == --?* ]]; do
+    [[ $# -ge 2 ]] || die "$1 needs a value"
+    case $1 in
+      --hosts) [[ $2 =~ ^[0-9]+$ ]] && (($2 >= 1 && $2 <= max_hosts)) || die "--hosts '$2' is not a number of hosts from 1 to $max_hosts"
+               hosts=$2 ;;
+      --rate|--rate-of|--loss-of) specs+=("$1" "$2") ;;
+      *) die "unknown option $1" ;;
+    esac
+    shift 2
+  done
+  local i
+  for ((i = 0; i < ${#specs[@]}; i += 2)); do
+    spec=${specs[i + 1]}
+    ((hosts > 0)) || die "${specs[i]} needs --hosts"
+    if [[ ${specs[i]} == --rate ]]; then link_check_rate --rate "$spec"; rate=$spec; continue; fi
+    [[ $spec == *=* ]] || die "${specs[i]} '$spec' is not K=VALUE"
+    link_check_host "${specs[i]}" "${spec%%=*}" "$hosts"
+    local host=$((10#${spec%%=*}))
+    if [[ ${specs[i]} == --rate-of ]]; then
+      link_check_rate "--rate-of $host" "${spec#*=}"; rate_of[$host]=${spec#*=}
+    else
+      link_check_loss "--loss-of $host" "${spec#*=}"; loss_of[$host]=${spec#*=}
+    fi
+  done
+  [[ $# -ge 1 ]] || die "usage: guest.sh run [--hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]...] SCRIPT [OUTDIR] [-- ARGS...]"
   local script=$1 outdir="" args=()
   shift
   if [[ $# -gt 0 && $1 != -- ]]; then outdir=$1; shift; fi
@@ -125,29 +200,20 @@ run() {
   local arg
   for arg in "${args[@]}"; do [[ $arg =~ ^[A-Za-z0-9_./:=,+-]*$ ]] || die "argument '$arg' has characters the guest would split"; done
   check
-  local work
   work=$(mktemp -d /tmp/softroce.XXXXXX)
   trap "rm -rf '$work'" EXIT
   if [[ -z $outdir ]]; then outdir=$work/out; fi
-  mkdir -p "$outdir" "$work/job"
+  mkdir -p "$outdir"
   outdir=$(cd "$outdir" && pwd)
+  if ((hosts > 0)); then
+    run_bed "$hosts" "$rate" "$script" "$outdir" "${args[@]}"
+  fi
   rm -f "$outdir/.exit_code" "$outdir/script.log"
-  cp "$script" "$work/job/script"
-  printf '%s\n' "${args[*]}" >"$work/job/args"
-  make_initramfs "$work/initramfs" "$work/initrd.cpio"
-  local ver rc=0
-  ver=$(kernel_version)
-  timeout --kill-after=10 "$deadline_s" qemu-system-x86_64 \
-    -machine q35 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem" \
-    -kernel "$cache/root/boot/vmlinuz-$ver" -initrd "$work/initrd.cpio" \
-    -append "console=ttyS0 quiet panic=-1 clocksource=tsc tsc=reliable" \
-    -nographic -no-reboot -nodefaults -serial "file:$outdir/console.log" \
-    -fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
-    -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
-    -fsdev local,id=job,path="$work/job",security_model=none,readonly=on \
-    -device virtio-9p-pci,fsdev=job,mount_tag=job \
-    -fsdev local,id=out,path="$outdir",security_model=none \
-    -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null &
+  job_folder "$work/job" "$script" "${args[@]}"
+  make_initramfs "$work/initramfs" "$work/initrd.cpio" "${modules[@]}"
+  local rc=0
+  guest_argv "$work/job" "$outdir" "$work/initrd.cpio" "${cpus:-4}"
+  timeout --kill-after=10 "$deadline_s" qemu-system-x86_64 "${qemu_argv[@]}" </dev/null &
   local qemu=$!
   # SCRIPT's output as it comes (the out share is uncached, so its writes land here at once).
   tail -n +1 -F --pid="$qemu" "$outdir/script.log" 2>/dev/null &
@@ -168,9 +234,94 @@ run() {
   exit "$code"
 }
 
+# Kills every process in the bed's namespace (its qemus and their timeouts) and deletes the namespace
+# with its bridge and taps; the work folder goes too.
+bed_teardown() {
+  local pids i
+  pids=$(ip netns pids "$bed" 2>/dev/null || true)
+  if [[ -n $pids ]]; then
+    kill -9 $pids 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      [[ -z $(ip netns pids "$bed" 2>/dev/null) ]] && break
+      sleep 0.1
+    done
+  fi
+  ip netns delete "$bed" 2>/dev/null || true
+  rm -rf "$work"
+}
+
+# run_bed N RATE SCRIPT OUTDIR ARGS...: see the header (rate_of and loss_of are run's).
+run_bed() {
+  local n=$1 rate=$2 script=$3 outdir=$4 k
+  shift 4
+  bed=softroce-$$
+  trap bed_teardown EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  ip netns add "$bed"
+  ip -n "$bed" link set lo up
+  ip -n "$bed" link add br0 type bridge
+  ip -n "$bed" link set br0 up
+  : >"$work/hosts"
+  for ((k = 0; k < n; k++)); do echo "host$k $bed_subnet.$((k + 1))" >>"$work/hosts"; done
+  make_initramfs "$work/initramfs" "$work/initrd.cpio" "${modules[@]}" "${bed_modules[@]}"
+  local qemus=() host_rate loss
+  for ((k = 0; k < n; k++)); do
+    host_rate=${rate_of[$k]:-$rate} loss=${loss_of[$k]:-0}
+    ip -n "$bed" tuntap add dev "tap$k" mode tap
+    ip -n "$bed" link set "tap$k" master br0
+    ip -n "$bed" link set "tap$k" up
+    link_shape "tap$k" "$host_rate" "$bed"
+    local job=$work/job$k out=$outdir/host$k
+    job_folder "$job" "$script" "$@"
+    cp "$here/../link.sh" "$work/hosts" "$job/"
+    printf 'export SOFTROCE_HOST=%d SOFTROCE_HOSTS=/tmp/job/hosts\n' "$k" >"$job/env"
+    cat >"$job/net" <<NET
+set -e
+. /tmp/job/link.sh
+ip link set eth0 up
+ip addr add $bed_subnet.$((k + 1))/24 dev eth0
+link_shape eth0 $host_rate "" $loss
+link_ingress_loss eth0 $loss
+rdma link add rxe0 type rxe netdev eth0
+NET
+    rm -rf "$out" && mkdir -p "$out"
+    guest_argv "$job" "$out" "$work/initrd.cpio" "${cpus:-$bed_cpus_default}"
+    ip netns exec "$bed" timeout --kill-after=10 "$deadline_s" qemu-system-x86_64 "${qemu_argv[@]}" \
+      -name "softroce-$$-host$k" -netdev "tap,id=net0,ifname=tap$k,script=no,downscript=no" \
+      -device "virtio-net-pci,netdev=net0,mac=52:54:00:78:00:$(printf %02x "$k")" </dev/null &
+    qemus+=($!)
+    tail -n +1 -F --pid="$!" "$out/script.log" 2>/dev/null | sed -u "s/^/host$k: /" &
+  done
+  local rcs=() rc late=() lost=()
+  for ((k = 0; k < n; k++)); do
+    rc=0
+    wait "${qemus[k]}" || rc=$?
+    rcs+=("$rc")
+  done
+  wait
+  for ((k = 0; k < n; k++)); do
+    local out=$outdir/host$k
+    if [[ ${rcs[k]} == 124 || ${rcs[k]} == 137 ]]; then
+      echo "guest.sh: host $k did not finish within ${deadline_s} s and was killed (console: $out/console.log)" >&2
+      late+=("$k")
+    elif [[ ! -e $out/.exit_code ]]; then
+      echo "guest.sh: host $k ended without finishing SCRIPT (qemu exit ${rcs[k]}); its console:" >&2
+      tail -30 "$out/console.log" >&2 || true
+      lost+=("$k")
+    else
+      mv "$out/.exit_code" "$out/exit_code"
+      echo "guest.sh: host $k: SCRIPT exited $(cat "$out/exit_code")" >&2
+    fi
+  done
+  ((${#late[@]} == 0)) || exit 124
+  ((${#lost[@]} == 0)) || exit 3
+  exit "$(cat "$outdir/host0/exit_code")"
+}
+
 case ${1:-} in
   prepare) prepare ;;
   check) check && echo "guest.sh: ready (kernel $(kernel_version), $(qemu-system-x86_64 --version | head -1))" ;;
   run) shift; run "$@" ;;
-  *) die "usage: guest.sh prepare | check | run SCRIPT [OUTDIR] [-- ARGS...]" ;;
+  *) die "usage: guest.sh prepare | check | run [--hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]...] SCRIPT [OUTDIR] [-- ARGS...]" ;;
 esac

@@ -1,8 +1,48 @@
 # Helpers for scripts that run inside the soft-RoCE guest (POSIX sh; source it).
-# The guest has rxe0 on dummy0 with 10.0.0.1; its RoCE v2 GID is index 1.
+# One guest has rxe0 on dummy0 with 10.0.0.1; a bed host (guest.sh run --hosts) has rxe0 on eth0 with its
+# address from $SOFTROCE_HOSTS. Either way the IPv4 address's RoCE v2 GID is index 1.
 SOFTROCE_IP=10.0.0.1
 SOFTROCE_DEVICE=rxe0
 SOFTROCE_GID_INDEX=1
+if [ -n "${SOFTROCE_HOSTS:-}" ]; then SOFTROCE_IP=$(awk -v h="$SOFTROCE_HOST" 'NR == h + 1 {print $2}' "$SOFTROCE_HOSTS"); fi
+# Who runs what, test by test: "both" (default) runs server and client here, against SOFTROCE_IP; across two
+# bed hosts, one is the "server" and the other the "client" of SOFTROCE_PEER (the server's address). Both
+# hosts then run the same sequence of tests; before each, the client waits for the server's go-ahead on
+# SOFTROCE_READY_PORT (perftest's client does not retry, and a probe of the test's own port would be taken
+# for its client).
+SOFTROCE_ROLE=${SOFTROCE_ROLE:-both}
+SOFTROCE_PEER=${SOFTROCE_PEER:-$SOFTROCE_IP}
+SOFTROCE_READY_PORT=18516
+SOFTROCE_TESTS=${SOFTROCE_TESTS:-write_lat send_lat read_lat write_bw}
+
+# softroce_host_ip K: bed host K's address.
+softroce_host_ip() {
+  awk -v h="$1" 'NR == h + 1 {print $2}' "${SOFTROCE_HOSTS:?not a bed host (guest.sh run --hosts)}"
+}
+
+# The server's side of the go-ahead: waits (up to $1 s, default 120) until the client has taken it.
+softroce_go_ahead() {
+  timeout "${1:-120}" busybox nc -l -p $SOFTROCE_READY_PORT -e true
+}
+
+# The client's side: waits (up to $1 s, default 120) until the server at SOFTROCE_PEER gives the go-ahead.
+softroce_await_go_ahead() {
+  _until=$(($(date +%s) + ${1:-120}))
+  while [ "$(date +%s)" -lt $_until ]; do
+    busybox nc -w 2 "$SOFTROCE_PEER" $SOFTROCE_READY_PORT -e true 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "no go-ahead from $SOFTROCE_PEER:$SOFTROCE_READY_PORT after ${1:-120} s" >&2
+  return 1
+}
+
+# softroce_meet [SECONDS]: both hosts of a pair are up (a barrier before the first test; no-op in one guest).
+softroce_meet() {
+  case $SOFTROCE_ROLE in
+    server) softroce_go_ahead "${1:-300}" ;;
+    client) softroce_await_go_ahead "${1:-300}" ;;
+  esac
+}
 
 # Waits (up to 20 s) until something listens on TCP port $1; perftest's client does not retry.
 softroce_wait_listen() {
@@ -27,15 +67,32 @@ softroce_wait_free() {
   return 1
 }
 
+# softroce_serve COMMAND...: the server of one test, by role. Here ("both"): started in the background once
+# its port is free, returns when it listens. A bed's server: the same, then the go-ahead, then returns when
+# the server has ended. A bed's client: returns at the go-ahead. Exit status 0: the client may run.
+softroce_serve() {
+  if [ "$SOFTROCE_ROLE" = client ]; then
+    softroce_await_go_ahead
+    return
+  fi
+  softroce_wait_free 18515
+  timeout 120 "$@" >/dev/null 2>&1 &
+  softroce_wait_listen 18515
+  if [ "$SOFTROCE_ROLE" = server ]; then
+    softroce_go_ahead
+    wait
+  fi
+}
+
 # softroce_perftest TEST ARGS...: runs perftest's ib_TEST server and client on rxe0 and prints its figure:
-# t_typical (us) of a latency test, BW average (Gb/s, give --report_gbits) of a bandwidth test.
+# t_typical (us) of a latency test, BW average (Gb/s, give --report_gbits) of a bandwidth test. (A bed's
+# server prints nothing.)
 softroce_perftest() {
   _t=$1
   shift
-  softroce_wait_free 18515
-  timeout 120 ib_$_t -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX "$@" >/dev/null 2>&1 &
-  softroce_wait_listen 18515
-  timeout 120 ib_$_t -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX "$@" $SOFTROCE_IP >perftest.log 2>&1
+  softroce_serve ib_$_t -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX "$@" || return 0
+  [ "$SOFTROCE_ROLE" = server ] && return 0
+  timeout 120 ib_$_t -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX "$@" $SOFTROCE_PEER >perftest.log 2>&1
   wait
   case $_t in
     *lat) awk '$1 ~ /^[0-9]+$/ && NF >= 9 {print $5}' perftest.log ;;
@@ -45,10 +102,9 @@ softroce_perftest() {
 
 # softroce_rocebench ROCEBENCH TEST SIZE ITERS: the same with rocebench's verbs probe (same columns).
 softroce_rocebench() {
-  softroce_wait_free 18515
-  timeout 120 "$1" probe verbs $2 --server --deadline 20 >/dev/null 2>&1 &
-  softroce_wait_listen 18515
-  timeout 120 "$1" probe verbs $2 --client $SOFTROCE_IP --size $3 --iters $4 --deadline 20 >rocebench.log 2>&1
+  softroce_serve "$1" probe verbs $2 --server --deadline 20 || return 0
+  [ "$SOFTROCE_ROLE" = server ] && return 0
+  timeout 120 "$1" probe verbs $2 --client $SOFTROCE_PEER --size $3 --iters $4 --deadline 20 >rocebench.log 2>&1
   wait
   case $2 in
     *lat) awk '$1 ~ /^[0-9]+$/ {print $5}' rocebench.log ;;
@@ -58,9 +114,10 @@ softroce_rocebench() {
 
 # softroce_round ROCEBENCH LAT_ITERS BW_ITERS ROUND: one round of perftest and rocebench, each test by both
 # tools back to back (so a passing load hits both; the first tool alternates with the round's parity):
-# 64 B latency and 64 KiB write bandwidth; "ROUND TEST TOOL FIGURE" lines (no FIGURE: the run gave none).
+# 64 B latency and 64 KiB write bandwidth (the tests in SOFTROCE_TESTS); "ROUND TEST TOOL FIGURE" lines (no
+# FIGURE: the run gave none).
 softroce_round() {
-  for _t in write_lat send_lat read_lat write_bw; do
+  for _t in $SOFTROCE_TESTS; do
     case $_t in
       *lat) _pt="-s 64 -n $2" _rb="64 $2" ;;
       *bw) _pt="-s 65536 -n $3 --report_gbits" _rb="64K $3" ;;
