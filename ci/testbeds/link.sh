@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The emulated link model, shared by the test beds (source it; bash): ci/testbeds/netns shapes veths
 # with it, ci/testbeds/softroce --hosts shapes the taps between its guests and each guest's eth0.
 #
