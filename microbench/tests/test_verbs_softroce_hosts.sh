@@ -22,7 +22,7 @@ check() {  # check DESCRIPTION COMMAND...
   if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
 }
 
-why=$("$softroce/guest.sh" check 2>&1) || testbed_unavailable "${why:-guest.sh check: no soft-RoCE guest can boot here}"
+why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 echo "$why"
 echo "== 2 hosts: host 0 -> host 1"
 start=$SECONDS

@@ -2,7 +2,8 @@
 # Soft-RoCE test bed: a qemu guest (TCG, no KVM needed) running Debian's 6.1 kernel with rdma_rxe.
 #
 #   guest.sh prepare                      fetch and unpack the guest kernel (needs apt; ci/setup.sh runs it)
-#   guest.sh check                        exit 0 when a guest can boot here, else print why and exit 77
+#   guest.sh check [--hosts]              exit 0 when a guest (--hosts: a bed of them) can boot here, else
+#                                         print why and exit 77
 #   guest.sh run SCRIPT [OUTDIR] [-- ARGS...]
 #       boots a guest whose root is this host's root filesystem (read-only over virtio-9p), brings up
 #       rxe0 on dummy0 (10.0.0.1/24; its RoCE v2 GID is index 1), runs `sh SCRIPT ARGS...` in it with
@@ -74,6 +75,15 @@ check() {
   [[ $(id -u) == 0 ]] || unavailable "sharing the host root into the guest needs root"
   command -v rdma >/dev/null || unavailable "the rdma tool (iproute2) is missing"
   [[ -e /etc/libibverbs.d/rxe.driver ]] || unavailable "the rxe provider is missing (apt-get install ibverbs-providers)"
+}
+
+# What a bed of several hosts needs besides: taps and a network namespace of its own.
+check_bed() {
+  check
+  [[ -c /dev/net/tun ]] || unavailable "there is no /dev/net/tun for the bed's taps"
+  local probe=softroce-check-$$
+  ip netns add "$probe" 2>/dev/null || unavailable "this kernel refuses network namespaces (the bed's network is one)"
+  ip netns delete "$probe"
 }
 
 # The initramfs: busybox, the modules (MODULE... in load order) and /init.
@@ -199,7 +209,7 @@ run() {
   [[ -r $script ]] || die "cannot read SCRIPT '$script'"
   local arg
   for arg in "${args[@]}"; do [[ $arg =~ ^[A-Za-z0-9_./:=,+-]*$ ]] || die "argument '$arg' has characters the guest would split"; done
-  check
+  if ((hosts > 0)); then check_bed; else check; fi
   work=$(mktemp -d /tmp/softroce.XXXXXX)
   trap "rm -rf '$work'" EXIT
   if [[ -z $outdir ]]; then outdir=$work/out; fi
@@ -321,7 +331,13 @@ NET
 
 case ${1:-} in
   prepare) prepare ;;
-  check) check && echo "guest.sh: ready (kernel $(kernel_version), $(qemu-system-x86_64 --version | head -1))" ;;
+  check)
+    case ${2:-} in
+      "") check ;;
+      --hosts) check_bed ;;
+      *) die "usage: guest.sh check [--hosts]" ;;
+    esac
+    echo "guest.sh: ready${2:+ for --hosts} (kernel $(kernel_version), $(qemu-system-x86_64 --version | head -1))" ;;
   run) shift; run "$@" ;;
-  *) die "usage: guest.sh prepare | check | run [--hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]...] SCRIPT [OUTDIR] [-- ARGS...]" ;;
+  *) die "usage: guest.sh prepare | check [--hosts] | run [--hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]...] SCRIPT [OUTDIR] [-- ARGS...]" ;;
 esac

@@ -38,7 +38,7 @@ check "--loss-of for host 3 of 2" bad_input "--loss-of: there is no host '3'" --
 check "--loss-of 1=150" bad_input "--loss-of 1 '150'" --hosts 2 --loss-of 1=150
 check "--rate without --hosts" bad_input "--rate needs --hosts" --rate 1gbit
 
-why=$("$guest" check 2>&1) || testbed_unavailable "${why:-guest.sh check: no soft-RoCE guest can boot here}"
+why=$("$guest" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 echo "$why"
 export SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-240}
 
