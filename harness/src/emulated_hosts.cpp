@@ -46,9 +46,12 @@ EmulatedHosts::EmulatedHosts(int count, const std::string& link_rate) : prefix_(
   char dir_template[] = "/tmp/rocebench-hosts-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) throw std::runtime_error("cannot make a folder for the emulated hosts' state in /tmp");
   dir_ = dir_template;
-  write_file_atomically(dir_ / "netns.sh", netns_script_text());
+  // The bed's scripts as they lie in ci/testbeds: netns.sh sources ../link.sh.
+  fs::create_directories(dir_ / "netns");
+  write_file_atomically(dir_ / "netns" / "netns.sh", netns_script_text());
+  write_file_atomically(dir_ / "link.sh", link_script_text());
   const reports::ProcessResult up =
-      reports::run_process({"bash", (dir_ / "netns.sh").string(), "up", std::to_string(count), "--prefix", prefix_, "--rate", link_rate},
+      reports::run_process({"bash", (dir_ / "netns" / "netns.sh").string(), "up", std::to_string(count), "--prefix", prefix_, "--rate", link_rate},
                            {"ROCEBENCH_NETNS_STATE=" + dir_.string()}, kScriptDeadline, dir_ / "up.log");
   if (up.exit_code != 0) {
     const std::string why = up.timed_out ? fmt::format("it did not finish within {} s", kScriptDeadline.count())
@@ -66,7 +69,7 @@ EmulatedHosts::~EmulatedHosts() { take_down(); }
 
 void EmulatedHosts::take_down() {
   if (dir_.empty()) return;
-  reports::run_process({"bash", (dir_ / "netns.sh").string(), "down", "--prefix", prefix_},
+  reports::run_process({"bash", (dir_ / "netns" / "netns.sh").string(), "down", "--prefix", prefix_},
                        {"ROCEBENCH_NETNS_STATE=" + dir_.string()}, kScriptDeadline);
   std::error_code ignored;
   fs::remove_all(dir_, ignored);

@@ -12,6 +12,7 @@ namespace rocebench {
 
 // ci/testbeds/netns/netns.sh as it was when this binary was built.
 std::string netns_script_text();
+std::string link_script_text();  // the link model netns.sh sources (../link.sh)
 
 class EmulatedHosts {
  public:
