@@ -95,6 +95,10 @@ const OptionTable& predict_options() {
          .help = fmt::format("the fabric: a built-in ({}) or a fabric file (models/fabrics/fabric.schema.json)",
                              fmt::join(builtin_fabrics(), ", ")),
          .metavar = "NAME|FILE"},
+        {.key = "fabric_from", .flag = "--fabric-from", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .help = "instead of --fabric: the fabric fitted to these runs' collectives.allreduce sweeps (results folders or "
+                 "files, comma-separated; two or more world sizes and sizes, one rank a host), α and β per algorithm",
+         .metavar = "RUN,…"},
         {.key = "sync", .flag = "--sync", .type = OptionType::text, .rules = {{"minLength", 1}},
          .fallback = fmt::format("{}", fmt::join(modes, ",")),
          .help = "how buckets are averaged, one or more of ring (flat), hier (inside the node, then across), tree "
@@ -120,11 +124,25 @@ PredictInputs predict_inputs(const json& params, const std::function<std::string
   PredictInputs in;
   in.model = required("model");
   in.timeline_name = required("timeline");
-  const std::string fabric = required("fabric");
+  const std::optional<std::string> fabric = o.find<std::string>(params, "fabric");
+  const std::optional<std::string> fabric_from = o.find<std::string>(params, "fabric_from");
+  if (fabric.has_value() == fabric_from.has_value())
+    throw InputError(fmt::format("give one of {} and {}", name_of("fabric"), name_of("fabric_from")));
   const Graph graph = build_model(in.model);
   in.compute = scale(in.timeline_name, naming(name_of("timeline"), [&] { return load_timeline(in.timeline_name, graph); }),
                      params, name_of);
-  in.fabric = naming(name_of("fabric"), [&] { return load_fabric(fabric); });
+  if (fabric) {
+    in.fabric = naming(name_of("fabric"), [&] { return load_fabric(*fabric); });
+  } else {
+    std::vector<std::string> runs;
+    for (std::size_t from = 0; from <= fabric_from->size();) {
+      const std::size_t comma = std::min(fabric_from->find(',', from), fabric_from->size());
+      if (comma > from) runs.push_back(fabric_from->substr(from, comma - from));
+      from = comma + 1;
+    }
+    in.fit = fit_runs(runs, name_of("fabric_from"));
+    in.fabric = in.fit->fabric_for(SyncMode::ring);
+  }
   in.modes = parse_sync_modes(o.get<std::string>(params, "sync"), name_of("sync"));
   for (int ranks : o.get<std::vector<int>>(params, "world_sizes"))
     in.placements.push_back(place(in.fabric, ranks, name_of("world_sizes")));
@@ -143,18 +161,19 @@ std::vector<ResultRecord> predict_records(const PredictInputs& in) {
   const double alone_images_per_s = rate.of({{"batch", in.compute.batch}, {"ranks", 1}}, alone.step_ms);
   std::vector<ResultRecord> records;
   for (SyncMode mode : in.modes) {
+    const Fabric fabric = in.fabric_for(mode);
     for (const Placement& placement : in.placements) {
       const Prediction p = predict_step(graph, timeline, 0, buckets, [&](std::size_t bytes) {
-        return allreduce_ms(in.fabric, mode, placement, bytes);
+        return allreduce_ms(fabric, mode, placement, bytes);
       });
       ResultRecord r;
       r.step = "models.predict";
       r.world = placement.ranks;
       r.params = {{"model", in.model},       {"engine", "predicted"},      {"timeline", in.timeline_name},
-                  {"batch", in.compute.batch}, {"mode", "data_parallel"},  {"fabric", in.fabric.name},
+                  {"batch", in.compute.batch}, {"mode", "data_parallel"},  {"fabric", in.fit ? "fitted" : in.fabric.name},
                   {"sync", to_string(mode)},   {"bucket_mb", megabytes(in.bucket_mb)},
                   {"first_bucket_mb", megabytes(in.first_bucket_mb)},   {"ranks", placement.ranks}};
-      if (mode == SyncMode::ps) r.params["servers"] = std::min(in.fabric.ps_servers, placement.ranks);
+      if (mode == SyncMode::ps) r.params["servers"] = std::min(fabric.ps_servers, placement.ranks);
       const double images_per_s = rate.of(r.params, p.step_ms);
       const Scaling scaling = scaling_over(images_per_s, placement.ranks, alone_images_per_s, 1);
       r.metrics = {{"step_time_ms", p.step_ms},
@@ -177,11 +196,12 @@ std::vector<ResultRecord> predict_records(const PredictInputs& in) {
                    {"predicted_from", {{"timeline", in.compute.label},
                                        {"timeline_source", timeline.source},
                                        {"timeline_scale", in.compute.factor},
-                                       {"fabric_file", in.fabric.file},
-                                       {"fabric", in.fabric.document},
+                                       {"fabric_file", fabric.file},
+                                       {"fabric", fabric.document},
                                        {"gpus_per_node", placement.per_node}}},
                    {"buckets", bucket_times},
                    {"backward_end_ms", p.backward_end_ms}};
+      if (in.fit) r.samples["predicted_from"]["fabric_fit"] = in.fit->to_json();
       records.push_back(std::move(r));
     }
   }
@@ -192,6 +212,12 @@ std::string predict_table(const PredictInputs& in, const std::vector<ResultRecor
   std::string out = fmt::format("# predicted: {} on {} ({} GPUs a node), {}, batch {} a rank, {} MiB buckets\n", in.model,
                                 in.fabric.name, in.fabric.gpus_per_node, in.compute.label, in.compute.batch,
                                 megabytes(in.bucket_mb).dump());
+  if (in.fit) {
+    for (const LevelFit& f : in.fit->fits)
+      out += fmt::format("# fitted to {} {} allreduce records over {}: alpha {:.1f} us a step, {:.4g} GB/s, relative RMS {:.1f}%{}\n",
+                         f.points.size(), f.algorithm, in.fit->transport, f.node.alpha_ms * 1e3, 1e-6 / f.node.beta_ms_per_byte,
+                         100 * f.rms_relative, f.alpha_clamped ? " (alpha below 0 in the free fit: 0)" : "");
+  }
   out += fmt::format("{:<5} {:>6} {:>5} {:>10} {:>11} {:>8} {:>6} {:>10} {:>9} {:>10} {:>12}\n", "sync", "ranks", "nodes",
                      "step ms", "images/s", "speedup", "eff", "compute ms", "comm ms", "exposed ms", "update waits");
   for (const ResultRecord& r : records) {
@@ -229,7 +255,7 @@ void run_predict(StepContext& ctx) {
 
 StepKind predict_step_kind() {
   json schema = predict_options().schema();
-  schema["required"] = {"model", "timeline", "fabric"};
+  schema["required"] = {"model", "timeline"};  // and one of fabric, fabric_from (predict_inputs)
   return {"models.predict",
           "data-parallel step time predicted at any world size from a compute timeline and a fabric model, per sync mode",
           schema, run_predict};

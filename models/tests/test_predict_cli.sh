@@ -43,7 +43,34 @@ expect_out "^rocebench predict: --batch: 32 images a step, but timeline 'cpu-res
 expect_rc 2 "$rb" predict --model resnet152 --timeline cpu-resnet50-fp32-b2 --fabric 25g-roce --results-dir "$work/bad"
 expect_out "^rocebench predict: --timeline: .*field 'params.model': the timeline is of model 'resnet50', not 'resnet152'"
 expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --results-dir "$work/bad"
-expect_out "^rocebench predict: --fabric is required"
+expect_out "^rocebench predict: give one of --fabric and --fabric-from"
+
+# --fabric-from: a ring sweep at 2 and 4 ranks made by 50 us a step and 1 Gbit/s (2(n-1) steps of
+# S/n) is fitted back exactly; a sweep at one world size is refused, naming the flag and the sweep.
+sweep() {  # FOLDER WORLD... : a results.jsonl of ring allreduce records at those world sizes
+  mkdir -p "$1" && python3 - "$@" <<'PY'
+import json, sys
+folder, worlds = sys.argv[1], [int(w) for w in sys.argv[2:]]
+with open(folder + "/results.jsonl", "w") as out:
+    for n in worlds:
+        for size in (1024, 16384, 262144, 1048576):
+            us = 2 * (n - 1) * (50 + 8e-3 * size / n)
+            out.write(json.dumps({"schema": "rocebench.result/1", "run": "sweep", "kind": "result", "time": "2026-12-04T00:00:00Z",
+                                  "step": "collectives.allreduce", "host": "h0", "rank": 0, "world": n, "status": "ok",
+                                  "params": {"algorithm": "ring", "transport": "tcp", "bytes": size, "ranks": n},
+                                  "metrics": {"time_us": us}, "samples": {"n": 1}}) + "\n")
+PY
+}
+sweep "$work/sweep24" 2 4
+expect_rc 0 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric-from "$work/sweep24" --sync ring,ps \
+  --world-sizes 1,8 --results-dir "$work/fitted"
+expect_out "^# fitted to 8 ring allreduce records over tcp: alpha 50\.0 us a step, 0\.125 GB/s, relative RMS 0\.0%"
+expect_out "^ring +8 +8 "
+sweep "$work/sweep4" 4
+expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric-from "$work/sweep4" --results-dir "$work/bad"
+expect_out "^rocebench predict: --fabric-from: ring allreduce at one world size only \(4 ranks\)"
+expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric-from "$work/sweep24,$work/ok" --results-dir "$work/bad"
+expect_out "^rocebench predict: --fabric-from: run '$work/ok' holds no collectives.allreduce records"
 cat >"$work/fabric.json" <<'JSON'
 {
   "name": "typo",

@@ -4,12 +4,14 @@
 // bucket's reduction timed by a fabric model (fabric.hpp) per sync mode. Records are predictions
 // (engine "predicted"), never measurements.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/options.hpp"
 #include "rocebench/common/step.hpp"
+#include "rocebench/models/calibrate.hpp"
 #include "rocebench/models/fabric.hpp"
 #include "rocebench/models/timeline.hpp"
 
@@ -31,14 +33,18 @@ struct ScaledTimeline {
 // What a prediction needs, read and checked: InputError naming the flag (`name_of` gives a key's
 // flag on a command line, its field in a plan) for a timeline of another model, a batch the timeline
 // was not measured at with no rate to scale it to, both rates at once, an unknown sync mode or a world
-// size that is not whole nodes.
+// size that is not whole nodes; both or neither of a fabric and runs to fit one from; runs that
+// cannot identify a fit (calibrate.hpp).
 struct PredictInputs {
   std::string model, timeline_name;
   ScaledTimeline compute;
-  Fabric fabric;
+  Fabric fabric;                 // --fabric, or the fit's ring fabric
+  std::optional<FabricFit> fit;  // --fabric-from
   std::vector<SyncMode> modes;
   std::vector<Placement> placements;
   double bucket_mb = 25, first_bucket_mb = 1;
+  // The fabric a sync mode is played on: --fabric's, or the fit's for that mode.
+  Fabric fabric_for(SyncMode mode) const { return fit ? fit->fabric_for(mode) : fabric; }
 };
 PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of);
 
