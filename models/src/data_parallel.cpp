@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <iostream>
 #include <numeric>
 
 #include <fmt/format.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/common/atomic_write.hpp"
@@ -411,7 +414,18 @@ std::vector<StepTimes> train_steps(Engine& engine, transport::Transport* t, int 
 
 // What a rank delivered on its own. The group waits for its slowest rank, so only the time a rank
 // spent not waiting on the others (forward, backward, update) tells a slow node apart.
-json rank_summary(const StepContext& ctx, int rank, int batch, const std::vector<StepTimes>& steps) {
+int compute_threads(const ScalingConfig& c) { return c.train.engine == "cpu" ? c.threads : 1; }
+
+// This machine: its boot id (emulated hosts in namespaces share it, hosts do not) and online CPUs.
+json this_machine() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  return {{"machine", id}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
+}
+
+// `threads`: the CPUs the rank keeps busy computing (the cpu engine's oneDNN threads, else one).
+json rank_summary(const StepContext& ctx, int rank, int batch, int threads, const std::vector<StepTimes>& steps) {
   std::vector<double> own_ms, compute_ms;
   for (const auto& st : steps) {
     own_ms.push_back(st.step_ms());
@@ -419,10 +433,13 @@ json rank_summary(const StepContext& ctx, int rank, int batch, const std::vector
   }
   const double compute_p50 = summarize(compute_ms).median;
   const json own = {{"batch", batch}};  // one rank's own images a step: its batch
-  return {{"rank", rank}, {"host", ctx.host},
-          {"images_per_s", images_rate().of(own, summarize(own_ms).avg)},
-          {"compute_ms_p50", compute_p50},
-          {"compute_images_per_s", images_rate().of(own, compute_p50)}};
+  json summary = {{"rank", rank}, {"host", ctx.host},
+                  {"images_per_s", images_rate().of(own, summarize(own_ms).avg)},
+                  {"compute_ms_p50", compute_p50},
+                  {"compute_images_per_s", images_rate().of(own, compute_p50)}};
+  summary.update(this_machine());
+  summary["threads"] = threads;
+  return summary;
 }
 
 // One point of the sweep as rank 0 records it.
@@ -495,12 +512,18 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     r.metrics["predicted_step_ms"] = pr.step_ms;
     r.metrics["predicted_images_per_s"] = images_rate().of(r.params, pr.step_ms);
     r.metrics["predicted_exposed_comm_ms"] = pr.exposed_ms;
+    const Timeline& tl = *state.single_timeline;
+    r.metrics["predicted_compute_ms"] = tl.forward_ms() + tl.backward_ms() + tl.update_ms;
     r.metrics["prediction_error_pct"] = 100 * (s.median / pr.step_ms - 1);
     r.metrics["alpha_ms"] = p.cost->alpha_ms;
     r.metrics["beta_ms_per_MiB"] = p.cost->beta_ms_per_byte * kMiB;
-    predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%)", pr.step_ms, r.metrics["prediction_error_pct"].get<double>());
+    r.samples["per_rank"] = p.per_rank;
+    predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%{})", pr.step_ms, r.metrics["prediction_error_pct"].get<double>(),
+                            explain_prediction(r));
   }
+  const json explained = r.samples.value("prediction", json());
   r.samples = to_json(s);
+  if (!explained.is_null()) r.samples["prediction"] = explained;
   if (!p.process_ms.empty()) r.samples["values"] = p.process_ms;
   // One step's buckets as rank 0 saw them (the median step), from the step's start.
   const auto& median_step = steps[steps.size() / 2];
@@ -541,6 +564,62 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
             << std::flush;
 }
 
+}  // namespace
+
+std::string ranks_sharing_cpus(const json& per_rank) {
+  struct Machine {
+    std::vector<std::string> hosts;  // of its ranks
+    std::int64_t threads = 0, cpus = 0;
+  };
+  std::map<std::string, Machine> machines;
+  std::vector<std::string> order;
+  for (const json& r : per_rank) {
+    if (!r.is_object() || !r.contains("machine") || !r.contains("cpus")) continue;  // a record from before they were kept
+    const std::string id = r["machine"];
+    if (!machines.count(id)) order.push_back(id);
+    Machine& m = machines[id];
+    m.hosts.push_back(r.value("host", "?"));
+    m.threads += r.value("threads", 1);
+    m.cpus = r["cpus"].get<std::int64_t>();
+  }
+  for (const std::string& id : order) {
+    const Machine& m = machines[id];
+    const std::int64_t ranks = static_cast<std::int64_t>(m.hosts.size());
+    if (m.threads > m.cpus)
+      return fmt::format("{} ranks{} on {} CPU{} of one machine ({})", ranks,
+                         m.threads > ranks ? fmt::format(" ({} threads)", m.threads) : "", m.cpus, m.cpus == 1 ? "" : "s",
+                         fmt::join(m.hosts, ", "));
+  }
+  return "";
+}
+
+std::string explain_prediction(ResultRecord& r) {
+  json& m = r.metrics;
+  const double measured_compute = m.value("forward_ms", 0.0) + m.value("backward_ms", 0.0) + m.value("update_ms", 0.0);
+  const double predicted_compute = m.at("predicted_compute_ms");
+  const double measured_exposed = m.value("exposed_comm_ms", 0.0), predicted_exposed = m.at("predicted_exposed_comm_ms");
+  const double step_error = m.at("step_time_ms_p50").get<double>() - m.at("predicted_step_ms").get<double>();
+  m["compute_error_ms"] = measured_compute - predicted_compute;
+  m["compute_error_pct"] = 100 * (measured_compute / predicted_compute - 1);
+  m["exposed_comm_error_ms"] = measured_exposed - predicted_exposed;
+  // What neither part holds: the step's time outside forward, backward, update and waiting.
+  m["other_error_ms"] = step_error - m["compute_error_ms"].get<double>() - m["exposed_comm_error_ms"].get<double>();
+  const std::string shared = ranks_sharing_cpus(r.samples.value("per_rank", json::array()));
+  json& why = r.samples["prediction"];
+  why = {{"comparable", shared.empty()},
+         {"compute", {{"measured_ms", measured_compute}, {"predicted_ms", predicted_compute}}},
+         {"exposed_communication", {{"measured_ms", measured_exposed}, {"predicted_ms", predicted_exposed}}}};
+  if (!shared.empty())
+    why["reason"] = fmt::format("{}: compute measured with the CPUs shared against a timeline of one rank alone; "
+                                "judge the communication part only, or rerun with a CPU per rank",
+                                shared);
+  return fmt::format(": compute {:+.1f} ms ({:+.1f}%), exposed communication {:+.1f} ms{}", m["compute_error_ms"].get<double>(),
+                     m["compute_error_pct"].get<double>(), m["exposed_comm_error_ms"].get<double>(),
+                     shared.empty() ? "" : "; not comparable: " + shared);
+}
+
+namespace {
+
 void record_skip(StepContext& ctx, const ScalingConfig& c, const std::string& transport, int k, const std::string& reason) {
   ResultRecord r;
   r.params = identity(c, transport, k);
@@ -569,7 +648,7 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
   collectives::allreduce(t, collectives::Algorithm::rd, p.step_ms.data(), p.step_ms.size(), collectives::DataType::float64,
                          collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
   if (c.trace_steps > 0) p.trace = gather_trace(ctx, k, trace_events(graph, p.steps, t.rank(), ctx.host, c.trace_steps));
-  p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, p.steps));
+  p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, compute_threads(c), p.steps));
   if (t.rank() != 0) return;
   p.engine = engine.get();
   record_point(ctx, c, graph, p, state);
@@ -591,7 +670,7 @@ void measure_alone_in_turn(StepContext& ctx, const ScalingConfig& c, const Graph
       try {
         engine = rank_engine(ctx, c, graph, ctx.rank);
         p.steps = train_steps(*engine, nullptr, 1, ctx, c, graph, p.layers_before);
-        mine = rank_summary(ctx, ctx.rank, c.train.batch, p.steps);
+        mine = rank_summary(ctx, ctx.rank, c.train.batch, compute_threads(c), p.steps);
         for (const auto& s : p.steps) mine["step_ms"].push_back(s.step_ms());
       } catch (const Unavailable& e) {
         mine = {{"rank", ctx.rank}, {"host", ctx.host}, {"skip", e.what()}};

@@ -97,6 +97,21 @@ struct Prediction {
 Prediction predict_step(const Graph& graph, const Timeline& compute, double other_ms,
                         const collectives::BucketOptions& options, const BucketCost& cost);
 
+// "4 ranks on 2 CPUs of one machine (h0, h1, h2, h3)" when the ranks of `per_rank` (models.scaling's
+// samples.per_rank: each rank's `machine`, its boot id, that machine's online `cpus`, and the
+// `threads` it computes on, default 1) want more CPUs than their machine has, as emulated hosts on
+// one VM do; empty when every rank's threads have CPUs of their own.
+std::string ranks_sharing_cpus(const json& per_rank);
+
+// Where a prediction beside a measurement missed (a models.scaling record with predicted_step_ms):
+// the error split into compute (the ranks' measured forward + backward + update against the
+// timeline's, predicted_compute_ms) and communication (exposed ms measured against predicted), and
+// whether the two are comparable at all (not when ranks share CPUs: their compute grows with the
+// world size, which the timeline of one rank cannot know). Adds metrics compute_error_ms,
+// compute_error_pct, exposed_comm_error_ms, other_error_ms and samples.prediction {comparable,
+// reason, ...}; returns the console's words for it.
+std::string explain_prediction(ResultRecord& record);
+
 // models.scaling's own options (world sizes, bucket sync, learning rate …): with the training
 // options and the transport's, the step's params; the ones with a flag are `rocebench train`'s too.
 const OptionTable& data_parallel_options();
