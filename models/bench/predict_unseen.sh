@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A world size the prediction never saw (issue #42): on 8 emulated hosts (ci/testbeds/netns, one rank
+# a host, --rate links), calibrate the fabric from allreduce sweeps at 2 and 4 ranks and the compute
+# from one rank only, predict 8 ranks with `rocebench predict --fabric-from`, then measure 8 ranks in
+# the same script; print predicted against measured step time and the error split (compute: forward +
+# backward + update; communication: exposed ms) for ring, ring without overlap and ps.
+#
+#   usage: predict_unseen.sh ROCEBENCH [--engine replay|cpu] [--rate 1gbit] [--iters 10]
+#
+# replay: the shipped cpu-resnet20_cifar-fp32-b16 timeline is the one-rank compute (the engine sleeps
+# through it, so 8 ranks on a few CPUs do not slow each other's compute); cpu: a `train --profile` at
+# one rank is, and where the machine has fewer CPUs than 8 ranks the measured compute grows with the
+# world size: the comparison is then of the communication part (the step's line says so). Needs root;
+# the hosts (prefix rbpu, 10.79.0.0/24) are torn down on exit. Not a CTest: a benchmark.
+set -euo pipefail
+rb=$(realpath "$1"); shift
+engine=replay rate=1gbit iters=10
+while (($#)); do
+  case $1 in
+    --engine) engine=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    *) echo "predict_unseen.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ $engine == replay || $engine == cpu ]] || { echo "predict_unseen.sh: --engine replay|cpu" >&2; exit 2; }
+((EUID == 0)) || { echo "predict_unseen.sh: needs root (network namespaces)"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+netns=$here/../../ci/testbeds/netns/netns.sh
+bed=(--prefix rbpu --subnet 10.79.0)
+model=resnet20_cifar batch=16 timeline=cpu-resnet20_cifar-fp32-b16
+bucket=(--bucket-mb 0.25 --first-bucket-mb 0.25)  # resnet20_cifar's 1.1 MB of gradients in 5 buckets
+out=$(mktemp -d /tmp/predict-unseen.XXXXXX)
+trap 'bash "$netns" down "${bed[@]}" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+hosts=$(bash "$netns" up 8 --rate "$rate" "${bed[@]}")
+echo "# $engine engine, $model batch $batch a rank, 8 emulated hosts at $rate; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+run() {  # NAME ARGS...: one rocebench command, its records in $out/NAME
+  local name=$1; shift
+  OMP_NUM_THREADS=1 timeout 900 "$rb" "$@" --results-dir "$out/$name" >"$out/$name.log" 2>&1 || {
+    echo "predict_unseen.sh: rocebench $1 failed:" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
+}
+
+# Calibration: what 1, 2 and 4 ranks show. The fabric from sweeps at 2 and 4 (one rank reduces nothing).
+for algorithm in ring ps; do
+  run "sweep-$algorithm" allreduce --algorithm "$algorithm" --netns "$hosts" --ranks 4 --world-sizes 2,4 \
+    -b 16K -e 4M -f 4 -n 10 --placement in
+done
+if [[ $engine == cpu ]]; then  # the compute: one rank's own layers
+  run profile train --model "$model" --engine cpu --batch "$batch" --iters "$iters" --profile
+  timeline=$out/profile/results.jsonl
+fi
+train=(train --model "$model" --engine "$engine" --batch "$batch" --iters "$iters" --warmup 2)
+[[ $engine == replay ]] && train+=(--timeline "$timeline")
+
+# name  sync  bucket flags
+configs=("ring ring ${bucket[*]}" "ring-no-overlap ring --bucket-mb 0" "ps ps ${bucket[*]}")
+for config in "${configs[@]}"; do
+  read -r name sync flags <<<"$config"
+  # shellcheck disable=SC2086  # the bucket flags split as intended
+  run "predict-$name" predict --model "$model" --timeline "$timeline" --fabric-from "$out/sweep-$sync" --sync "$sync" \
+    --world-sizes 8 $flags
+  # shellcheck disable=SC2086
+  run "measure-$name" "${train[@]}" --netns "$hosts" --ranks 8 --world-sizes 8 --sync "$sync" $flags
+done
+
+/usr/bin/python3 - "$out" "${configs[@]}" <<'PY'
+import json, sys
+out, configs = sys.argv[1], [c.split()[0] for c in sys.argv[2:]]
+def record(name, step):
+    for line in open(f"{out}/{name}/results.jsonl"):
+        r = json.loads(line)
+        if r.get("step") == step and r.get("world") == 8 and r.get("status") == "ok":
+            return r
+    raise SystemExit(f"predict_unseen.sh: no {step} record at 8 ranks in {name}")
+fit = record("predict-ring", "models.predict")["samples"]["predicted_from"]["fabric_fit"]["fits"][0]
+print(f"# ring fit from 2 and 4 ranks: alpha {fit['alpha_us']:.1f} us a step, {fit['GBps']:.4f} GB/s, "
+      f"relative RMS {100 * fit['rms_relative']:.1f}% over {len(fit['points'])} points")
+print(f"{'config':<16} {'predicted ms':>12} {'measured ms':>11} {'error':>7} {'compute pred/meas ms':>21} "
+      f"{'exposed pred/meas ms':>21} {'exposed error':>13}")
+for name in configs:
+    p, m = record(f"predict-{name}", "models.predict")["metrics"], record(f"measure-{name}", "models.scaling")
+    mm = m["metrics"]
+    compute = mm["forward_ms"] + mm["backward_ms"] + mm["update_ms"]
+    exposed = mm.get("exposed_comm_ms", 0.0)
+    line = (f"{name:<16} {p['step_time_ms']:>12.1f} {mm['step_time_ms_p50']:>11.1f} "
+            f"{100 * (mm['step_time_ms_p50'] / p['step_time_ms'] - 1):>+6.1f}% "
+            f"{p['compute_ms']:>10.1f} / {compute:>8.1f} {p['exposed_comm_ms']:>10.1f} / {exposed:>8.1f} "
+            f"{exposed - p['exposed_comm_ms']:>+10.1f} ms")
+    why = m["samples"].get("prediction", {})
+    if why.get("comparable") is False:
+        line += f"  (not comparable: {why['reason'].split(':')[0]})"
+    print(line)
+PY
