@@ -83,7 +83,7 @@ TEST(CalibrateFabric, RecoversAKnownFabricExactlyFromNoiseFreeRecords) {
   EXPECT_NE(fit.fabric_for(SyncMode::ps).name, fit.fabric_for(SyncMode::ring).name);
 }
 
-TEST(CalibrateFabric, RecoversItWithinATolerancefromNoisyRecords) {
+TEST(CalibrateFabric, RecoversItWithinAToleranceFromNoisyRecords) {
   std::mt19937 random(42);
   std::uniform_real_distribution<double> five_percent(0.95, 1.05);
   const FabricFit fit = fit_records(sweep_records(known_fabric(), {"ring"}, {2, 4, 8}, kSizes, [&] { return five_percent(random); }),
@@ -104,6 +104,20 @@ TEST(CalibrateFabric, RecoversItWithinATolerancefromNoisyRecords) {
   }
   EXPECT_NEAR(std::sqrt(squares / 15), recorded["fits"][0]["rms_relative"].get<double>(), 1e-12);
   EXPECT_EQ(recorded["level"], "node");
+}
+
+TEST(CalibrateFabric, AStartUpCostBelowZeroIsRefittedWithoutOneAndSaysSo) {
+  // Times of a fabric whose step starts 50 us early: no latency_us can be negative, so alpha is 0.
+  std::vector<json> records = sweep_records(known_fabric(), {"ring"}, {2, 4}, {16384, 262144, 1048576});
+  for (json& r : records)
+    if (r.value("kind", "") == "result")
+      r["metrics"]["time_us"] = r["metrics"]["time_us"].get<double>() - 2 * (r["world"].get<int>() - 1) * 100.0;
+  const LevelFit f = fit_records(records, {"runA"}, "--fabric-from").fits.front();
+  EXPECT_TRUE(f.alpha_clamped);
+  EXPECT_EQ(f.node.alpha_ms, 0);
+  EXPECT_GT(f.node.beta_ms_per_byte, 0);
+  EXPECT_GT(f.rms_relative, 0);
+  EXPECT_EQ(fit_records(records, {"runA"}, "--fabric-from").fabric_for(SyncMode::ring).inter_latency_us, 0);
 }
 
 TEST(CalibrateFabric, SweepsThatCannotTellAlphaFromBetaAreRefused) {
