@@ -6,6 +6,8 @@
 #include <regex>
 #include <sstream>
 
+#include "rocebench/common/nic_counters.hpp"
+
 namespace rocebench::netcheck {
 
 namespace {
@@ -47,9 +49,7 @@ Port read_port(const HostFs& fs, const std::string& device, const std::string& n
                       fs.read(base + "/gid_attrs/ndevs/" + index).value_or("")});
   }
   std::sort(p.gids.begin(), p.gids.end(), [](const Gid& a, const Gid& b) { return a.index < b.index; });
-  for (const auto& name : fs.list(base + "/hw_counters")) {
-    if (auto v = fs.read_int(base + "/hw_counters/" + name)) p.hw_counters[name] = *v;
-  }
+  for (const auto& [name, value] : read_counter_folder(fs, base + "/hw_counters")) p.hw_counters[name] = static_cast<long long>(value);
 
   const std::string cm = "/sys/kernel/config/rdma_cm";
   const std::string cfg = cm + "/" + device + "/ports/" + number;
