@@ -6,8 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <regex>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -59,47 +57,62 @@ std::string capture(const std::vector<std::string>& argv, std::chrono::milliseco
   return out;
 }
 
-void read_dir(const HostFs& host, const std::string& dir, CounterSnapshot& into) {
-  for (const auto& name : host.list(dir)) {
-    if (const auto value = host.read_int(dir + "/" + name); value && *value >= 0) into[name] = static_cast<std::uint64_t>(*value);
-  }
-}
-
 }  // namespace
 
-CounterSnapshot parse_ethtool_pause(const std::string& text) {
-  static const std::regex line(R"(^\s*((rx|tx)_prio[0-7]_pause):\s*([0-9]+)\s*$)");
-  CounterSnapshot out;
-  std::istringstream in(text);
-  std::string l;
-  std::smatch m;
-  while (std::getline(in, l)) {
-    if (std::regex_match(l, m, line)) out[m[1]] = std::stoull(m[3]);
-  }
-  return out;
-}
-
-CounterSnapshot read_counters(const std::string& root, const std::string& device, int port) {
+CounterSnapshot read_counters(const std::string& root, const std::string& device, int port,
+                              const std::string& ethtool_capture) {
   CounterSnapshot out;
   if (device.empty()) return out;
   const HostFs host(root);
-  const std::string dir = fmt::format("/sys/class/infiniband/{}/ports/{}", device, port);
-  read_dir(host, dir + "/counters", out);
-  read_dir(host, dir + "/hw_counters", out);
-  if (root == "/") {
-    if (const auto netdev = host.read(dir + "/gid_attrs/ndevs/0"); netdev && !netdev->empty()) {
-      for (const auto& [k, v] : parse_ethtool_pause(capture({"ethtool", "-S", *netdev}, std::chrono::seconds(2)))) out[k] = v;
-    }
+  out.driver = rdma_driver(host, device);
+  out.raw = read_port_counters(host, device, port);
+  const auto netdev = host.read(fmt::format("/sys/class/infiniband/{}/ports/{}/gid_attrs/ndevs/0", device, port));
+  if (!netdev || netdev->empty()) return out;
+  std::string text;
+  if (!ethtool_capture.empty()) {
+    text = HostFs(ethtool_capture).read_all("/ethtool-S-" + *netdev + ".txt").value_or("");
+  } else if (root == "/") {
+    text = capture({"ethtool", "-S", *netdev}, std::chrono::seconds(2));
   }
+  out.raw.merge(parse_ethtool_counters(text));
   return out;
 }
 
 nlohmann::json counter_deltas(const CounterSnapshot& before, const CounterSnapshot& after) {
+  const MappedCounters was = map_counters(before.driver.name, before.raw);
+  const MappedCounters now = map_counters(after.driver.name, after.raw);
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, value] : after) {
-    const auto it = before.find(name);
-    if (it != before.end() && value >= it->second) out["nic_" + name] = value - it->second;
+  nlohmann::json sources = nlohmann::json::object();
+  nlohmann::json reset = nlohmann::json::array();
+  // One rule for both kinds: a counter read twice from one source gives its delta, or is named as reset
+  // (a driver reload, or a wrap: neither leaves a delta to trust).
+  const auto delta = [&](const std::string& metric, const std::string& source, std::uint64_t from, std::uint64_t to) {
+    if (to < from) {
+      reset.push_back(source);
+    } else {
+      out["nic_" + metric] = to - from;
+    }
+  };
+  for (const auto& [name, v] : now.shared) {
+    const auto it = was.shared.find(name);
+    if (it == was.shared.end() || it->second.source != v.source) continue;
+    sources[name] = v.source;
+    delta(name, v.source, it->second.value, v.value);
   }
+  for (const auto& [source, value] : now.unmapped) {
+    const auto it = was.unmapped.find(source);
+    const std::string name = source.substr(source.find('/') + 1);
+    if (it == was.unmapped.end() || now.shared.count(name)) continue;
+    delta(name, source, it->second, value);
+  }
+  // Beside the samples, not in params: params name a series, and these do not (they can also outgrow
+  // the 1 KB a params value may hold).
+  nlohmann::json& notes = out["samples"];
+  notes["nic_driver"] = {{"name", after.driver.name.empty() ? "unknown" : after.driver.name},
+                         {"found_by", after.driver.found_by}};
+  if (!sources.empty()) notes["counter_sources"] = sources;
+  if (!reset.empty()) notes["counters_reset"] = reset;
+  if (!now.unavailable.empty()) notes["counters_unavailable"] = now.unavailable;
   return out;
 }
 

@@ -202,6 +202,8 @@ void run_active(Probe& probe, const DriverOptions& options, const RecordSink& si
       if (name == "failure") {  // e.g. data validation: the measurement stands, the data was wrong
         r.status = Status::fail;
         r.reason = value.get<std::string>();
+      } else if (name == "samples") {  // notes that go beside the samples (the NIC counters' sources)
+        r.samples.update(value);
       } else if (value.is_number()) {
         r.metrics[name] = value;
       } else {

@@ -19,7 +19,8 @@ server() {
   softroce_wait_listen $PORT
 }
 
-# Every record of FILE from TEST is ok, carries nic_* metrics with packets counted, and (when asked) was validated.
+# Every record of FILE from TEST is ok, carries nic_* metrics with packets counted under the shared names
+# (rxe's own names recorded as their sources), and (when asked) was validated.
 check_records() {
   python3 - "$@" <<'EOF'
 import json, sys
@@ -30,11 +31,16 @@ assert recs, f"no {test} record"
 for r in recs:
     assert r["status"] == "ok", f"{test}: status {r['status']}: {r.get('reason')}"
     nic = {k: v for k, v in r["metrics"].items() if k.startswith("nic_")}
-    assert nic.get("nic_sent_pkts", 0) > 0 and nic.get("nic_rcvd_pkts", 0) > 0, f"{test}: no packet counters: {sorted(nic)}"
+    assert nic.get("nic_tx_packets", 0) > 0 and nic.get("nic_rx_packets", 0) > 0, f"{test}: no packet counters: {sorted(nic)}"
+    assert "nic_sent_pkts" not in nic, f"{test}: rxe's own name recorded beside the shared one"
+    notes = r["samples"]
+    assert notes["nic_driver"]["name"] == "rxe", f"{test}: driver {notes.get('nic_driver')}"
+    assert notes["counter_sources"]["tx_packets"] == "hw_counters/sent_pkts", f"{test}: {notes.get('counter_sources')}"
+    assert "counters_reset" not in notes, f"{test}: counters went back: {notes['counters_reset']}"
     if validated:
         assert r["params"].get("validated") is True, f"{test}: not validated"
     assert r["params"].get("active_mtu") == 1024 or r["metrics"].get("active_mtu") == 1024, f"{test}: active MTU missing"
-print(f"{test}: {len(recs)} record(s), nic_sent_pkts {recs[0]['metrics']['nic_sent_pkts']}")
+print(f"{test}: {len(recs)} record(s), nic_tx_packets {recs[0]['metrics']['nic_tx_packets']}")
 EOF
 }
 

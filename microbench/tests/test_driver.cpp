@@ -223,3 +223,42 @@ TEST(Bidirectional, OnlyForTheVerbsBandwidthTests) {
   s.test = "bw";
   EXPECT_THROW(validate(s), UsageError);
 }
+
+// A latency probe that answers at once and ends each size with what the verbs probe's counters give:
+// the driver must put numbers in metrics, strings in params and "samples" beside the samples.
+class EndsWithCounters : public Probe {
+ public:
+  ProbeKind kind() const override { return ProbeKind::latency; }
+  json params() const override { return {{"transport", "test"}}; }
+  std::string peer() const override { return "self"; }
+  void begin_size(std::size_t) override {}
+  void ping(bool) override {}
+  void post(bool, bool) override {}
+  std::size_t poll(bool) override { return 0; }
+  json end_size() override {
+    return {{"nic_seq_naks_rx", 5},
+            {"gpu_registration", "dmabuf"},
+            {"samples", {{"counter_sources", {{"seq_naks_rx", "hw_counters/packet_seq_err"}}},
+                         {"counters_reset", {"hw_counters/local_ack_timeout_err"}}}}};
+  }
+  std::size_t next_size() override { return 0; }
+  void serve(std::size_t) override {}
+};
+
+TEST(Driver, EndOfSizeNotesGoBesideTheSamplesNotIntoParams) {
+  EndsWithCounters probe;
+  DriverOptions o;
+  o.iterations = 10;
+  o.warmup = 0;
+  std::vector<ResultRecord> records;
+  run_active(probe, o, [&](const ResultRecord& r) { records.push_back(r); });
+  ASSERT_EQ(records.size(), 1u);
+  const ResultRecord& r = records[0];
+  EXPECT_EQ(r.metrics["nic_seq_naks_rx"], 5);
+  EXPECT_EQ(r.params["gpu_registration"], "dmabuf");
+  EXPECT_FALSE(r.params.contains("samples"));
+  EXPECT_FALSE(r.params.contains("counter_sources"));
+  EXPECT_EQ(r.samples["counter_sources"]["seq_naks_rx"], "hw_counters/packet_seq_err");
+  EXPECT_EQ(r.samples["counters_reset"][0], "hw_counters/local_ack_timeout_err");
+  EXPECT_EQ(r.samples["unit"], "us");  // the latency samples themselves are still there
+}
