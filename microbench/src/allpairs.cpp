@@ -239,7 +239,9 @@ int allpairs_main(const Args& args) {
     p.option("--pairs", &pairs, "all (the matrix) or neighbours (each host with its two ring neighbours)", "WHICH");
     if (!p.parse(args)) return kExitOk;
     if (hosts < 2) throw UsageError("--hosts must be at least 2\n\n" + p.usage());
-    if (pairs != "all" && pairs != "neighbours") throw UsageError(fmt::format("--pairs must be all or neighbours, not '{}'", printable_excerpt(pairs)));
+    if (std::find(std::begin(kPairsChoices), std::end(kPairsChoices), pairs) == std::end(kPairsChoices)) {
+      throw UsageError(fmt::format("--pairs must be {}, not '{}'", fmt::join(kPairsChoices, " or "), printable_excerpt(pairs)));
+    }
     const auto rounds = schedule(pairs, hosts);
     for (std::size_t k = 0; k < rounds.size(); ++k) {
       std::string line = fmt::format("round {:>3}:", k + 1);

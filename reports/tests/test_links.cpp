@@ -42,11 +42,11 @@ TEST(BadHosts, AHostInMostBadPairsIsNamedAndALoneBadPairIsNot) {
     if (h != 5) bad.emplace_back(std::min(h, 5), std::max(h, 5));
   }
   bad.emplace_back(1, 2);
-  EXPECT_EQ(bad_hosts(8, bad), (std::vector<int>{5}));
-  EXPECT_TRUE(bad_hosts(8, {{1, 2}}).empty());
-  EXPECT_TRUE(bad_hosts(8, {}).empty());
+  EXPECT_EQ(bad_hosts(every_pair(8), bad), (std::vector<int>{5}));
+  EXPECT_TRUE(bad_hosts(every_pair(8), {{1, 2}}).empty());
+  EXPECT_TRUE(bad_hosts(every_pair(8), {}).empty());
   // Two hosts: the one pair is all each of them has, so both are named.
-  EXPECT_EQ(bad_hosts(2, {{0, 1}}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(bad_hosts(every_pair(2), {{0, 1}}), (std::vector<int>{0, 1}));
 }
 
 TEST(BadHosts, TwoSlowHostsAreBothNamedAndAnAllSlowNetworkBlamesNobody) {
@@ -57,12 +57,12 @@ TEST(BadHosts, TwoSlowHostsAreBothNamedAndAnAllSlowNetworkBlamesNobody) {
       if (h != slow && !(h == 5 && slow == 3)) bad.emplace_back(std::min(h, slow), std::max(h, slow));
     }
   }
-  EXPECT_EQ(bad_hosts(8, bad), (std::vector<int>{3, 5}));
+  EXPECT_EQ(bad_hosts(every_pair(8), bad), (std::vector<int>{3, 5}));
   // Every pair bad: no partner is fine elsewhere, so no host is singled out.
   const std::vector<HostPair> all = every_pair(6);
-  EXPECT_TRUE(bad_hosts(6, all).empty());
+  EXPECT_TRUE(bad_hosts(every_pair(6), all).empty());
   // 3 hosts, 2 slow: its two pairs stay bad, its partners are fine with each other.
-  EXPECT_EQ(bad_hosts(3, {{0, 2}, {1, 2}}), (std::vector<int>{2}));
+  EXPECT_EQ(bad_hosts(every_pair(3), {{0, 2}, {1, 2}}), (std::vector<int>{2}));
 }
 
 TEST(BadHosts, WithItsNeighboursOnlyASlowHostIsNamedByItsTwoPairs) {
@@ -73,7 +73,7 @@ TEST(BadHosts, WithItsNeighboursOnlyASlowHostIsNamedByItsTwoPairs) {
   // One bad pair of two: either host may be slow, neither is named from it alone.
   EXPECT_TRUE(bad_hosts(ring, {{4, 5}}).empty());
   // The all-pairs rule would need more than half of 7 pairs: counted over 2, both of 5's are enough.
-  EXPECT_TRUE(bad_hosts(8, {{4, 5}, {5, 6}}).empty());
+  EXPECT_TRUE(bad_hosts(every_pair(8), {{4, 5}, {5, 6}}).empty());
 }
 
 namespace {

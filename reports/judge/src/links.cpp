@@ -46,14 +46,6 @@ std::vector<int> bad_hosts(const std::vector<HostPair>& measured, const std::vec
   return out;
 }
 
-std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad) {
-  std::vector<HostPair> all;
-  for (int a = 0; a < n; ++a) {
-    for (int b = a + 1; b < n; ++b) all.emplace_back(a, b);
-  }
-  return bad_hosts(all, still_bad);
-}
-
 PairsJudgement judge_pairs(const std::vector<PairHistory>& pairs, const RetestPolicy& policy) {
   PairsJudgement j;
   std::vector<PairMeasure> first;

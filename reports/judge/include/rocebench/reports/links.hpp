@@ -33,8 +33,6 @@ std::vector<std::size_t> flagged(const std::vector<PairMeasure>& measures, const
 // slow, nobody is singled out. `measured`: every pair measured (all of them in the matrix, each
 // host with its two neighbours in a quick check).
 std::vector<int> bad_hosts(const std::vector<HostPair>& measured, const std::vector<HostPair>& still_bad);
-// The same when each of n hosts measured every other.
-std::vector<int> bad_hosts(int n, const std::vector<HostPair>& still_bad);
 
 // One pair's measurements: the first pass (concurrent rounds), then each isolated retest.
 struct PairHistory {
