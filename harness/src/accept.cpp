@@ -2,6 +2,7 @@
 // (every host; the reachable ones; halves of them while bisecting), ending with one verdict per node.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <sstream>
 
 #include <filesystem>
@@ -38,8 +39,13 @@ struct AcceptOptions {
   std::vector<std::string> netcheck_trees;  // HOST=DIR: that host's netcheck reads a saved tree
   accept::ActionOptions actions;            // what the verdict is also written as (Kubernetes labels ...)
   bool slurm_drain = false, slurm_resume = false, dry_run = false;
-  double deadline_s = 30;
+  bool quick = false;     // a health check between jobs: hosts, each node's ring neighbours, GPUs
+  double deadline_s = 0;  // 0: kDeadlineS, or kQuickDeadlineS with --quick
 };
+
+constexpr double kDeadlineS = 30;
+// A quick check's waits are short, so that it ends in a Slurm prolog's or health check's time.
+constexpr double kQuickDeadlineS = 10;
 
 // A node as the operator named it (hostfile line or emulated host), and how to start a rank there.
 struct Node {
@@ -129,20 +135,20 @@ class Acceptance {
         log_(dir_ / accept::kAcceptRecords) {
     seen_.run = run_id();
     seen_.nodes = seen(nodes_);
-    log_.append(accept::start_record(seen_.run, seen_.nodes, profile_));
+    log_.append(accept::start_record(seen_.run, seen_.nodes, profile_, options_.quick));
   }
 
   int run() {
     const std::vector<Node> reachable = hosts_stage();
     if (reachable.size() >= 2) {
       links_stage(reachable);
-      allreduce_stage(reachable);
+      if (!options_.quick) allreduce_stage(reachable);
     } else {
       std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
     }
     if (!reachable.empty()) {
       gpu_stage(reachable);
-      train_stage(reachable);
+      if (!options_.quick) train_stage(reachable);
     }
     return finish();
   }
@@ -246,10 +252,12 @@ class Acceptance {
     return out;
   }
 
-  // Stage 2: the all-pairs link matrix (slow pairs retested alone).
+  // Stage 2: the all-pairs link matrix (slow pairs retested alone); a quick check measures each
+  // node with its two ring neighbours only.
   void links_stage(const std::vector<Node>& group) {
     const json params = {{"transport", "tcp"}, {"test", profile_.link_test}, {"bytes", profile_.link_bytes},
-                         {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction}};
+                         {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction},
+                         {"pairs", options_.quick ? "neighbours" : "all"}};
     launch_retried("links", group, one_step("microbench.allpairs", params));
   }
 
@@ -292,7 +300,8 @@ class Acceptance {
   }
 
   int finish() {
-    log_.append(accept::end_record(seen_.run, static_cast<std::size_t>(runs_)));
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    log_.append(accept::end_record(seen_.run, static_cast<std::size_t>(runs_), elapsed_s));
     log_.sync();
     // The verdict is the judge's, from what the stages recorded: what `report --accept` says again.
     const accept::Acceptance recorded = accept::load_acceptance(dir_);
@@ -306,7 +315,8 @@ class Acceptance {
     write_file_atomically(dir_ / "accept.html", reports::render_html(title, sections));
     write_file_atomically(dir_ / "junit.xml", accept::verdict_junit(verdicts));
     std::cout << "\n" << accept::verdict_table(verdicts);
-    std::cout << fmt::format("verdict: {} (stages in {})\n", (dir_ / "accept.html").string(), (dir_ / "stages").string());
+    std::cout << fmt::format("verdict: {} (stages in {}){}\n", (dir_ / "accept.html").string(), (dir_ / "stages").string(),
+                             options_.quick ? fmt::format("; the quick check took {:.1f} s", elapsed_s) : "");
     accept::write_actions(options_.actions, verdicts, accept::stamp_of(recorded, options_.actions.valid_h));
     if (!act_on_slurm(options_, verdicts)) return kExitInfra;
     return verdicts.pass() ? kExitOk : kExitCheckFailed;
@@ -319,6 +329,7 @@ class Acceptance {
   RecordWriter log_;     // accept.jsonl: what accept ran, and how each run ended
   accept::Acceptance seen_;  // the same, in memory: what the judge decides the next stage from
   int runs_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 // Each line is one node with a verdict of its own: two lines naming one host would share its
@@ -366,6 +377,7 @@ int accept_main(const Args& args) {
                 "GPU (a skip without a GPU, UNVERIFIED when the profile requires one); (5) a short data-parallel\n"
                 "training run over the reachable nodes: a node whose own compute delivers images/s below the\n"
                 "profile's fraction of the fleet's median: TRAIN.\n"
+                "--quick runs (1), (2) with each node's two ring neighbours only, and (4), with shorter waits.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
         .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")
@@ -378,13 +390,16 @@ int accept_main(const Args& args) {
         .option("--results", &o.results_root, "folder that receives <run-id>/", "DIR")
         .option("--results-dir", &o.results_dir, "exact folder for this acceptance", "DIR")
         .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
-        .option("--deadline", &o.deadline_s, "seconds any single wait may take", "S")
+        .option("--deadline", &o.deadline_s, fmt::format("seconds any single wait may take (default {}, {} with --quick)", kDeadlineS, kQuickDeadlineS), "S")
         .range(0.5, 3600);
     accept::declare_action_options(p, o.actions);
-    p.flag("--slurm-drain", &o.slurm_drain, "drain each failed node in Slurm, with its reason (scontrol update state=drain)")
+    p.flag("--quick", &o.quick,
+           "a health check between jobs: stage 1, each node's links with its two ring neighbours, and its GPUs; no allreduce, no training")
+        .flag("--slurm-drain", &o.slurm_drain, "drain each failed node in Slurm, with its reason (scontrol update state=drain)")
         .flag("--slurm-resume", &o.slurm_resume, "resume each node rocebench drained earlier that passes now (never another's drain)")
         .flag("--dry-run", &o.dry_run, "with --slurm-drain / --slurm-resume: print the scontrol commands instead of running them");
     if (!p.parse(args)) return kExitOk;
+    if (o.deadline_s == 0) o.deadline_s = o.quick ? kQuickDeadlineS : kDeadlineS;
     if (o.hostfile.empty() == o.netns_file.empty()) throw UsageError("rocebench accept: give --hostfile or --netns (one of them)\n\n" + p.usage());
     if (o.launcher != "mpirun" && o.launcher != "srun") {
       throw UsageError(fmt::format("rocebench accept: --launcher must be mpirun or srun, not '{}'", printable_excerpt(o.launcher)));
@@ -406,7 +421,7 @@ int accept_main(const Args& args) {
     else if (!o.run_id.empty()) refuse_used_results_dir("rocebench accept", dir, "--run-id", o.run_id);
     std::vector<Node> nodes = nodes_of(o);
     fs::create_directories(dir);
-    std::cout << fmt::format("accept: {} node(s), profile {}, results in {}\n", nodes.size(), profile.file, dir.string());
+    std::cout << fmt::format("accept{}: {} node(s), profile {}, results in {}\n", o.quick ? " --quick" : "", nodes.size(), profile.file, dir.string());
     return Acceptance(o, std::move(nodes), dir, profile).run();
   });
 }

@@ -328,20 +328,20 @@ namespace {
 
 // Writes an acceptance's folder as accept writes it: accept.jsonl and each run's results.jsonl.
 std::filesystem::path write_acceptance(const std::vector<Node>& nodes, const Profile& profile, const std::vector<StageRun>& runs,
-                                       bool finished = true) {
+                                       bool finished = true, bool quick = false) {
   static int count = 0;
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("acceptance-" + std::to_string(++count));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   RecordWriter log(dir / kAcceptRecords);
-  log.append(start_record(dir.filename().string(), nodes, profile));
+  log.append(start_record(dir.filename().string(), nodes, profile, quick));
   for (const auto& s : runs) {
     log.append(stage_record(dir.filename().string(), s));
     std::filesystem::create_directories(dir / s.folder);
     RecordWriter results(dir / s.folder / "results.jsonl");
     for (const auto& r : s.records) results.append(r);
   }
-  if (finished) log.append(end_record(dir.filename().string(), runs.size()));
+  if (finished) log.append(end_record(dir.filename().string(), runs.size(), 1.5));
   return dir;
 }
 
@@ -504,4 +504,28 @@ TEST(AcceptJudge, UnreachableNodesComeFromTheirRunsAloneAndAnUnfinishedAcceptanc
   ASSERT_EQ(c.cluster_findings().size(), 1u);
   EXPECT_EQ(c.cluster_findings()[0].code, kUnverified);
   EXPECT_FALSE(c.pass());
+}
+
+// accept --quick (a health check between jobs) runs no allreduce and no training: the judge leaves
+// them out instead of calling every node UNVERIFIED, as it must when a full acceptance lacks them.
+TEST(AcceptJudge, AQuickAcceptanceLeavesAllreduceAndTrainingOutAndAFullOneCannot) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}, {"c", "c"}, {"d", "d"}};
+  const Profile profile = load_profile("auto");
+  std::vector<StageRun> runs = fleet_with_slow_d(nodes, profile);
+  runs.resize(2);  // hosts and links only
+  runs[1].records = {pair("a", "b", 1.0), pair("b", "c", 1.0), pair("c", "d", 1.0), pair("d", "a", 1.0)};  // ring neighbours
+  const Acceptance quick = load_acceptance(write_acceptance(nodes, profile, runs, true, true));
+  EXPECT_TRUE(quick.quick);
+  EXPECT_DOUBLE_EQ(quick.elapsed_s, 1.5);
+  const Verdicts q = judge_acceptance(quick, profile);
+  EXPECT_TRUE(q.pass()) << verdict_table(q);
+  EXPECT_EQ(q.stages(), (std::vector<std::string>{"hosts", "netcheck", "links", "gpu"}));
+
+  const Acceptance full = load_acceptance(write_acceptance(nodes, profile, runs));
+  EXPECT_FALSE(full.quick);
+  const Verdicts f = judge_acceptance(full, profile);
+  for (const auto& n : f.nodes()) {
+    ASSERT_FALSE(n.pass()) << verdict_table(f);
+    EXPECT_EQ(n.findings.back().code, kUnverified) << verdict_table(f);
+  }
 }

@@ -443,7 +443,8 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
       else if (!links.back()->completed()) v.fail(n.host, {kUnverified, "links", "the link matrix did not complete " + exits(links)});
     }
     if (!links.empty() && links.back()->completed()) judge_links(v, links.back()->records, rows(reachable), profile);
-    const AllreduceThreshold t = allreduce_threshold(profile, a);
+    // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
+    const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);
     if (t.defined()) {
       judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);
       v.ran("allreduce", rows(reachable));
@@ -468,9 +469,11 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
       }
     }
     judge_gpu(v, records, rows(reachable), left_out, profile);
-    const auto train = runs_of(a, "train");
-    const bool trained = !train.empty() && train.back()->completed();
-    judge_training(v, trained ? train.back()->records : std::vector<json>{}, rows(reachable), profile);
+    if (!a.quick) {
+      const auto train = runs_of(a, "train");
+      const bool trained = !train.empty() && train.back()->completed();
+      judge_training(v, trained ? train.back()->records : std::vector<json>{}, rows(reachable), profile);
+    }
   }
   if (!a.finished) {
     v.fail_cluster({kUnverified, "accept", fmt::format("{} has no accept.end record: the acceptance stopped before its end, and "

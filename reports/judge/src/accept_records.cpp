@@ -18,6 +18,7 @@ const JsonSchema& details_schema(const std::string& what) {
       "node": {"type": "object", "required": ["name", "host"], "additionalProperties": false,
                "properties": {"name": {"type": "string", "minLength": 1}, "host": {"type": "string", "minLength": 1}}},
       "start": {"type": "object", "required": ["nodes", "profile"], "properties": {
+        "quick": {"type": "boolean"},
         "nodes": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
         "profile": {"type": "object", "required": ["file", "document"],
                     "properties": {"file": {"type": "string"}, "document": {"type": "object"}}}}},
@@ -28,7 +29,8 @@ const JsonSchema& details_schema(const std::string& what) {
         "group": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
         "exit_code": {"type": "integer"},
         "lost": {"type": "string"}}},
-      "end": {"type": "object", "required": ["runs"], "properties": {"runs": {"type": "integer", "minimum": 0}}}
+      "end": {"type": "object", "required": ["runs"], "properties": {"runs": {"type": "integer", "minimum": 0},
+                                                                "elapsed_s": {"type": "number", "minimum": 0}}}
   })schema");
   static const std::map<std::string, JsonSchema> schemas = [] {
     std::map<std::string, JsonSchema> out;
@@ -54,9 +56,12 @@ std::vector<Node> nodes_of(const json& j) {
 
 bool StageRun::completed() const { return exit_code == kExitOk || exit_code == kExitCheckFailed; }
 
-json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile) {
-  return event_record(run, "accept.start", fmt::format("acceptance of {} node(s) under profile {}", nodes.size(), profile.file),
-                      {{"nodes", nodes_json(nodes)}, {"profile", {{"file", profile.file}, {"document", profile.document}}}});
+json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile, bool quick) {
+  json details = {{"nodes", nodes_json(nodes)}, {"profile", {{"file", profile.file}, {"document", profile.document}}}};
+  if (quick) details["quick"] = true;
+  return event_record(run, "accept.start",
+                      fmt::format("{} of {} node(s) under profile {}", quick ? "quick acceptance" : "acceptance", nodes.size(), profile.file),
+                      details);
 }
 
 json stage_record(const std::string& run, const StageRun& s) {
@@ -67,8 +72,9 @@ json stage_record(const std::string& run, const StageRun& s) {
                       details);
 }
 
-json end_record(const std::string& run, std::size_t runs) {
-  return event_record(run, "accept.end", fmt::format("the acceptance ended after {} stage run(s)", runs), {{"runs", runs}});
+json end_record(const std::string& run, std::size_t runs, double elapsed_s) {
+  return event_record(run, "accept.end", fmt::format("the acceptance ended after {} stage run(s), {:.1f} s", runs, elapsed_s),
+                      {{"runs", runs}, {"elapsed_s", elapsed_s}});
 }
 
 Acceptance load_acceptance(const std::filesystem::path& dir) {
@@ -106,8 +112,10 @@ Acceptance load_acceptance(const std::filesystem::path& dir) {
       a.nodes = nodes_of(details["nodes"]);
       a.profile_file = details["profile"]["file"].get<std::string>();
       a.profile = details["profile"]["document"];
+      a.quick = details.value("quick", false);
     } else if (what == "end") {
       a.finished = true;
+      a.elapsed_s = details.value("elapsed_s", 0.0);
     } else {
       StageRun s;
       s.stage = details["stage"].get<std::string>();

@@ -48,11 +48,13 @@ struct Acceptance {
   std::vector<StageRun> runs;     // in the order they ran
   bool finished = false;          // accept.end was recorded
   std::string time;               // when it started (accept.start's time, RFC 3339)
+  bool quick = false;             // accept --quick: its hosts, their ring neighbours' links and GPUs, nothing else
+  double elapsed_s = 0;           // from start to accept.end (0 when it did not end)
 };
 
-json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile);
+json start_record(const std::string& run, const std::vector<Node>& nodes, const Profile& profile, bool quick = false);
 json stage_record(const std::string& run, const StageRun& s);  // without its records (they are in its folder)
-json end_record(const std::string& run, std::size_t runs);
+json end_record(const std::string& run, std::size_t runs, double elapsed_s);
 // Reads <dir>/accept.jsonl and each stage run's results.jsonl. InputError naming the folder or the
 // file and line when it is not an acceptance's folder or a record is not what accept writes.
 Acceptance load_acceptance(const std::filesystem::path& dir);
