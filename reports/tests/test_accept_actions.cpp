@@ -89,7 +89,7 @@ TEST(AcceptActions, PrometheusGetsEachNodesVerdictReasonsAndFigures) {
 
 TEST(AcceptActions, SlurmDrainsTheFailedResumesItsOwnAndLeavesOthersDrainsAlone) {
   Verdicts v({"a", "b", "c", "d"});
-  v.fail("b", {kLink, "links", "pairs with b: 0.43 Gb/s against a median of 0.92 " + std::string(200, 'x')});
+  v.fail("b", {kLink, "links", "pairs with b: 0.43 Gb/s against the best pair's 0.92 Gb/s " + std::string(200, 'x')});
   v.fail("d", {kGpu, "gpu", "GPU 1 slow"});
   // a: drained by rocebench earlier, passes now; c: drained by an admin, passes; d: drained by an admin, fails.
   const std::map<std::string, std::string> drained{{"a", "rocebench LINK: old"}, {"c", "bad fan"}, {"d", "RMA"}};
@@ -99,7 +99,7 @@ TEST(AcceptActions, SlurmDrainsTheFailedResumesItsOwnAndLeavesOthersDrainsAlone)
   ASSERT_EQ(actions[1].argv.size(), 5u);
   EXPECT_EQ(actions[1].argv[3], "state=drain");
   const std::string reason = actions[1].argv[4];
-  EXPECT_EQ(reason.rfind("reason=rocebench LINK: pairs with b: 0.43 Gb/s against a median of 0.92", 0), 0u) << reason;
+  EXPECT_EQ(reason.rfind("reason=rocebench LINK: pairs with b: 0.43 Gb/s against the best pair's 0.92 Gb/s", 0), 0u) << reason;
   EXPECT_EQ(reason.size(), std::string("reason=").size() + kSlurmReasonMax) << reason;
   EXPECT_TRUE(actions[2].argv.empty()) << "c was drained by someone else: not resumed";
   EXPECT_TRUE(actions[3].argv.empty()) << "d's drain reason is someone else's: not overwritten";

@@ -294,7 +294,6 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     return static_cast<int>(matrix.size()) - 1;
   };
   std::vector<PairHistory> history;
-  std::vector<double> all;
   for (const json* r : pairs) {
     const json& params = (*r)["params"];
     const json& metrics = (*r)["metrics"];
@@ -304,7 +303,6 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
       if (x.is_number()) h.retests.push_back(x.get<double>());
     }
     if (h.retests.empty() && metrics.contains("retest_" + metric)) h.retests.push_back(metrics.value("retest_" + metric, 0.0));
-    all.push_back(h.first);
     history.push_back(std::move(h));
   }
   const bool bandwidth = metric.find("Gbps") != std::string::npos;  // else a latency in us
@@ -321,7 +319,15 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     unsettled[matrix[static_cast<std::size_t>(a)]].push_back(pair);
     unsettled[matrix[static_cast<std::size_t>(b)]].push_back(pair);
   }
-  const double fleet = median_of(all);
+  // The rule flags a pair against the best one, so the evidence names that pair and its figure (with
+  // three nodes the median would be the slow node's own pair).
+  std::string best_pair;
+  for (const auto& h : history) {
+    if (h.first == j.best) {
+      best_pair = fmt::format("{}<->{}", matrix[static_cast<std::size_t>(h.pair.second)], matrix[static_cast<std::size_t>(h.pair.first)]);
+      break;
+    }
+  }
   for (const auto& host : hosts) {
     std::vector<double> own, retests;
     for (const json* r : pairs) {
@@ -333,8 +339,10 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     const auto [lo, hi] = std::minmax_element(own.begin(), own.end());
     v.figure(host, bandwidth ? kPairGbps : kPairLatency, bandwidth ? median_of(own) : median_of(own) * 1e-6);
     const std::string unit = bandwidth ? " Gb/s" : " us";
-    const std::string figures = fmt::format("pairs with {}: {}–{}{} against a median of {}", host, number(*lo),
-                                            number(*hi), unit, number(fleet));
+    const std::string rule = bandwidth ? fmt::format("a pair below {}% of it is bad", number(profile.link_fraction * 100))
+                                       : fmt::format("a pair above {}x it is bad", number(policy.rule.lat_factor));
+    const std::string figures = fmt::format("pairs with {}: {}–{}{} against the best pair's {}{} ({}; {})", host, number(*lo),
+                                            number(*hi), unit, number(j.best), unit, best_pair, rule);
     if (unsettled.count(host)) {
       v.fail(host, {kUnverified, "links", fmt::format("{}; under this profile the pair(s) {} would be retested alone, which this "
                                                       "acceptance did not do", figures, fmt::join(unsettled.at(host), ", "))});

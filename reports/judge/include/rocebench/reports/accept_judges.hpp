@@ -31,7 +31,7 @@ void judge_gpu(Verdicts& v, const std::vector<json>& records, const std::vector<
 void judge_training(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // microbench.allpairs' pair records (each pair's first figure and its retests alone), judged by the
 // bad-link rule (links.hpp) under the profile's fraction of the best pair: the hosts it names are LINK,
-// with their pairs' figures against the median pair. A host with a pair the rule would retest alone,
+// with their pairs' figures against the best pair's, which it names. A host with a pair the rule would retest alone,
 // which the step never did (a stricter profile than it ran under), is UNVERIFIED, naming the pair.
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
