@@ -319,7 +319,7 @@ class Acceptance {
                              options_.quick ? fmt::format("; the quick check took {:.1f} s", elapsed_s) : "");
     accept::write_actions(options_.actions, verdicts, accept::stamp_of(recorded, options_.actions.valid_h));
     if (!act_on_slurm(options_, verdicts)) return kExitInfra;
-    return verdicts.pass() ? kExitOk : kExitCheckFailed;
+    return reports::acceptance_exit_code(verdicts);
   }
 
   AcceptOptions options_;

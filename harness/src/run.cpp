@@ -24,6 +24,7 @@
 #include "plan.hpp"
 #include "rendezvous.hpp"
 #include "run.hpp"
+#include "rocebench/reports/exit_code.hpp"
 #include "rocebench/reports/history.hpp"
 #include "rocebench/reports/report.hpp"
 #include "rocebench/common/clock.hpp"
@@ -218,13 +219,7 @@ int rank_main(const RunOptions& options) {
     }
     if (!server->lost_ranks().empty() && exit_code == kExitOk) exit_code = kExitInfra;
     writer->sync();
-    if (exit_code == kExitOk) {
-      const RecordFile back = read_records(writer->path());
-      for (const auto& r : back.records) {
-        const std::string status = r.value("status", "ok");
-        if (status == "fail" || status == "unverified") exit_code = kExitCheckFailed;  // unverifiable is not a pass
-      }
-    }
+    if (exit_code == kExitOk) exit_code = reports::records_exit_code(read_records(writer->path()).records);
   }
   return exit_code;
 }
@@ -232,14 +227,7 @@ int rank_main(const RunOptions& options) {
 // ---- the launcher side ---------------------------------------------------------------------
 
 // The run's exit code is its ranks' worst: infrastructure (3, or a signal) > bad input > failed check > ok.
-int severity(int exit_code) {
-  switch (exit_code) {
-    case kExitOk: return 0;
-    case kExitCheckFailed: return 1;
-    case kExitBadInput: return 2;
-    default: return 3;
-  }
-}
+using reports::severity;
 
 // A rank that died without its loss in the results (rank 0 itself, which records the others' losses,
 // or an mpirun/srun that ended abnormally) is recorded by the launcher: no loss goes unreported.
@@ -286,7 +274,7 @@ int report_run(const fs::path& dir) {
     std::cout << r.summary;
     std::cout << fmt::format("report: {}{}\n", r.html.string(),
                              r.plots_missing.empty() ? "" : " (no plots: " + r.plots_missing + ")");
-    return r.failed ? kExitCheckFailed : kExitOk;
+    return reports::verdicts_exit_code(r.verdicts);
   } catch (const std::exception& e) {
     std::cout << "report: not written: " << e.what() << "\n";
     return kExitInfra;
@@ -511,9 +499,9 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
   if (options.report) std::cout << "results: " << (dir / "results.jsonl").string() << "\n";
   if (!db.empty()) {
     outcome.check = check_in_history(db, dir, exit_code, options.rerun_of, reruns);
-    if (severity(outcome.check->exit_code) > severity(verdict)) verdict = outcome.check->exit_code;
+    verdict = reports::worse_exit_code(verdict, outcome.check->exit_code);
   }
-  return severity(verdict) > severity(exit_code) ? verdict : exit_code;
+  return reports::worse_exit_code(exit_code, verdict);
 }
 
 int launch_run(RunOptions options) {
@@ -540,7 +528,7 @@ int launch_run(RunOptions options) {
                              fmt::join(steps, ", "));
     std::cout.flush();
     const int rc = run_once(again, &reruns, last);
-    if (severity(rc) > severity(exit_code)) exit_code = rc;
+    exit_code = reports::worse_exit_code(exit_code, rc);
   }
   if (reruns.made > 0) {
     // The night's JUnit says what the reruns decided.

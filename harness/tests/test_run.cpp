@@ -12,6 +12,10 @@
 #include "../../common/tests/setup_required.hpp"
 #include "rocebench/common/record.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/reports/aggregate.hpp"
+#include "rocebench/reports/exit_code.hpp"
+#include "rocebench/reports/netcheck_verdict.hpp"
+#include "rocebench/reports/thresholds.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
 #include "rocebench/transport/verbs/device.hpp"
 
@@ -395,6 +399,12 @@ TEST(RunCommand, TheRunEndsWithItsReportSummaryAndVerdict) {
   for (const char* file : {"report.html", "report.md", "junit.xml", "aggregate.csv"}) {
     EXPECT_TRUE(rbtest::fs::exists(out / "report" / file)) << file;
   }
+  // Its records and its plan's thresholds, judged again offline, give the run's exit code.
+  reports::Dataset data;
+  data.load(out / "results.jsonl");
+  const auto verdicts = reports::judge(reports::load_thresholds(dir / "plan.json"), data, reports::aggregate(data));
+  EXPECT_EQ(reports::run_exit_code(checked_results(out / "results.jsonl").records, verdicts), 1);
+  EXPECT_EQ(reports::run_exit_code(checked_results(out / "results.jsonl").records, {}), 0) << "only the threshold failed";
 }
 
 // `rocebench netcheck` checks this host as the one-step plan netcheck.host: the check records land in
@@ -413,6 +423,8 @@ TEST(NetcheckCli, ChecksThisHostAsAOneStepPlanIntoTheResultsFolder) {
   }
   EXPECT_TRUE(present) << "no rdma.device_present check in " << file;
   EXPECT_EQ(rc, failed ? 1 : 0) << rbtest::slurp(dir / "n.err");
+  // The exit code is the judge's, of the records saved: judged again, they say the same.
+  EXPECT_EQ(rc, reports::netcheck_exit_code(reports::judge_netcheck_checks(f.records), false)) << rbtest::slurp(dir / "n.out");
   EXPECT_NE(rbtest::slurp(dir / "n.out").find("checks, "), std::string::npos) << rbtest::slurp(dir / "n.out");
 
   EXPECT_EQ(rbtest::run({kBinary, "netcheck", "--results", (dir / "r.jsonl").string()}, dir, "old"), 2);

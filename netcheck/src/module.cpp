@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "rocebench/netcheck/checks.hpp"
 #include "rocebench/netcheck/host_state.hpp"
 #include "rocebench/netcheck/report.hpp"
+#include "rocebench/reports/netcheck_verdict.hpp"
 
 namespace rocebench::netcheck {
 
@@ -101,23 +101,13 @@ std::vector<SavedHost> saved_hosts(const std::string& dir) {
   return hosts;
 }
 
-// The table of check records, the settings that differ between their hosts, and the exit code: 1
-// when a check failed, or is unverified without --allow-unverified, or hosts differ.
+// The table of check records, the settings that differ between their hosts, and the judge's exit
+// code (reports/judge): 1 when a host fails, or is unverified without --allow-unverified, or hosts differ.
 int judge(const std::vector<json>& records, bool allow_unverified) {
   print_table(std::cout, records);
-  std::set<std::string> hosts;
-  bool failed = false;
-  for (const auto& r : records) {
-    hosts.insert(r.value("host", std::string()));
-    const std::string status = r.value("status", std::string());
-    failed = failed || status == "fail" || (status == "unverified" && !allow_unverified);
-  }
-  if (hosts.size() > 1) {
-    const auto diffs = compare_hosts(records);
-    print_differences(std::cout, diffs, hosts.size());
-    failed = failed || !diffs.empty();
-  }
-  return failed ? kExitCheckFailed : kExitOk;
+  const reports::NetcheckJudgement judged = reports::judge_netcheck_checks(records);
+  if (judged.hosts.size() > 1) print_differences(std::cout, judged.differences, judged.hosts.size());
+  return reports::netcheck_exit_code(judged, allow_unverified);
 }
 
 // The hosts a run starts on (one local rank, or every host of --hostfile) check themselves as the
@@ -306,7 +296,7 @@ int compare_main(const std::vector<std::string>& given, const std::string& out) 
     throw InputError("--compare needs check records of at least two hosts; found " + std::to_string(hosts.size()) +
                      (hosts.empty() ? "" : " (" + hosts.front() + ")"));
   }
-  const auto diffs = compare_hosts(records);
+  const auto diffs = reports::compare_hosts(records);
   print_differences(std::cout, diffs, hosts.size());
   if (!out.empty()) {
     const std::string run_id = records.front().value("run", std::string("netcheck-compare"));
@@ -314,7 +304,7 @@ int compare_main(const std::vector<std::string>& given, const std::string& out) 
     for (const auto& r : difference_records(diffs)) writer.append(to_json(r, run_id));
     writer.sync();
   }
-  return diffs.empty() ? kExitOk : kExitCheckFailed;
+  return reports::differences_exit_code(diffs);
 }
 
 std::vector<Subcommand> subcommands() {

@@ -66,38 +66,6 @@ void print_table(std::ostream& out, const std::vector<json>& records) {
   }
 }
 
-std::vector<Difference> compare_hosts(const std::vector<json>& records) {
-  std::vector<std::string> hosts;
-  std::vector<std::pair<std::string, std::string>> keys;  // (check, subject) in first-seen order
-  std::map<std::pair<std::string, std::string>, std::map<std::string, json>> observed;
-  for (const auto& r : records) {
-    if (r.value("kind", std::string()) != "check") continue;
-    const std::string check = r.value("check", std::string());
-    // Counters differ by nature, and comparisons of comparisons say nothing new.
-    if (check.rfind("counters.", 0) == 0 || check.rfind("cluster.", 0) == 0) continue;
-    const std::string host = r.value("host", std::string());
-    const std::pair key{check, r.value("subject", std::string())};
-    add_unique(hosts, host);
-    add_unique(keys, key);
-    observed[key][host] = r.value("observed", json());  // a later record replaces an earlier one
-  }
-  std::vector<Difference> diffs;
-  for (const auto& key : keys) {
-    Difference d{key.first, key.second, {}};
-    for (const auto& host : hosts) {
-      const auto& by_host = observed[key];
-      const json value = by_host.count(host) ? by_host.at(host) : json();
-      auto it = std::find_if(d.values.begin(), d.values.end(), [&](const auto& v) { return v.first == value; });
-      if (it == d.values.end()) d.values.push_back({value, {host}});
-      else it->second.push_back(host);
-    }
-    if (d.values.size() < 2) continue;
-    std::stable_sort(d.values.begin(), d.values.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-    diffs.push_back(std::move(d));
-  }
-  return diffs;
-}
-
 void print_differences(std::ostream& out, const std::vector<Difference>& diffs, std::size_t host_count) {
   if (diffs.empty()) {
     out << "all " << host_count << " hosts have the same settings\n";

@@ -9,6 +9,7 @@
 
 #include "fixture_host.hpp"
 #include "rocebench/common/errors.hpp"
+#include "rocebench/reports/netcheck_verdict.hpp"
 
 using namespace rocebench;
 using namespace rocebench::netcheck;
@@ -36,25 +37,26 @@ const json& record(const std::vector<json>& records, const std::string& check, c
   throw std::runtime_error("no record " + check + " " + subject);
 }
 
-// What one saved host must be judged: its name, exit code and the checks of each status.
+// What one saved host must be judged: its name, exit code, the host's verdict and the checks of each status.
 struct Expected {
   std::string folder, host;
   int code;
+  std::string verdict;
   Set fail, unverified, warn;
 };
 
 void PrintTo(const Expected& e, std::ostream* os) { *os << e.folder; }
 
 const std::vector<Expected> kFleet{
-    {"good", "gpu-a06", kExitOk, {}, {}, {}},
-    {"pfc-wrong", "gpu-a01", kExitCheckFailed, {"roce.pfc.enabled_priorities mlx5_0/1"}, {}, {}},
-    {"trust-pcp", "gpu-a02", kExitCheckFailed, {"roce.trust.dscp mlx5_0/1"}, {}, {}},
-    {"acs-on", "gpu-a03", kExitCheckFailed, {"gpudirect.acs_disabled mlx5_0", "gpudirect.acs_disabled mlx5_1"}, {}, {}},
-    {"no-capture", "gpu-a04", kExitCheckFailed, {},
+    {"good", "gpu-a06", kExitOk, "pass", {}, {}, {}},
+    {"pfc-wrong", "gpu-a01", kExitCheckFailed, "fail", {"roce.pfc.enabled_priorities mlx5_0/1"}, {}, {}},
+    {"trust-pcp", "gpu-a02", kExitCheckFailed, "fail", {"roce.trust.dscp mlx5_0/1"}, {}, {}},
+    {"acs-on", "gpu-a03", kExitCheckFailed, "fail", {"gpudirect.acs_disabled mlx5_0", "gpudirect.acs_disabled mlx5_1"}, {}, {}},
+    {"no-capture", "gpu-a04", kExitCheckFailed, "unverified", {},
      {"roce.pfc.enabled_priorities mlx5_0/1", "roce.pfc.enabled_priorities mlx5_1/1", "gpudirect.acs_disabled mlx5_0",
       "gpudirect.acs_disabled mlx5_1"},
      {}},
-    {"fw-old", "gpu-a05", kExitOk, {}, {}, {"nic.firmware mlx5_0", "nic.firmware mlx5_1"}},
+    {"fw-old", "gpu-a05", kExitOk, "warn", {}, {}, {"nic.firmware mlx5_0", "nic.firmware mlx5_1"}},
 };
 
 Outcome judge(const path& host, const path& out, Args extra = {}) {
@@ -81,6 +83,15 @@ TEST_P(SavedHost, JudgedUnderItsOwnName) {
   EXPECT_EQ(with_status(records, "unverified"), e.unverified);
   EXPECT_EQ(with_status(records, "warn"), e.warn);
   EXPECT_NE(run.out.find("== " + e.host + " =="), std::string::npos);
+  // The verdict and the exit code are the judge's: its records, saved and judged again, say the same.
+  const reports::NetcheckJudgement judged = reports::judge_netcheck_checks(records);
+  ASSERT_EQ(judged.hosts.size(), 1u);
+  EXPECT_EQ(judged.hosts[0].host, e.host);
+  EXPECT_EQ(judged.hosts[0].verdict, e.verdict);
+  EXPECT_EQ(reports::netcheck_exit_code(judged, false), run.code);
+  const Outcome allowed = judge(dir.path() / e.folder, dir.path() / "allowed", {"--allow-unverified"});
+  EXPECT_EQ(allowed.code, reports::netcheck_exit_code(reports::judge_netcheck_checks(records_in(dir.path() / "allowed")), true));
+  EXPECT_EQ(allowed.code, e.verdict == "unverified" ? kExitOk : e.code);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fleet, SavedHost, ::testing::ValuesIn(kFleet), [](const auto& p) {
@@ -181,6 +192,16 @@ TEST(RootEach, JudgesAndComparesAFolderOfHosts) {
   }
   EXPECT_NE(all.out.find("settings differ between the 6 hosts"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("nic.firmware  mlx5_0"), std::string::npos);
+  // The saved records judged again: each host's verdict, the same differences, the same exit code.
+  const reports::NetcheckJudgement judged = reports::judge_netcheck_checks(records);
+  ASSERT_EQ(judged.hosts.size(), kFleet.size());
+  for (const auto& h : judged.hosts) {
+    const auto e = std::find_if(kFleet.begin(), kFleet.end(), [&](const Expected& x) { return x.host == h.host; });
+    ASSERT_NE(e, kFleet.end()) << h.host;
+    EXPECT_EQ(h.verdict, e->verdict) << h.host;
+  }
+  EXPECT_NE(all.out.find(std::to_string(judged.differences.size()) + " settings differ"), std::string::npos) << all.out;
+  EXPECT_EQ(reports::netcheck_exit_code(judged, false), all.code);
 
   // Two hosts alike: exit 0. A tree without a hostname takes its folder's name.
   const path pair = dir.path() / "pair";

@@ -15,6 +15,7 @@
 #include "rocebench/reports/accept_actions.hpp"
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/reports/baseline.hpp"
+#include "rocebench/reports/exit_code.hpp"
 #include "rocebench/reports/history.hpp"
 #include "rocebench/reports/importers.hpp"
 #include "rocebench/reports/report.hpp"
@@ -71,7 +72,7 @@ int accept_report(const std::string& dir, const std::string& profile_name, const
   const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile);
   std::cout << "\n" << accept::verdict_table(verdicts);
   accept::write_actions(actions, verdicts, accept::stamp_of(recorded, actions.valid_h));
-  return verdicts.pass() ? kExitOk : kExitCheckFailed;
+  return acceptance_exit_code(verdicts);
 }
 
 int report_main(const Args& args) {
@@ -116,7 +117,7 @@ int report_main(const Args& args) {
   if (!result.verdicts.empty() && !result.thresholds_from.empty()) std::cout << "thresholds from " << result.thresholds_from << "\n";
   std::cout << fmt::format("report in {}{}\n", result.html.string(),
                            result.plots_missing.empty() ? "" : " (no plots: " + result.plots_missing + ")");
-  return result.failed ? kExitCheckFailed : kExitOk;
+  return verdicts_exit_code(result.verdicts);
 }
 
 int compare_main(const Args& args) {

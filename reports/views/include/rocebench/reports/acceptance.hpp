@@ -9,3 +9,4 @@
 #include "rocebench/reports/accept_records.hpp"
 #include "rocebench/reports/accept_render.hpp"
 #include "rocebench/reports/accept_verdicts.hpp"
+#include "rocebench/reports/exit_code.hpp"
