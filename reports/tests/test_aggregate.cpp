@@ -4,6 +4,7 @@
 
 #include "fixtures.hpp"
 #include "rocebench/reports/aggregate.hpp"
+#include "rocebench/reports/plots.hpp"
 #include "rocebench/reports/text.hpp"
 
 using namespace rocebench;

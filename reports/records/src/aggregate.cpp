@@ -612,24 +612,13 @@ class Builder {
   std::set<std::string> undeclared_;  // what no declaration covers, one line each
 };
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
-// The sorted samples, thinned to at most ~2000 evenly ranked ones (always keeping the extremes):
-// enough for a CDF to look exactly like the full one.
-json cdf_points(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  constexpr std::size_t kMax = 2000;
-  if (values.size() <= kMax) return values;
-  json out = json::array();
-  for (std::size_t i = 0; i < kMax; ++i) out.push_back(values[i * (values.size() - 1) / (kMax - 1)]);
-  return out;
-}
-
 }  // namespace
 
 std::string ScalingSeries::label() const {
   return key_label(key, training_key());
 }
+
+const std::vector<std::string>& ScalingSeries::key_order() const { return training_key(); }
 
 std::string ScalingPoint::waited_text() const {
   if (!first_waited_bucket || !buckets) return "";
@@ -680,68 +669,6 @@ std::string record_counts(const Aggregate& a) {
   for (const auto& [status, n] : remaining) parts.push_back(fmt::format("{} {}", n, status));
   return fmt::format("{} record{}{}", a.records, a.records == 1 ? "" : "s",
                      parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", ")));
-}
-
-json plot_input(const Aggregate& a) {
-  json out = {{"runs", a.runs}, {"run_times", a.run_times}, {"runs_by_time", a.runs_by_time}};
-  for (const auto& s : a.scaling) {
-    json points = json::array();
-    for (const auto& p : s.points) {
-      points.push_back({{"gpus", p.gpus}, {"images_per_s", optional_json(p.images_per_s)},
-                        {"speedup", optional_json(p.speedup)}, {"efficiency", optional_json(p.efficiency)},
-                        {"predicted_speedup", optional_json(p.predicted_speedup)}, {"ideal", p.ideal}});
-    }
-    if (s.independent()) continue;  // no speedup to draw
-    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", training_key()}, {"base_gpus", s.base_gpus},
-                              {"points", points}});
-  }
-  for (const auto* curves : {&a.size_curves, &a.world_curves}) {
-    for (const auto& c : *curves) {
-      if (!c.measured()) continue;  // one line with its reason in the tables, nothing to draw
-      json points = json::array();
-      for (const auto& p : c.points) points.push_back({{"x", p.x}, {"busbw", optional_json(p.busbw)}, {"algbw", optional_json(p.algbw)}});
-      out[c.x_name == "bytes" ? "busbw_by_size" : "busbw_by_ranks"].push_back(
-          {{"label", c.label()}, {"op", c.op}, {"points", points}});
-    }
-  }
-  for (const auto& row : a.probes.rows) {
-    if (row.test != "latency") continue;  // the probe variant its step declares
-    for (const auto& [source, m] : row.by_source) {
-      json q = json::object();
-      for (const char* k : {"lat_us_min", "lat_us_p50", "lat_us_p99", "lat_us_p99_9", "lat_us_max"}) {
-        if (auto it = m.find(k); it != m.end()) q[k] = it->second;
-      }
-      json entry = {{"label", source + " " + bytes_text(row.bytes) + " " + row.host + "→" + row.peer},
-                    {"series", source + " " + row.host + "→" + row.peer}, {"bytes", row.bytes}, {"quantiles", q}};
-      if (auto raw = row.samples.find(source); raw != row.samples.end()) {
-        entry["n"] = raw->second.size();
-        entry["samples"] = cdf_points(raw->second);
-      }
-      if (!q.empty() || entry.contains("samples")) out["latency"].push_back(std::move(entry));
-    }
-  }
-  for (const auto& m : a.pairs) {
-    json matrix = json::array();
-    for (const auto& src : m.hosts) {
-      json row = json::array();
-      for (const auto& dst : m.hosts) {
-        const auto r = m.cells.find(src);
-        const PairCell* cell = nullptr;
-        if (r != m.cells.end()) {
-          if (auto c = r->second.find(dst); c != r->second.end()) cell = &c->second;
-        }
-        row.push_back(cell ? json{{"value", optional_json(cell->value)}, {"flagged", cell->flagged}} : json(nullptr));
-      }
-      matrix.push_back(row);
-    }
-    out["pairs"].push_back({{"test", m.test}, {"metric", m.metric}, {"hosts", m.hosts}, {"matrix", matrix}});
-  }
-  for (const auto& t : a.trends) {
-    json values = json::array();
-    for (const auto& v : t.values) values.push_back(optional_json(v));
-    out["trends"].push_back({{"label", t.label}, {"metric", t.metric}, {"values", values}});
-  }
-  return out;
 }
 
 }  // namespace rocebench::reports

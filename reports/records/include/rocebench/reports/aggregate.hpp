@@ -55,6 +55,8 @@ struct ScalingSeries {
   int base_gpus = 0;  // 0 when the series has no value at all
   std::vector<ScalingPoint> points;
   std::string label() const;
+  // The params of `key` that identify a training series, in the order its step kind declares them.
+  const std::vector<std::string>& key_order() const;
   const ScalingPoint* at(int gpus) const;
 };
 
@@ -148,9 +150,6 @@ Aggregate aggregate(const Dataset& data);
 
 // "56 records (42 ok, 14 skip)": the records and how many of each status.
 std::string record_counts(const Aggregate& a);
-
-// The data plot.py draws, as JSON.
-json plot_input(const Aggregate& a);
 
 // Whether every key of `where` is in `key` with an equal value.
 bool matches(const json& where, const json& key);

@@ -29,6 +29,9 @@ struct Plots {
   std::string missing;                       // why there are no plots (empty when drawn)
 };
 
+// The data plot.py draws, as JSON.
+json plot_input(const Aggregate& a);
+
 // Draws every plot of `agg` into `dir`.
 Plots draw_plots(const Aggregate& agg, const std::filesystem::path& dir, std::chrono::milliseconds deadline);
 
