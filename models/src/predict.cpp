@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -69,7 +71,98 @@ ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
   return s;
 }
 
+// A prediction's efficiency as its record states it: its images/s by the declared rate over ranks
+// times one rank's.
+double efficiency_of(const Prediction& p, const Prediction& alone, int batch, int ranks) {
+  const DeclaredRate& rate = predicted_images_rate();
+  return scaling_over(rate.of({{"batch", batch}, {"ranks", ranks}}, p.step_ms), ranks,
+                      rate.of({{"batch", batch}, {"ranks", 1}}, alone.step_ms), 1)
+      .efficiency;
+}
+
+// Up to the next value of 3 significant digits: a rate printed as found still reaches its target.
+double round_up_3_digits(double x) {
+  const double exponent = std::floor(std::log10(x)) - 2;
+  if (exponent >= 0) return std::ceil(x / std::pow(10.0, exponent)) * std::pow(10.0, exponent);
+  const double per_unit = std::pow(10.0, -exponent);  // divided by, so that 382 / 10 is 38.2 exactly
+  return std::ceil(x * per_unit) / per_unit;
+}
+
 }  // namespace
+
+const std::vector<double>& what_if_buckets_mb() {
+  static const std::vector<double> sizes = {0.5, 1,  2,  3,   4,   5,   6,   8,   10,  12,  16,  20,  25,  32, 40,
+                                            50,  64, 80, 100, 128, 160, 200, 256, 320, 400, 512, 640, 800, 1024};
+  return sizes;
+}
+
+ScalingLoss WhatIf::loss() const {
+  ScalingLoss l;
+  l.gpus = placement.ranks;
+  l.sync = to_string(mode);
+  l.step_ms = now.step_ms;
+  l.exposed_ms = now.exposed_ms;
+  l.efficiency = efficiency;
+  l.nic_Gbps = nic_Gbps;
+  l.one_node = placement.nodes == 1;
+  l.target = target;
+  l.nic_Gbps_needed = nic_Gbps_needed;
+  if (!l.one_node) l.efficiency_unlimited_nic = efficiency_unlimited_nic;
+  l.bucket_mb_needed = bucket_mb_needed;
+  l.best_bucket_mb = best_bucket_mb;
+  l.best_bucket_efficiency = best_bucket_efficiency;
+  return l;
+}
+
+WhatIf what_if(const PredictInputs& in, SyncMode mode, const Placement& placement, double target) {
+  const Graph graph = build_model(in.model);
+  const Timeline& timeline = in.compute.timeline;
+  const Fabric fabric = in.fabric_for(mode);
+  const auto play = [&](const Fabric& f, double bucket_mb) {
+    return predict_step(graph, timeline, 0, bucket_options(bucket_mb, in.first_bucket_mb),
+                        [&](std::size_t bytes) { return allreduce_ms(f, mode, placement, bytes); });
+  };
+  const Prediction alone =
+      predict_step(graph, timeline, 0, bucket_options(in.bucket_mb, in.first_bucket_mb), [](std::size_t) { return 0.0; });
+  const auto efficiency = [&](const Prediction& p) { return efficiency_of(p, alone, in.compute.batch, placement.ranks); };
+  WhatIf w;
+  w.mode = mode;
+  w.placement = placement;
+  w.target = target;
+  w.now = play(fabric, in.bucket_mb);
+  w.efficiency = efficiency(w.now);
+  w.nic_Gbps = fabric.rails * fabric.nic_Gbps;
+  if (placement.nodes > 1) {  // inside one node no NIC is crossed: its rate changes nothing
+    const auto at_rate = [&](double node_Gbps) {
+      Fabric f = fabric;
+      f.nic_Gbps = node_Gbps / f.rails;
+      return efficiency(play(f, in.bucket_mb));
+    };
+    w.efficiency_unlimited_nic = at_rate(std::numeric_limits<double>::infinity());
+    if (w.efficiency_unlimited_nic >= target) {
+      // Bracket the least rate that reaches the target (at_rate(low) < target <= at_rate(high)), then bisect it.
+      constexpr double kSlowestGbps = 1e-3, kFastestGbps = 1e12;
+      double low = w.nic_Gbps, high = w.nic_Gbps;
+      while (low > kSlowestGbps && at_rate(low) >= target) high = low, low /= 2;
+      while (high < kFastestGbps && at_rate(high) < target) low = high, high *= 2;
+      while (high / low > 1 + 1e-6) {
+        const double mid = std::sqrt(low * high);
+        (at_rate(mid) >= target ? high : low) = mid;
+      }
+      w.nic_Gbps_needed = round_up_3_digits(high);
+    }
+  }
+  w.best_bucket_efficiency = -1;
+  for (double mb : what_if_buckets_mb()) {
+    const double e = efficiency(play(fabric, mb));
+    if (e > w.best_bucket_efficiency) w.best_bucket_mb = mb, w.best_bucket_efficiency = e;
+    if (e >= target) {
+      w.bucket_mb_needed = mb;
+      break;
+    }
+  }
+  return w;
+}
 
 const OptionTable& predict_options() {
   static const OptionTable table = [] {
@@ -106,6 +199,11 @@ const OptionTable& predict_options() {
          .metavar = "LIST"},
         data_parallel_options().at("bucket_mb"),
         data_parallel_options().at("first_bucket_mb"),
+        {.key = "target_efficiency", .flag = "--target-efficiency", .type = OptionType::number,
+         .rules = {{"exclusiveMinimum", 0}, {"maximum", 1}}, .fallback = 0.9,
+         .help = "the what-if at the largest world size: the NIC rate (Gbit/s a node) and the bucket size that reach "
+                 "this efficiency, per sync mode",
+         .metavar = "E"},
         {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list,
          .rules = {{"minimum", 1}, {"maximum", 1 << 20}}, .fallback = doubling,
          .help = "ranks (GPUs) to predict at: up to a node's GPUs, or whole nodes"},
@@ -148,6 +246,7 @@ PredictInputs predict_inputs(const json& params, const std::function<std::string
     in.placements.push_back(place(in.fabric, ranks, name_of("world_sizes")));
   in.bucket_mb = o.get<double>(params, "bucket_mb");
   in.first_bucket_mb = o.get<double>(params, "first_bucket_mb");
+  in.target_efficiency = o.get<double>(params, "target_efficiency");
   return in;
 }
 
@@ -159,6 +258,10 @@ std::vector<ResultRecord> predict_records(const PredictInputs& in) {
   // The speedup's base: one rank, nothing to reduce (the same for every sync mode).
   const Prediction alone = predict_step(graph, timeline, 0, buckets, [](std::size_t) { return 0.0; });
   const double alone_images_per_s = rate.of({{"batch", in.compute.batch}, {"ranks", 1}}, alone.step_ms);
+  const Placement* widest = nullptr;
+  for (const Placement& p : in.placements) {
+    if (!widest || p.ranks > widest->ranks) widest = &p;
+  }
   std::vector<ResultRecord> records;
   for (SyncMode mode : in.modes) {
     const Fabric fabric = in.fabric_for(mode);
@@ -202,6 +305,13 @@ std::vector<ResultRecord> predict_records(const PredictInputs& in) {
                    {"buckets", bucket_times},
                    {"backward_end_ms", p.backward_end_ms}};
       if (in.fit) r.samples["predicted_from"]["fabric_fit"] = in.fit->to_json();
+      if (&placement == widest && placement.ranks > 1) {  // where scaling is lost, and what would win it back
+        const WhatIf w = what_if(in, mode, placement, in.target_efficiency);
+        add_what_if_metrics(w.loss(), r.metrics);
+        r.samples["what_if"] = {{"text", scaling_loss_text(w.loss())},
+                                {"nic", "the node's NIC rate (rails x line rate) bisected, the rest of the fabric as it is"},
+                                {"buckets_mb_tried", what_if_buckets_mb()}};
+      }
       records.push_back(std::move(r));
     }
   }
@@ -228,6 +338,10 @@ std::string predict_table(const PredictInputs& in, const std::vector<ResultRecor
                        m["images_per_s"].get<double>(), m["speedup"].get<double>(), m["efficiency"].get<double>(),
                        m["compute_ms"].get<double>(), m["comm_ms"].get<double>(), m["exposed_comm_ms"].get<double>(),
                        waited == 0 ? std::string("-") : fmt::format("bucket {}", waited));
+  }
+  for (const ResultRecord& r : records) {
+    if (const auto loss = scaling_loss_of(r.world, r.params["sync"].get<std::string>(), r.metrics))
+      out += "# where scaling is lost " + scaling_loss_text(*loss) + "\n";
   }
   return out;
 }

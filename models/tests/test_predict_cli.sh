@@ -14,6 +14,9 @@ expect_out "^ring +1 +1 +146\.1 +219\.0 +1\.00 +1\.000"
 expect_out "^ring +128 +16 "
 expect_out "^ps +128 +16 "
 expect_out "^# 8 predictions \(4 world sizes x 2 sync modes\) in [0-9.]+ ms"
+# Where scaling is lost at the largest world size, and the NIC rate or bucket size for 90% (the default target).
+expect_out "^# where scaling is lost at 128 GPUs: exposed allreduce [0-9.]+ ms of a [0-9.]+ ms step \(efficiency 0\.[0-9]+\); ring over 25 Gbit/s"
+expect_out "^# where scaling is lost at 128 GPUs: .*; ps over 25 Gbit/s needs [0-9.]+ Gbit/s per node"
 python3 - "$work/ok/results.jsonl" <<'PY' || fail "records"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1]) if '"models.predict"' in l]
@@ -26,6 +29,9 @@ for r in records:
 ring128 = next(r for r in records if r["params"]["sync"] == "ring" and r["world"] == 128)
 ps128 = next(r for r in records if r["params"]["sync"] == "ps" and r["world"] == 128)
 assert ring128["metrics"]["efficiency"] > 0.9 > ps128["metrics"]["efficiency"], (ring128["metrics"], ps128["metrics"])
+assert ps128["metrics"]["target_efficiency"] == 0.9 and ps128["metrics"]["needed_nic_Gbps_per_node"] > 25, ps128["metrics"]
+assert ps128["samples"]["what_if"]["text"].startswith("at 128 GPUs: exposed allreduce "), ps128["samples"]
+assert all("target_efficiency" not in r["metrics"] for r in records if r["world"] != 128)
 PY
 
 # Bad input: the flag (or file:line:field) is named and nothing starts.
@@ -36,6 +42,10 @@ expect_rc 2 "$rb" predict "${base[@]}" --sync ring,butterfly
 expect_out "^rocebench predict: --sync: unknown sync mode 'butterfly'"
 expect_rc 2 "$rb" predict "${base[@]}" --images-per-s 0
 expect_out "--images-per-s: 0 is out of range"
+expect_rc 2 "$rb" predict "${base[@]}" --target-efficiency 0
+expect_out "--target-efficiency: 0 is out of range"
+expect_rc 2 "$rb" predict "${base[@]}" --target-efficiency 1.5
+expect_out "--target-efficiency: 1.5 is out of range"
 expect_rc 2 "$rb" predict "${base[@]}" --step-ms -5
 expect_out "--step-ms: -5 is out of range"
 expect_rc 2 "$rb" predict "${base[@]}" --batch 32

@@ -10,8 +10,10 @@
 
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/options.hpp"
+#include "rocebench/common/scaling_loss.hpp"
 #include "rocebench/common/step.hpp"
 #include "rocebench/models/calibrate.hpp"
+#include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/fabric.hpp"
 #include "rocebench/models/timeline.hpp"
 
@@ -43,6 +45,7 @@ struct PredictInputs {
   std::vector<SyncMode> modes;
   std::vector<Placement> placements;
   double bucket_mb = 25, first_bucket_mb = 1;
+  double target_efficiency = 0.9;  // what the what-if at the largest world size aims at
   // The fabric a sync mode is played on: --fabric's, or the fit's for that mode.
   Fabric fabric_for(SyncMode mode) const { return fit ? fit->fabric_for(mode) : fabric; }
 };
@@ -50,6 +53,30 @@ PredictInputs predict_inputs(const json& params, const std::function<std::string
 
 // Every (world size, sync mode) of `inputs` as models.predict records, in sync-mode order.
 std::vector<ResultRecord> predict_records(const PredictInputs& inputs);
+
+// The what-if at one world size and sync mode (issue #42): the node NIC rate (rails × line rate, the
+// rest of the fabric as it is) and, apart, the bucket size that reach `target` efficiency, each
+// searched over the one predictor itself, never a second model. The step is no slower on a faster
+// NIC, so the rate is the least that reaches the target, bisected and rounded up to 3 significant
+// digits; an unlimited NIC that still misses it leaves `nic_Gbps_needed` empty (not reachable by link
+// rate alone: the start-up costs, the links inside the node, compute the update waits for). Buckets
+// are no such monotone knob (fewer buckets start fewer reductions but overlap less): the smallest of
+// what_if_buckets_mb() that reaches the target, else the best of them.
+struct WhatIf {
+  SyncMode mode = SyncMode::ring;
+  Placement placement;
+  double target = 0;
+  Prediction now;
+  double efficiency = 0, nic_Gbps = 0;
+  std::optional<double> nic_Gbps_needed;
+  double efficiency_unlimited_nic = 0;
+  std::optional<double> bucket_mb_needed;
+  double best_bucket_mb = 0, best_bucket_efficiency = 0;
+  ScalingLoss loss() const;  // the numbers its sentence is made of
+};
+WhatIf what_if(const PredictInputs& inputs, SyncMode mode, const Placement& placement, double target);
+// The bucket sizes (MiB) the what-if tries, smallest first.
+const std::vector<double>& what_if_buckets_mb();
 
 // The console table of those records.
 std::string predict_table(const PredictInputs& inputs, const std::vector<ResultRecord>& records);
