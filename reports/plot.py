@@ -117,6 +117,67 @@ def speedup(data, outdir):
              bottom=0.06 * math.ceil(len(labels) / 2))
 
 
+def throughput(data, outdir):
+    """Total images/s against GPUs, and beside it the efficiency, one figure per model with
+    predictions: each sync mode in its own colour, measured lines solid with filled markers,
+    predicted ones dashed with hollow markers and drawn from the largest measured point of their sync
+    mode on (at the measured sizes a hollow marker only, to compare), and the ideal (N × the one-GPU
+    images/s) in grey."""
+    for figure in data.get("throughput", []):
+        series = figure["series"][:MAX_LINES]
+        fig, (ax, ax_e) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [3, 2]})
+        colours = {}
+        for s in series:
+            colours.setdefault(s["sync"], f"C{len(colours) % 10}")
+        all_gpus = sorted({p["gpus"] for s in series for p in s["points"]})
+        ideals = []  # one grey line per distinct one-GPU rate (a measured CPU and a predicted GPU differ)
+        for s in series:
+            per_gpu = s.get("ideal_per_gpu")
+            if per_gpu and all(abs(per_gpu - o) > 0.05 * o for o, _ in ideals):  # within 5%: one line
+                ideals.append((per_gpu, s["kind"]))
+        for per_gpu, kind in ideals:
+            ax.plot(all_gpus, [per_gpu * n for n in all_gpus], "-.", color="grey", alpha=0.6, lw=1,
+                    label=f"ideal ({kind} 1 GPU × N)")
+        ax_e.axhline(1.0, ls="-.", color="grey", alpha=0.6, lw=1)
+        for s in sorted(series, key=lambda s: s["kind"]):  # measured first, drawn under the predicted
+            colour = colours[s["sync"]]
+            xs = [p["gpus"] for p in s["points"]]
+            ys = values(s["points"], "images_per_s")
+            effs = values(s["points"], "efficiency")
+            if s["kind"] == "measured":
+                ax.plot(xs, ys, "o-", color=colour, lw=2, label=s["line"])
+                ax_e.plot(xs, effs, "o-", color=colour, lw=2)
+                known = [y for y in ys if not math.isnan(y)]
+                mark_missing(ax, xs, ys, "red", at=min(known) if known else 1)  # log axis: no 0
+                continue
+            beyond = s.get("beyond_gpus") or 0
+            for axis, vs, label in ((ax, ys, s["line"]), (ax_e, effs, "_")):
+                far = [(x, v) for x, v in zip(xs, vs) if x >= beyond and not math.isnan(v)]
+                near = [(x, v) for x, v in zip(xs, vs) if x < beyond and not math.isnan(v)]
+                axis.plot([x for x, _ in far], [v for _, v in far], "--", marker="o", mfc="white", color=colour, lw=1.6,
+                          label=label)
+                if near:
+                    axis.plot([x for x, _ in near], [v for _, v in near], "o", mfc="white", color=colour, alpha=0.7,
+                              label="_predicted at a measured size")
+        ax.set_yscale("log", base=2)
+        ax.set_ylabel("total images/s")
+        ax.set_title("images/s against GPUs", fontsize=10)
+        ax_e.set_ylim(0, 1.1)
+        ax_e.set_ylabel("efficiency (images/s over N × one GPU's)")
+        ax_e.set_title("efficiency", fontsize=10)
+        for axis in (ax, ax_e):
+            axis.set_xscale("log", base=2)
+            axis.set_xlabel("GPUs")
+            axis.grid(True, which="both", alpha=0.3)
+            axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        fig.suptitle(f"{figure['model']}: solid lines measured, dashed lines predicted (models.predict, not measured)",
+                     fontsize=10)
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
+        save(fig, outdir, f"throughput_{slug(figure['model'])}", bottom=0.05 * math.ceil(len(labels) / 3))
+
+
 def curves(data, key, outdir, prefix, xlabel):
     by_op = {}
     for c in data.get(key, []):
@@ -226,6 +287,7 @@ def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         data = json.load(f)
     outdir = sys.argv[2]
+    throughput(data, outdir)
     speedup(data, outdir)
     curves(data, "busbw_by_size", outdir, "busbw_size", "message size (bytes)")
     curves(data, "busbw_by_ranks", outdir, "busbw_ranks", "ranks")

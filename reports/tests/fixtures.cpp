@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "rocebench/common/scaling_loss.hpp"
 #include "rocebench/common/stats.hpp"
 
 namespace rocebench::reports::testing {
@@ -71,6 +72,56 @@ json train(const std::string& run, const std::string& model, const std::string& 
   const double step_ms = 64.0 * gpus / images_per_s * 1000;
   r.metrics = {{"images_per_s", images_per_s}, {"step_time_ms_p50", step_ms}};
   return with_samples(r, run, step_ms);
+}
+
+namespace {
+
+// A models.predict record as `rocebench predict` writes it; `loss` adds the what-if of the largest world size.
+json prediction(const std::string& run, const std::string& sync, int gpus, double images_per_s, double efficiency, bool loss) {
+  ResultRecord r;
+  r.step = "models.predict";
+  r.host = "node01";
+  r.world = gpus;
+  r.params = {{"model", "resnet50"}, {"engine", "predicted"}, {"timeline", "t"}, {"batch", 2}, {"mode", "data_parallel"},
+              {"fabric", "25g-roce"}, {"sync", sync}, {"bucket_mb", 25}, {"first_bucket_mb", 1}, {"ranks", gpus}};
+  r.metrics = {{"step_time_ms", 200.0 / efficiency}, {"images_per_s", images_per_s}, {"speedup", efficiency * gpus},
+               {"efficiency", efficiency}, {"exposed_comm_ms", 200.0 / efficiency - 200}, {"nodes", (gpus + 7) / 8}};
+  if (loss) {
+    ScalingLoss l;
+    l.target = 0.9;
+    l.nic_Gbps = 25;
+    l.nic_Gbps_needed = 38.2;
+    l.efficiency_unlimited_nic = 0.99;
+    l.bucket_mb_needed = 50;
+    l.best_bucket_mb = 50;
+    l.best_bucket_efficiency = 0.91;
+    add_what_if_metrics(l, r.metrics);
+  }
+  r.samples = {{"n", 0}};
+  return to_json(r, run);
+}
+
+}  // namespace
+
+
+std::vector<json> measured_and_predicted_run(const std::string& run) {
+  std::vector<json> records;
+  for (int ranks : {1, 2, 4}) {
+    ResultRecord r;
+    r.step = "models.scaling";
+    r.host = "node01";
+    r.world = ranks;
+    r.params = {{"model", "resnet50"}, {"engine", "replay"}, {"precision", "fp32"}, {"batch", 2}, {"mode", "data_parallel"},
+                {"sync", "ring"}, {"transport", "tcp"}, {"bucket_mb", 25}, {"ranks", ranks}};
+    r.metrics = {{"images_per_s", 10.0 * ranks * (ranks == 1 ? 1 : 0.9)}};
+    r.samples = {{"n", 1}};
+    records.push_back(to_json(r, run));
+  }
+  for (int gpus : {1, 8, 128}) {
+    records.push_back(prediction(run, "ring", gpus, 10.0 * gpus * (gpus == 1 ? 1 : 0.8), gpus == 1 ? 1 : 0.8, gpus == 128));
+    records.push_back(prediction(run, "ps", gpus, 10.0 * gpus * (gpus == 1 ? 1 : 0.2), gpus == 1 ? 1 : 0.2, false));
+  }
+  return records;
 }
 
 json collective(const std::string& run, const std::string& op, int world, double bytes, double time_us, double busbw,

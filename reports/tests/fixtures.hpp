@@ -16,6 +16,10 @@ void write_file(const std::filesystem::path& file, const std::string& text);
 std::filesystem::path write_records(const std::filesystem::path& file, const std::vector<json>& records);
 
 json train(const std::string& run, const std::string& model, const std::string& mode, int gpus, double images_per_s);
+// A run that measured ring allreduce training (models.scaling, replay, tcp) at 1, 2 and 4 ranks and
+// predicted (models.predict on 25g-roce) ring and ps at 1, 8 and 128 GPUs: efficiency 0.9 measured,
+// 0.8 and 0.2 predicted, and ring's what-if at 128 (needs 38.2 Gbit/s per node or 50 MiB buckets for 90%).
+std::vector<json> measured_and_predicted_run(const std::string& run);
 json collective(const std::string& run, const std::string& op, int world, double bytes, double time_us, double busbw,
                 const std::string& transport = "verbs");
 json probe(const std::string& run, const std::string& transport, const std::string& test, double bytes, double value,

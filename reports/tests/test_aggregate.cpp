@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 #include "rocebench/reports/aggregate.hpp"
 #include "rocebench/reports/plots.hpp"
+#include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 
 using namespace rocebench;
@@ -365,4 +366,74 @@ TEST(Text, NumbersAreReadableAtEveryScale) {
   EXPECT_EQ(number(4004.0), "4004");
   EXPECT_EQ(number(2.5e7), "2.500e+07");
   EXPECT_EQ(number(0.0), "0");
+}
+
+
+// A run that measured ring at 1, 2 and 4 ranks and predicted ring and ps to 128 GPUs (issue #42):
+// the predictions are series of their own, never among the measured ones (which thresholds, baselines
+// and trends read), and the plot and the tables give each kind as itself.
+TEST(Scaling, PredictionsAreDrawnAndListedBesideMeasurementsNeverAsThem) {
+  const Aggregate a = aggregate_of(measured_and_predicted_run("r"));
+  ASSERT_EQ(a.scaling.size(), 1u);
+  EXPECT_FALSE(a.scaling[0].predicted());
+  ASSERT_EQ(a.predicted.size(), 2u);
+  const ScalingSeries& ring = a.predicted[0].key["sync"] == "ring" ? a.predicted[0] : a.predicted[1];
+  EXPECT_TRUE(ring.predicted());
+  EXPECT_EQ(ring.label(), "resnet50 predicted timeline t batch 2 on 25g-roce ring buckets of 25 MiB first bucket 1 MiB");
+  EXPECT_EQ(ring.line_label(), "ring on 25g-roce (predicted)");
+  EXPECT_EQ(a.scaling[0].line_label(), "ring tcp (measured, replay)");
+  EXPECT_NEAR(*ring.at(128)->efficiency, 0.8, 1e-12);
+  ASSERT_TRUE(ring.at(128)->loss);
+  EXPECT_FALSE(ring.at(8)->loss);
+  EXPECT_EQ(scaling_loss_text(*ring.at(128)->loss),
+            "at 128 GPUs: exposed allreduce 50 ms of a 250 ms step (efficiency 0.800); ring over 25 Gbit/s needs 38.2 Gbit/s "
+            "per node or 50 MiB buckets for 90%");
+
+  // The plot input: measured speedups as before, and the throughput figure with both kinds apart.
+  const json plot = plot_input(a);
+  ASSERT_EQ(plot["scaling"].size(), 1u);
+  EXPECT_EQ(plot["scaling"][0]["key"]["engine"], "replay");
+  ASSERT_EQ(plot["throughput"].size(), 1u);
+  const json& figure = plot["throughput"][0];
+  EXPECT_EQ(figure["model"], "resnet50");
+  std::map<std::string, json> by_line;
+  for (const auto& s : figure["series"]) by_line[s["line"]] = s;
+  ASSERT_EQ(by_line.size(), 3u);
+  EXPECT_EQ(by_line["ring tcp (measured, replay)"]["kind"], "measured");
+  EXPECT_EQ(by_line["ring on 25g-roce (predicted)"]["kind"], "predicted");
+  EXPECT_EQ(by_line["ring on 25g-roce (predicted)"]["beyond_gpus"], 4);  // dashed beyond the measured ring
+  EXPECT_TRUE(by_line["ps on 25g-roce (predicted)"]["beyond_gpus"].is_null());  // no measured ps
+  EXPECT_EQ(by_line["ring on 25g-roce (predicted)"]["ideal_per_gpu"], 10);
+  EXPECT_EQ(by_line["ring on 25g-roce (predicted)"]["points"].back()["gpus"], 128);
+
+  // The tables: efficiency by world size with a column per series, each saying what it is, and the
+  // sentence under the figure.
+  const std::vector<Verdict> verdicts;
+  const std::vector<LoadIssue> issues;
+  const std::vector<std::string> files;
+  const auto sections = build_sections({&a, &verdicts, &issues, &files, nullptr});
+  const auto training = std::find_if(sections.begin(), sections.end(), [](const Section& s) { return s.title == "Training throughput and scaling"; });
+  ASSERT_NE(training, sections.end());
+  const Table& efficiency = training->tables.at(0);
+  EXPECT_EQ(efficiency.title, "Efficiency by world size: resnet50");
+  EXPECT_EQ(efficiency.columns, (std::vector<std::string>{"GPUs", "ring tcp (measured, replay)", "ps on 25g-roce (predicted)",
+                                                          "ring on 25g-roce (predicted)"}));
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& row : efficiency.rows) {
+    cells.emplace_back();
+    for (const auto& c : row) cells.back().push_back(c.text);
+  }
+  EXPECT_EQ(cells, (std::vector<std::vector<std::string>>{{"1", "1", "1", "1"},
+                                                          {"2", "0.9", "—", "—"},
+                                                          {"4", "0.9", "—", "—"},
+                                                          {"8", "—", "0.2", "0.8"},
+                                                          {"128", "—", "0.2", "0.8"}}));
+  const Table& lost = training->tables.at(1);
+  EXPECT_EQ(lost.title, "Where scaling is lost: resnet50");
+  ASSERT_EQ(lost.rows.size(), 1u);
+  EXPECT_EQ(lost.rows[0][0].text, "ring on 25g-roce (predicted)");
+  EXPECT_EQ(lost.rows[0][1].text, scaling_loss_text(*ring.at(128)->loss));
+  const std::string md = render_markdown("t", sections, "plots");
+  EXPECT_NE(md.find("| ring on 25g-roce (predicted) | at 128 GPUs: exposed allreduce 50 ms"), std::string::npos) << md;
+  EXPECT_NE(md.find("Predicted, not measured"), std::string::npos);
 }

@@ -68,6 +68,30 @@ TEST(Report, FullReportIsRendered) {
   EXPECT_EQ(r.exit_code, 0);
 }
 
+// A run with measured scaling and predictions (issue #42): the report lists both kinds apart, says
+// where scaling is lost under the figure, and draws the throughput figure from them.
+TEST(Report, PredictionsAreReportedBesideMeasurementsAndSaySo) {
+  const auto dir = temp_dir();
+  const auto results = write_records(dir / "results.jsonl", measured_and_predicted_run("run-1"));
+  const fs::path out = dir / "report";
+  EXPECT_EQ(run("report", {"-o", out.string(), results.string()}), 0);
+  const std::string md = read_file(out / "report.md");
+  for (const char* text : {"### Efficiency by world size: resnet50", "| GPUs | ring tcp (measured, replay) | ps on 25g-roce (predicted) |",
+                           "### Where scaling is lost: resnet50",
+                           "ring over 25 Gbit/s needs 38.2 Gbit/s per node or 50 MiB buckets for 90%",
+                           "Predicted, not measured (models.predict, engine: predicted)"}) {
+    EXPECT_NE(md.find(text), std::string::npos) << text;
+  }
+  const std::string html = read_file(out / "report.html");
+  EXPECT_NE(html.find("<td>ring on 25g-roce (predicted)</td><td class=\"words\">at 128 GPUs: exposed allreduce 50 ms of a 250 ms step"),
+            std::string::npos);
+  std::string why_not;
+  if (find_python(why_not).empty()) RB_SKIP_WITHOUT_SETUP("the throughput figure: " << why_not);
+  expect_nonempty(out / "plots" / "throughput_resnet50.png");
+  expect_nonempty(out / "plots" / "speedup_resnet50.png");  // the measured speedups, as before
+  EXPECT_NE(md.find("![throughput_resnet50](plots/throughput_resnet50.png)"), std::string::npos);
+}
+
 // Without --plan, the plan.json a run wrote beside its results is judged.
 TEST(Report, ThePlanBesideTheResultsIsJudged) {
   const auto dir = temp_dir();

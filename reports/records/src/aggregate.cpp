@@ -50,6 +50,8 @@ std::string key_label(const json& key, const std::vector<std::string>& order) {
     else if (name == "bucket_mb") out += key[name] == 0 ? "one bucket after backward" : "buckets of " + v + " MiB";
     else if (name == "servers") out += v + (key[name] == 1 ? " server" : " servers");
     else if (name == "timeline") out += "timeline " + v;
+    else if (name == "fabric") out += "on " + v;
+    else if (name == "first_bucket_mb") out += "first bucket " + v + " MiB";
     else out += v;
   }
   return out;
@@ -92,6 +94,7 @@ struct Group {
   std::map<double, std::map<std::size_t, Cell>> headline_by_run;
   std::map<double, std::map<std::size_t, Cell>> predicted_by_run;  // training: predicted images/s, for its speedup
   std::map<double, std::vector<double>> samples;  // raw samples of the headline, where records kept them
+  std::vector<std::string> order;  // the series params in label order, when not the training view's
   Cell unplaced;  // records without an x (a step skipped before its sweep began): the series' reason
 };
 
@@ -136,6 +139,10 @@ class Builder {
     n_.algbw = d.name_id("algbw_GBps");
     n_.busbw = d.name_id("busbw_GBps");
     n_.wrong = d.name_id("wrong");
+    // What a prediction's what-if is read back from (scaling_loss_of).
+    for (const char* m : {"step_time_ms", "efficiency", "nodes", "target_efficiency", "nic_Gbps_per_node", "needed_nic_Gbps_per_node",
+                          "efficiency_unlimited_nic", "needed_bucket_mb", "best_bucket_mb", "best_bucket_efficiency"})
+      loss_metrics_.emplace_back(m, d.name_id(m));
   }
 
   Aggregate build() {
@@ -146,9 +153,11 @@ class Builder {
     order_runs(a);
     for (const auto& o : d_.results) route(o, run_index_.at(o.run));
     training_.expect_family_xs();
+    predicted_.expect_family_xs();
     sizes_.expect_family_xs();
     probes_.expect_family_xs();
-    a.scaling = scaling();
+    a.scaling = scaling(training_);
+    a.predicted = scaling(predicted_);
     a.size_curves = curves(sizes_, "bytes");
     a.world_curves = world_curves();
     a.probes = probe_table();
@@ -219,6 +228,7 @@ class Builder {
     std::uint32_t headline = kNoName, sampled = kNoName;  // probe: the variant's metrics, by name id
     bool placed = true;  // the record names its x (bytes); a skip before the sweep does not
     const DeclaredRate* images_rate = nullptr;  // training: images/s of a step time, as declared
+    bool predicted = false;  // training: a prediction, with its what-if
     std::vector<const Observation*>* by_world = nullptr;
   };
 
@@ -242,6 +252,11 @@ class Builder {
                             pick(p, shape->series)),
            static_cast<double>(o.world)};
       if (const MetricShape* images = shape->metric("images_per_s"); images && images->rate) t.images_rate = &*images->rate;
+    } else if (shape->view == "prediction") {
+      Group& g = predicted_.group(param_text(p, "model") + "\n" + param_text(p, "engine"), pick(p, shape->series));
+      g.order = shape->series;
+      t = {Kind::training, &g, static_cast<double>(o.world)};
+      t.predicted = true;
     } else if (shape->view == "sweep") {
       const std::string op = step.substr(step.find('.') + 1);  // the step kind's name within its module
       json key = pick(p, shape->series);
@@ -295,6 +310,10 @@ class Builder {
                {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
               n_.images);
           note(t.group->predicted_by_run[t.x][run], o, n_.predicted_images);
+          if (t.predicted) {
+            auto& cells = t.group->at[t.x];
+            for (const auto& [name, id] : loss_metrics_) note(cells[name], o, id);
+          }
           // The one-rank point pooled from ranks trained alone in turn: its samples are their mean steps,
           // each one's images/s by the rate its step declares.
           if (t.x == 1 && o.samples.of == n_.step_p50 && o.samples.values.size() > 1 && t.images_rate) {
@@ -339,11 +358,12 @@ class Builder {
     return it == cells.end() ? "no record" : it->second.missing_text();
   }
 
-  std::vector<ScalingSeries> scaling() const {
+  std::vector<ScalingSeries> scaling(const Grid& grid) const {
     std::vector<ScalingSeries> out;
-    for (const auto& [id, g] : training_.groups()) {
+    for (const auto& [id, g] : grid.groups()) {
       ScalingSeries s;
       s.key = g.key;
+      s.key_order = g.order;
       // Points run from the fewest GPUs up: the base is the first with a value, 1 GPU when there is one.
       for (const auto& [gpus, cells] : g.at) {
         if (value_of(cells, "images_per_s")) {
@@ -363,6 +383,12 @@ class Builder {
         if (scales) p.ideal = gpus / s.base_gpus;
         if (p.images_per_s && scales) speedup_of(g, p, s.base_gpus);
         if (!p.images_per_s) p.missing = missing_of(cells, "images_per_s");
+        json loss_metrics = json::object();
+        if (p.exposed_comm_ms) loss_metrics["exposed_comm_ms"] = *p.exposed_comm_ms;
+        for (const auto& [name, name_id] : loss_metrics_) {
+          if (const auto v = value_of(cells, name.c_str())) loss_metrics[name] = *v;
+        }
+        p.loss = scaling_loss_of(p.gpus, param_text(g.key, "sync"), loss_metrics);
         s.points.push_back(p);
       }
       out.push_back(std::move(s));
@@ -606,7 +632,8 @@ class Builder {
   Names n_;
   std::map<std::uint32_t, std::size_t> run_index_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, int, std::uint32_t>, Target> targets_;
-  Grid training_, sizes_, probes_;
+  Grid training_, predicted_, sizes_, probes_;
+  std::vector<std::pair<std::string, std::uint32_t>> loss_metrics_;
   std::map<std::string, std::vector<const Observation*>> by_world_;
   std::vector<const Observation*> pairs_;
   std::set<std::string> undeclared_;  // what no declaration covers, one line each
@@ -615,10 +642,20 @@ class Builder {
 }  // namespace
 
 std::string ScalingSeries::label() const {
-  return key_label(key, training_key());
+  return key_label(key, label_order());
 }
 
-const std::vector<std::string>& ScalingSeries::key_order() const { return training_key(); }
+bool ScalingSeries::predicted() const { return param_text(key, "engine") == "predicted"; }
+
+std::string ScalingSeries::line_label() const {
+  const std::string sync = param_text(key, "sync"), mode = param_text(key, "mode");
+  std::string out = sync.empty() ? mode : sync;
+  if (predicted()) return out + " on " + param_text(key, "fabric") + " (predicted)";
+  const std::string transport = param_text(key, "transport");
+  return out + (transport.empty() ? "" : " " + transport) + " (measured, " + param_text(key, "engine") + ")";
+}
+
+const std::vector<std::string>& ScalingSeries::label_order() const { return key_order.empty() ? training_key() : key_order; }
 
 std::string ScalingPoint::waited_text() const {
   if (!first_waited_bucket || !buckets) return "";
@@ -637,6 +674,7 @@ std::string ScalingSeries::ranks() const {
   const std::string engine = param_text(key, "engine");
   if (engine == "cpu") return "CPU ranks";
   if (engine == "replay") return "ranks (replayed timeline)";
+  if (engine == "predicted") return "GPUs (predicted)";
   return "GPUs";
 }
 

@@ -101,8 +101,9 @@ class Reader {
     s.x = text(d, at, "x", true);
     s.sampled = text(d, at, "sampled", false);
     s.view = text(d, at, "view", false);
-    if (!s.view.empty() && s.view != "training" && s.view != "sweep" && s.view != "probe" && s.view != "pairs") {
-      fail(at + "/view", "'" + s.view + "' is not training, sweep, probe or pairs");
+    if (!s.view.empty() && s.view != "training" && s.view != "prediction" && s.view != "sweep" && s.view != "probe" &&
+        s.view != "pairs") {
+      fail(at + "/view", "'" + s.view + "' is not training, prediction, sweep, probe or pairs");
     }
     const auto metrics = d.find("metrics");
     if (metrics == d.end() || !metrics->is_object() || metrics->empty()) fail(at + "/metrics", "expected an object of metrics");

@@ -104,8 +104,42 @@ json plot_input(const Aggregate& a) {
                         {"predicted_speedup", optional_json(p.predicted_speedup)}, {"ideal", p.ideal}});
     }
     if (s.independent()) continue;  // no speedup to draw
-    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", s.key_order()}, {"base_gpus", s.base_gpus},
+    out["scaling"].push_back({{"label", s.label()}, {"model", param_text(s.key, "model")}, {"ranks", s.ranks()}, {"key", s.key}, {"key_order", s.label_order()}, {"base_gpus", s.base_gpus},
                               {"points", points}});
+  }
+  // The throughput figure of each model with predictions: measured series and predicted ones apart,
+  // a predicted line drawn beyond the largest measured point of its sync mode.
+  std::map<std::string, json> by_model;
+  const auto series_json = [](const ScalingSeries& s) {
+    json points = json::array();
+    std::optional<double> base;
+    for (const auto& p : s.points) {
+      points.push_back({{"gpus", p.gpus}, {"images_per_s", optional_json(p.images_per_s)}, {"efficiency", optional_json(p.efficiency)}});
+      if (p.gpus == s.base_gpus) base = p.images_per_s;
+    }
+    return json{{"line", s.line_label()}, {"label", s.label()}, {"kind", s.predicted() ? "predicted" : "measured"},
+                {"engine", param_text(s.key, "engine")}, {"sync", param_text(s.key, "sync")}, {"base_gpus", s.base_gpus},
+                {"ideal_per_gpu", base ? json(*base / s.base_gpus) : json(nullptr)}, {"points", points}};
+  };
+  for (const auto& s : a.predicted) by_model[param_text(s.key, "model")]["series"].push_back(series_json(s));
+  for (const auto& s : a.scaling) {
+    const auto it = by_model.find(param_text(s.key, "model"));
+    if (it == by_model.end() || s.independent()) continue;
+    it->second["series"].push_back(series_json(s));
+  }
+  for (auto& [model, figure] : by_model) {
+    for (auto& s : figure["series"]) {
+      if (s["kind"] != "predicted") continue;
+      std::optional<int> beyond;
+      for (const auto& m : figure["series"]) {
+        if (m["kind"] != "measured" || m["sync"] != s["sync"]) continue;
+        for (const auto& p : m["points"])
+          if (!p["images_per_s"].is_null()) beyond = std::max(beyond.value_or(0), p["gpus"].get<int>());
+      }
+      s["beyond_gpus"] = beyond ? json(*beyond) : json(nullptr);
+    }
+    figure["model"] = model;
+    out["throughput"].push_back(std::move(figure));
   }
   for (const auto* curves : {&a.size_curves, &a.world_curves}) {
     for (const auto& c : *curves) {

@@ -21,6 +21,7 @@ td:first-child, th:first-child { text-align: left; }
 td.good { background: #e3f6e8; color: #17652f; }
 td.bad { background: #fde5e5; color: #9b1c1c; font-weight: 600; }
 td.missing { background: #fff6dc; color: #7a5a00; font-style: italic; }
+td.words { text-align: left; }
 .note { color: #4a5366; font-size: .9rem; }
 .tablenote { color: #4a5366; font-size: .8rem; font-style: italic; margin: 0; }
 img { max-width: 100%; border: 1px solid #e4e7ee; margin: .4rem 0; }
@@ -31,6 +32,7 @@ const char* css_class(Mark m) {
     case Mark::good: return " class=\"good\"";
     case Mark::bad: return " class=\"bad\"";
     case Mark::missing: return " class=\"missing\"";
+    case Mark::words: return " class=\"words\"";
     case Mark::none: return "";
   }
   return "";

@@ -51,6 +51,14 @@ void training_lines(const Aggregate& a, std::vector<std::string>& out) {
   }
 }
 
+void prediction_lines(const Aggregate& a, std::vector<std::string>& out) {
+  for (const auto& s : a.predicted) {
+    for (const auto& p : s.points) {
+      if (p.loss) out.push_back(fmt::format("  {}: {}", s.label(), scaling_loss_text(*p.loss)));
+    }
+  }
+}
+
 void collective_lines(const Aggregate& a, std::vector<std::string>& out) {
   for (const auto& c : a.size_curves) {
     if (!c.measured()) continue;
@@ -165,6 +173,7 @@ std::string console_summary(const Dataset& data, const Aggregate& agg, const std
     for (const auto& l : lines) out += l + "\n";
   };
   section("training (images/s at the most ranks measured):", training_lines, agg);
+  section("predicted, where scaling is lost (models.predict, not measured):", prediction_lines, agg);
   section("collectives (peak bus bandwidth):", collective_lines, agg);
   section("probes:", probe_lines, agg);
   section("links:", pair_lines, agg);

@@ -1,6 +1,8 @@
 #include "rocebench/reports/tables.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -60,9 +62,55 @@ Section input_section(const ReportInput& in) {
   return s;
 }
 
+// Efficiency by world size, one column per series of a model, measured and predicted side by side
+// (the predicted columns say so), and under it, in words, where each prediction loses its scaling at
+// its largest world size and what would win it back.
+void prediction_tables(const Aggregate& a, Section& s) {
+  std::map<std::string, std::vector<const ScalingSeries*>> by_model;  // measured first, then predicted
+  for (const auto& p : a.predicted) by_model[param_text(p.key, "model")];
+  for (const auto& m : a.scaling) {
+    const auto it = by_model.find(param_text(m.key, "model"));
+    if (it != by_model.end() && !m.independent()) it->second.push_back(&m);
+  }
+  for (const auto& p : a.predicted) by_model[param_text(p.key, "model")].push_back(&p);
+  for (const auto& [model, series] : by_model) {
+    std::set<int> gpus;
+    for (const ScalingSeries* x : series)
+      for (const auto& p : x->points) gpus.insert(p.gpus);
+    Table t{"Efficiency by world size: " + model,
+            "Measured columns are runs; predicted ones are models.predict records (engine: predicted), never measurements.",
+            {"GPUs"}, {}};
+    for (const ScalingSeries* x : series) t.columns.push_back(x->line_label());
+    for (int n : gpus) {
+      std::vector<TableCell> row{{std::to_string(n)}};
+      for (const ScalingSeries* x : series) {
+        const ScalingPoint* p = x->at(n);
+        if (!p || (!p->efficiency && !p->images_per_s)) row.push_back({"—"});
+        else row.push_back(value_cell(p->efficiency, p->missing));
+      }
+      t.rows.push_back(std::move(row));
+    }
+    s.tables.push_back(std::move(t));
+    Table lost{"Where scaling is lost: " + model, "Predicted at the largest world size of each prediction.", {"series", "in words"}, {}};
+    for (const ScalingSeries* x : series) {
+      for (const auto& p : x->points) {
+        if (p.loss) lost.rows.push_back({{x->line_label()}, {scaling_loss_text(*p.loss), Mark::words}});
+      }
+    }
+    if (!lost.rows.empty()) s.tables.push_back(std::move(lost));
+  }
+}
+
 Section training_section(const ReportInput& in) {
-  Section s{"Training throughput and scaling", {}, {}, plots_named(in.plots, "speedup_")};
-  for (const auto& series : in.agg->scaling) {
+  std::vector<std::filesystem::path> plots = plots_named(in.plots, "throughput_");
+  for (auto& p : plots_named(in.plots, "speedup_")) plots.push_back(std::move(p));
+  Section s{"Training throughput and scaling", {}, {}, plots};
+  prediction_tables(*in.agg, s);
+  std::vector<const ScalingSeries*> all;
+  for (const auto& series : in.agg->scaling) all.push_back(&series);
+  for (const auto& series : in.agg->predicted) all.push_back(&series);
+  for (const ScalingSeries* each : all) {
+    const ScalingSeries& series = *each;
     const std::string ranks = series.ranks();
     if (series.independent()) {
       Table t{series.label(), "Each rank trained alone on its own batch: throughput per rank, no speedup.",
@@ -79,6 +127,9 @@ Section training_section(const ReportInput& in) {
     if (predicted || exposed)
       t.note = "Exposed comm: how long a step's update waited for its gradients' reduction. Predicted: from one rank's "
                "compute timeline and an allreduce cost fitted in the same run.";
+    if (series.predicted())  // its own note: the predicted-speedup column is models.scaling's, never shown here
+      t.note = "Predicted, not measured (models.predict, engine: predicted): a compute timeline played on a fabric model. "
+               "Exposed comm: how long a step's update waits for its gradients' reduction.";
     if (predicted) t.columns.push_back("predicted speedup");
     if (exposed) t.columns.push_back("exposed comm (ms)");
     if (series.base_gpus > 1) {
@@ -237,7 +288,7 @@ Section trends_section(const ReportInput& in) {
 std::vector<Section> build_sections(const ReportInput& in) {
   const Aggregate& a = *in.agg;
   std::vector<Section> out{verdict_section(in), input_section(in)};
-  if (!a.scaling.empty()) out.push_back(training_section(in));
+  if (!a.scaling.empty() || !a.predicted.empty()) out.push_back(training_section(in));
   if (!a.size_curves.empty()) {
     out.push_back(curves_section("Collectives: bus bandwidth against message size", a.size_curves, plots_named(in.plots, "busbw_size_")));
   }

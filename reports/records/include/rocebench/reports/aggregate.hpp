@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rocebench/common/scaling_loss.hpp"
 #include "rocebench/reports/dataset.hpp"
 
 namespace rocebench::reports {
@@ -29,6 +30,9 @@ struct ScalingPoint {
   // Data-parallel training (models.scaling): the step predicted from one rank's timeline as a
   // speedup, and how long a step waited for its gradients' reduction.
   std::optional<double> predicted_speedup, exposed_comm_ms;
+  // A prediction (models.predict) at its largest world size: where scaling is lost and what would
+  // win it back, as its record states it.
+  std::optional<ScalingLoss> loss;
   // Where the step waited: the first bucket still being reduced when backward ended, of how many.
   std::optional<double> first_waited_bucket, buckets;
   std::string waited_text() const;  // "bucket 3 of 5 on", or "" when no bucket made the update wait
@@ -48,6 +52,12 @@ struct ScalingPoint {
 // for independent ones.
 struct ScalingSeries {
   json key;  // model, mode, engine, precision, batch; data parallel: sync, transport, bucket_mb, servers, timeline
+  // The params in label order: its view's declaration (training, or prediction's with the fabric).
+  std::vector<std::string> key_order;
+  // Predicted (models.predict, engine "predicted"), never measured: kept apart in Aggregate::predicted.
+  bool predicted() const;
+  // How its line differs from the others of its model: "ring tcp (measured, cpu)", "ring on 25g-roce (predicted)".
+  std::string line_label() const;
   // Ranks that each trained alone (models.train, mode "single"): no speedup is made of them.
   bool independent() const;
   // What its ranks are, as a heading: GPUs, CPU ranks, or ranks replaying a measured timeline.
@@ -55,8 +65,9 @@ struct ScalingSeries {
   int base_gpus = 0;  // 0 when the series has no value at all
   std::vector<ScalingPoint> points;
   std::string label() const;
-  // The params of `key` that identify a training series, in the order its step kind declares them.
-  const std::vector<std::string>& key_order() const;
+  // The params of `key` that identify it, in the order its step kind declares them (key_order, or
+  // training's when empty).
+  const std::vector<std::string>& label_order() const;
   const ScalingPoint* at(int gpus) const;
 };
 
@@ -136,6 +147,9 @@ struct Aggregate {
   std::size_t records = 0;
   std::map<std::string, std::size_t> by_status;  // records (results and checks) by status: ok, skip, fail …
   std::vector<ScalingSeries> scaling;
+  // Predictions (models.predict): the same series and points, apart from every measurement so that
+  // no threshold, baseline or trend ever takes one for a measurement.
+  std::vector<ScalingSeries> predicted;
   std::vector<Curve> size_curves, world_curves;
   ProbeTable probes;
   std::vector<PairMatrix> pairs;

@@ -39,7 +39,8 @@ struct StepShape {
   std::vector<std::string> steps;
   std::vector<std::string> series;  // the params that identify a series (never ports or pids)
   std::string x;                    // the param (or "world") a series runs along
-  // The report's view of these records: "training" (throughput and scaling by world size), "sweep"
+  // The report's view of these records: "training" (throughput and scaling by world size),
+  // "prediction" (the same predicted, drawn beside the measured and never judged as one), "sweep"
   // (a collective's size and rank sweeps), "probe" (latency and bandwidth by message size), "pairs"
   // (a host-by-host matrix); "" when the report draws no table of them.
   std::string view;

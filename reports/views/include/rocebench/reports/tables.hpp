@@ -11,7 +11,7 @@
 
 namespace rocebench::reports {
 
-enum class Mark { none, good, bad, missing };
+enum class Mark { none, good, bad, missing, words };  // words: a sentence, read from the left
 
 struct TableCell {
   std::string text;
