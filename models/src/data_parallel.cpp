@@ -18,6 +18,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_buffer.hpp"
 #include "rocebench/common/stats.hpp"
+#include "rocebench/models/cpu_share.hpp"
 #include "rocebench/models/train.hpp"
 #include "rocebench/models/zoo.hpp"
 #include "shape.hpp"
@@ -415,14 +416,6 @@ std::vector<StepTimes> train_steps(Engine& engine, transport::Transport* t, int 
 // What a rank delivered on its own. The group waits for its slowest rank, so only the time a rank
 // spent not waiting on the others (forward, backward, update) tells a slow node apart.
 int compute_threads(const ScalingConfig& c) { return c.train.engine == "cpu" ? c.threads : 1; }
-
-// This machine: its boot id (emulated hosts in namespaces share it, hosts do not) and online CPUs.
-json this_machine() {
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(boot, id);
-  return {{"machine", id}, {"cpus", sysconf(_SC_NPROCESSORS_ONLN)}};
-}
 
 // `threads`: the CPUs the rank keeps busy computing (the cpu engine's oneDNN threads, else one).
 json rank_summary(const StepContext& ctx, int rank, int batch, int threads, const std::vector<StepTimes>& steps) {

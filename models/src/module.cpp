@@ -5,10 +5,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include "rocebench/collectives/step_mesh.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/cli.hpp"
+#include "rocebench/models/cpu_share.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/predict.hpp"
 #include "rocebench/models/train.hpp"
@@ -127,13 +129,33 @@ int train_main(const Args& args) {
   return run_step_as_plan("models.train", params, launcher.to_args(), origin);
 }
 
+// The threads a rank computed on, the CPUs it had, and, when its CPUs had more threads than CPUs,
+// whom it shared them with: its images/s is then its share of them, not what it trains alone.
+void record_cpu_share(ResultRecord& r, const CpuShare& share) {
+  if (r.status != Status::ok) return;
+  r.metrics["threads"] = share.threads;
+  r.metrics["cpus"] = share.cpus;
+  if (!share.shared.empty()) r.samples["cpus_shared"] = share.shared;
+}
+
+void print_cpu_share(std::ostream& out, const ResultRecord& r, const CpuShare& share) {
+  if (r.status != Status::ok || r.params.value("engine", "") != "cpu") return;
+  out << fmt::format("  {} thread{} on {} CPU{}{}\n", share.threads, share.threads == 1 ? "" : "s", share.cpus,
+                     share.cpus == 1 ? "" : "s",
+                     share.shared.empty() ? "" : fmt::format("; ranks share CPUs: {}, so each rank's images/s is its share of them", share.shared));
+}
+
 void run_step(StepContext& ctx) {
   TrainConfig c = train_config_from(ctx.params);
   c.device = train_options().get<int>(ctx.params, "gpu") + ctx.local_rank;  // one GPU per rank on a host, as NCCL's ranks
-  const ResultRecord r = measure_training(c, ctx.world);
+  const CpuShare share = share_cpus(ctx, c.engine == "cpu");
+  if (c.engine == "cpu") omp_set_num_threads(share.threads);
+  ResultRecord r = measure_training(c, ctx.world);
+  record_cpu_share(r, share);
   std::ostringstream line;
   if (ctx.world > 1) line << fmt::format("rank {} on {}: ", ctx.rank, ctx.host);
   print_summary(line, r);
+  print_cpu_share(line, r, share);
   std::cout << line.str() << std::flush;
   ctx.record(r);
 }
