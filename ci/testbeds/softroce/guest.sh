@@ -12,8 +12,8 @@
 #       Everything is bounded by $SOFTROCE_DEADLINE_S (default 600 s): a hung guest is killed (exit 124).
 #   guest.sh run --hosts N [--rate R] [--rate-of K=R]... [--loss-of K=P]... SCRIPT [OUTDIR] [-- ARGS...]
 #       N emulated RoCE hosts, one guest each (rxe works only in the initial network namespace, see
-#       README.md), joined by taps on a bridge inside a network namespace of the bed's own. Host K has
-#       eth0 with 10.78.0.<K+1>/24 and rxe0 on it; its link is shaped by ../link.sh both ways (tbf at R,
+#       README.md), joined by taps on a bridge inside a network namespace of the bed's own. Host K is named
+#       hostK (its hostname, as in the hosts file) and has eth0 with 10.78.0.<K+1>/24 and rxe0 on it; its link is shaped by ../link.sh both ways (tbf at R,
 #       default 1gbit; netem loss P percent where asked). Each runs SCRIPT with SOFTROCE_HOST=K and
 #       SOFTROCE_HOSTS (a hosts file: "hostK ADDRESS" per line) in OUTDIR/hostK; guest.sh exits with host
 #       0's exit code (each host's in OUTDIR/hostK/exit_code), 3 naming the host where one did not finish
@@ -289,6 +289,7 @@ run_bed() {
     cat >"$job/net" <<NET
 set -e
 . /tmp/job/link.sh
+echo host$k >/proc/sys/kernel/hostname
 ip link set eth0 up
 ip addr add $bed_subnet.$((k + 1))/24 dev eth0
 link_shape eth0 $host_rate "" $loss

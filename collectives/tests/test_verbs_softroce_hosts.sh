@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Verbs allreduce with its ranks spread across soft-RoCE hosts: boots a bed of HOSTS guests (ci/testbeds/softroce/
+# guest.sh run --hosts HOSTS, default 2), each starting its own rank by hand (softroce_hosts_guest.sh: rank K on
+# host K, `rocebench run --launcher env`, rendezvous at host 0), and judges host 0's records:
+#   sweep: ring, ps and rd in float32 (in and out of place) and ring in float16, every size's record ok with no
+#          wrong element, as many as the sizes give, from a run of HOSTS ranks;
+#   kill:   host 1 killed its rank mid-sweep: one rank.lost event naming rank 1 on host1, rank 0's error
+#           naming it, within twice the deadline of the go-ahead to kill;
+#   silent: host 1 stopped its rank mid-sweep (SIGSTOP, its connections open): rank 0's error names rank 1 on
+#           host1 at the verbs transport's deadline, before any loss, within twice the deadline.
+# Then: nothing the bed started is left. When no bed can boot here: skipped (77), failed under CI.
+#   usage: test_verbs_softroce_hosts.sh ROCEBENCH SOFTROCE_DIR [HOSTS] [OUTDIR]
+set -uo pipefail
+rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) hosts=${3:-2} out=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+fault_deadline=10  # every wait of the fault runs; the sweep's is 60 s (rank 0 waits for the other guests)
+. "$softroce/../unavailable.sh"
+. "$softroce/testlib.sh"
+if [[ -z $out ]]; then
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+else
+  rm -rf "$out" && mkdir -p "$out"  # no records of an earlier run are left to be judged
+fi
+failures=0
+check() {  # check DESCRIPTION COMMAND...
+  if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
+}
+
+why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
+echo "$why"
+echo "== $hosts hosts, rank K on host K"
+token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+start=$SECONDS
+SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-400} "$softroce/guest.sh" run --hosts "$hosts" "$here/softroce_hosts_guest.sh" "$out" -- \
+  "$rocebench" "$softroce/lib.sh" "$token" "$fault_deadline" &
+bed=$!
+wait $bed
+rc=$?
+echo "the bed ran $((SECONDS - start)) s"
+check "host 0's ranks did what they should (guest.sh exit $rc)" test $rc = 0
+for ((k = 1; k < hosts; k++)); do
+  code=$(cat "$out/host$k/exit_code" 2>/dev/null)
+  check "host $k's ranks did what they should (its exit code ${code:-none})" test "$code" = 0
+done
+
+# The records (host 0's: rank 0 writes them). Expected sizes: the sweep's rule, sizes rounded down to whole
+# elements on every rank (at least one each), repeats dropped.
+judge() {
+  python3 - "$out/host0" "$hosts" "$fault_deadline" <<'PY'
+import json, sys
+out, world, fault_deadline = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+failures = 0
+def check(what, ok):
+    global failures
+    print(("PASS " if ok else "FAIL ") + what)
+    failures += not ok
+def records(run):
+    try:
+        with open(f"{out}/res-{run}/results.jsonl") as f:
+            return [json.loads(line) for line in f]
+    except (OSError, ValueError) as e:
+        check(f"{run}: results.jsonl readable ({e})", False)
+        return []
+
+sweep = records("sweep")
+run = [r for r in sweep if r["kind"] == "run"]
+check(f"sweep: the run record says {world} ranks", len(run) == 1 and run[0].get("world") == world)
+hostnames = sorted({h.get("hostname") for h in (run[0].get("hosts", []) if run else [])})
+check(f"sweep: the ranks ran on {world} hosts: {hostnames}", hostnames == [f"host{k}" for k in range(world)])
+results = [r for r in sweep if r["kind"] == "result" and r["step"] == "collectives.allreduce"]
+def sizes(esize):
+    unit, got, b = esize * world, [], 4
+    while b <= 1 << 20:  # the sweeps' -b 4 -e 1M -f 7
+        got.append(max(unit, b // unit * unit))
+        b *= 7
+    return sorted(set(got))
+for algorithm, dtype, esize, placements in [("ring", "float32", 4, 2), ("ps", "float32", 4, 2), ("rd", "float32", 4, 2),
+                                            ("ring", "float16", 2, 1)]:
+    mine = [r for r in results if r["params"]["algorithm"] == algorithm and r["params"]["dtype"] == dtype]
+    want = len(sizes(esize)) * placements
+    ok = [r for r in mine if r["status"] == "ok" and r["metrics"].get("wrong") == 0 and r["params"].get("ranks") == world
+          and r["params"].get("transport") == "verbs"]
+    check(f"sweep: {algorithm} {dtype}: {len(ok)} records ok over verbs with no wrong element, of {len(mine)}; "
+          f"{want} sizes x placements expected", len(ok) == want == len(mine))
+    for r in [r for r in mine if r not in ok][:3]:
+        print(f"  not ok: {json.dumps(r)[:400]}")
+odd = [r["params"]["count"] // world for r in results if (r["params"]["count"] // world) % 2 == 1]
+check(f"sweep: some sizes give every rank an odd element count ({sorted(set(odd))[:4]} ...)", len(odd) > 0)
+
+times = {}
+try:
+    with open(f"{out}/times.txt") as f:
+        for line in f:
+            name, t = line.split()
+            times[name] = float(t)
+except OSError:
+    pass
+# The faults: killed, rank 1 is lost at once (its connections close) and recorded so; stopped, nothing
+# closes, and rank 0's own deadline must name it, before it is lost.
+for fault in ("kill", "silent"):
+    records_of = records(fault)
+    lost = [r.get("details", {}) for r in records_of if r["kind"] == "event" and r.get("event") == "rank.lost"]
+    check(f"{fault}: one rank.lost event, naming rank 1 on host1: {lost}",
+          len(lost) == 1 and lost[0].get("rank") == 1 and lost[0].get("host") == "host1")
+    errors = [r for r in records_of if r["kind"] == "result" and r["status"] == "error" and r.get("rank") == 0]
+    reason = errors[0].get("reason", "") if errors else "no error record of rank 0"
+    named = "rank 1 on host host1" in reason
+    if fault == "silent":
+        named = named and "deadline passed" in reason and "lost ranks" not in reason
+    check(f"{fault}: rank 0's error names rank 1 on host host1{' at its deadline, not lost' if fault == 'silent' else ''}: "
+          f"{reason}", named)
+    try:
+        started = any(line.startswith("# allreduce") for line in open(f"{out}/{fault}.out"))
+    except OSError:
+        started = False
+    check(f"{fault}: rank 0 had started the sweep (its header in {fault}.out) before host 1's signal", started)
+    if f"{fault}-go" in times and f"{fault}-named" in times:
+        took = times[f"{fault}-named"] - times[f"{fault}-go"]
+        check(f"{fault}: rank 0 named rank 1 {took:.1f} s after the go-ahead to signal it (at most {2 * fault_deadline:g} s: "
+              f"twice its {fault_deadline:g} s deadline)", took <= 2 * fault_deadline)
+    else:
+        check(f"{fault}: host 0's times of the {fault} ({times})", False)
+sys.exit(1 if failures else 0)
+PY
+}
+check "host 0's records" judge
+for ((k = 0; k < hosts; k++)); do echo "host $k (seconds of guest uptime): $(tr '\n' ' ' <"$out/host$k/times.txt" 2>/dev/null)"; done
+left=$(bed_leftovers $bed)
+check "nothing of the bed is left (qemu, namespace, bridge, tap)${left:+: $left}" test -z "$left"
+echo "== $failures failure(s)"
+((failures == 0))
