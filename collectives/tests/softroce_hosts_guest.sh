@@ -2,7 +2,7 @@
 # Runs in every host of a soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts N THIS OUT -- ROCEBENCH LIB
 # TOKEN FAULT_DEADLINE): host K starts rank K of each run by hand, as mpirun would on node K: `rocebench run
 # --launcher env --plan PLAN` with RANK, WORLD_SIZE, MASTER_ADDR (host 0) and MASTER_PORT. Three runs, the
-# hosts meeting before each:
+# hosts meeting before each (lib.sh's go-ahead, host 0 taking one from every other host):
 #   sweep:  allreduce over verbs across the hosts, ring, ps and rd in float32 and ring in float16, odd element
 #           counts per rank, every element checked;
 #   kill:   a sweep that would run for hours; once rank 0 has started it, host 0 gives host 1 the go-ahead
@@ -17,7 +17,7 @@ RB=$1
 SOFTROCE_DIR=$(dirname "$2")
 TOKEN=$3
 FAULT_DEADLINE=$4
-SWEEP_DEADLINE=60  # also how long rank 0 waits for the other hosts' ranks to join
+SWEEP_DEADLINE=60  # generous: rocebench's start under TCG takes ~15 s and varies between hosts
 . "$2"
 world=$(wc -l <"$SOFTROCE_HOSTS")
 SOFTROCE_PEER=$(softroce_host_ip 0)  # the rendezvous, and who gives the go-ahead
@@ -66,6 +66,7 @@ cat >sweep.json <<EOF
 {"name": "verbs-allreduce-across-hosts", "steps": [
   $(sweep ring float32 both), $(sweep ps float32 both), $(sweep rd float32 both), $(sweep ring float16 in)]}
 EOF
+meet sweep  # the guests boot tens of seconds apart on a loaded host
 mark sweep
 start sweep 29517 $SWEEP_DEADLINE
 wait $!
