@@ -6,14 +6,15 @@
 #          wrong element, as many as the sizes give, from a run of HOSTS ranks;
 #   kill:   host 1 killed its rank mid-sweep: one rank.lost event naming rank 1 on host1, rank 0's error
 #           naming it, within twice the deadline of the go-ahead to kill;
-#   silent: host 1 stopped its rank mid-sweep (SIGSTOP, its connections open): rank 0's error names rank 1 on
-#           host1 at the verbs transport's deadline, before any loss, within twice the deadline.
+#   silent: host 1 stopped its rank mid-sweep (SIGSTOP, its connections open): an error record names rank 1
+#           on host1 at the verbs transport's deadline, not as lost, and rank 0 failed within twice the
+#           deadline (with 2 hosts, rank 0's own error names rank 1).
 # Then: nothing the bed started is left. When no bed can boot here: skipped (77), failed under CI.
 #   usage: test_verbs_softroce_hosts.sh ROCEBENCH SOFTROCE_DIR [HOSTS] [OUTDIR]
 set -uo pipefail
 rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) hosts=${3:-2} out=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
-fault_deadline=10  # every wait of the fault runs; the sweep's is 60 s (rank 0 waits for the other guests)
+fault_deadline=20  # every wait of the fault runs (10 s was too short for rocebench's start at load 12); the sweep's: 60 s
 . "$softroce/../unavailable.sh"
 . "$softroce/testlib.sh"
 if [[ -z $out ]]; then
@@ -103,13 +104,18 @@ for fault in ("kill", "silent"):
     lost = [r.get("details", {}) for r in records_of if r["kind"] == "event" and r.get("event") == "rank.lost"]
     check(f"{fault}: one rank.lost event, naming rank 1 on host1: {lost}",
           len(lost) == 1 and lost[0].get("rank") == 1 and lost[0].get("host") == "host1")
-    errors = [r for r in records_of if r["kind"] == "result" and r["status"] == "error" and r.get("rank") == 0]
-    reason = errors[0].get("reason", "") if errors else "no error record of rank 0"
-    named = "rank 1 on host host1" in reason
-    if fault == "silent":
-        named = named and "deadline passed" in reason and "lost ranks" not in reason
-    check(f"{fault}: rank 0's error names rank 1 on host host1{' at its deadline, not lost' if fault == 'silent' else ''}: "
-          f"{reason}", named)
+    errors = [r for r in records_of if r["kind"] == "result" and r["status"] == "error"]
+    if fault == "kill":
+        reasons = [r.get("reason", "") for r in errors if r.get("rank") == 0]
+        check(f"kill: rank 0's error names rank 1 on host host1: {reasons}",
+              any("rank 1 on host host1" in reason for reason in reasons))
+    else:
+        # A stopped rank stalls the ring: the ranks that wait for it name it at their deadline (before host 1
+        # kills it, so not as a lost rank), the others name whom they wait for.
+        reasons = [f"rank {r.get('rank')}: {r.get('reason', '')}" for r in errors]
+        check(f"silent: a rank's error names rank 1 on host host1 at its deadline, not as lost: {reasons}",
+              any("deadline passed" in reason and "rank 1 on host host1" in reason and "lost ranks" not in reason
+                  for reason in reasons))
     try:
         started = any(line.startswith("# allreduce") for line in open(f"{out}/{fault}.out"))
     except OSError:
@@ -117,8 +123,8 @@ for fault in ("kill", "silent"):
     check(f"{fault}: rank 0 had started the sweep (its header in {fault}.out) before host 1's signal", started)
     if f"{fault}-go" in times and f"{fault}-named" in times:
         took = times[f"{fault}-named"] - times[f"{fault}-go"]
-        check(f"{fault}: rank 0 named rank 1 {took:.1f} s after the go-ahead to signal it (at most {2 * fault_deadline:g} s: "
-              f"twice its {fault_deadline:g} s deadline)", took <= 2 * fault_deadline)
+        check(f"{fault}: rank 0 named rank 1{' or failed' if fault == 'silent' else ''} {took:.1f} s after the go-ahead to "
+              f"signal it (at most {2 * fault_deadline:g} s: twice its {fault_deadline:g} s deadline)", took <= 2 * fault_deadline)
     else:
         check(f"{fault}: host 0's times of the {fault} ({times})", False)
 sys.exit(1 if failures else 0)
