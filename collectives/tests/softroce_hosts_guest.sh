@@ -35,14 +35,15 @@ counters() {
 # meet: every host is here (host 0 takes one go-ahead from each other host, on a port of its own so that no
 # host's wait for the fault's go-ahead is taken for it).
 meet() {
+  SOFTROCE_READY_PORT=18517
   if [ "$SOFTROCE_HOST" = 0 ]; then
     k=1
     while [ $k -lt "$world" ]; do
-      SOFTROCE_READY_PORT=18517 softroce_go_ahead 300 || { fail "$1: the other hosts did not all meet within 300 s"; return; }
+      softroce_go_ahead 300 || { fail "$1: the other hosts did not all meet within 300 s"; break; }
       k=$((k + 1))
     done
   else
-    SOFTROCE_READY_PORT=18517 softroce_await_go_ahead 300 || fail "$1: host 0 did not meet within 300 s"
+    softroce_await_go_ahead 300 || fail "$1: host 0 did not meet within 300 s"
   fi
   SOFTROCE_READY_PORT=18516
 }
