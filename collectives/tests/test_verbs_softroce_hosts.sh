@@ -17,16 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 fault_deadline=20  # every wait of the fault runs (10 s was too short for rocebench's start at load 12); the sweep's: 60 s
 . "$softroce/../unavailable.sh"
 . "$softroce/testlib.sh"
-if [[ -z $out ]]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-else
-  rm -rf "$out" && mkdir -p "$out"  # no records of an earlier run are left to be judged
-fi
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
-}
+bed_outdir "$out"
 
 why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 echo "$why"

@@ -9,12 +9,8 @@ set -uo pipefail
 rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) part=$3 out=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$softroce/../unavailable.sh"
-if [[ -z $out ]]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-else
-  rm -rf "$out" && mkdir -p "$out"  # no rounds of an earlier run are left to be judged
-fi
+. "$softroce/testlib.sh"
+bed_outdir "$out"
 why=$("$softroce/guest.sh" check 2>&1) || testbed_unavailable "${why:-guest.sh check: no soft-RoCE guest can boot here}"
 echo "$why"
 SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run "$here/softroce_verbs_guest.sh" "$out" -- \

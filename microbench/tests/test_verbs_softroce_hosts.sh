@@ -11,16 +11,7 @@ rocebench=$(realpath "$1") softroce=$(cd "$2" && pwd) out=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$softroce/../unavailable.sh"
 . "$softroce/testlib.sh"
-if [[ -z $out ]]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-else
-  rm -rf "$out" && mkdir -p "$out"  # no rounds of an earlier run are left to be judged
-fi
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
-}
+bed_outdir "$out"
 
 why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 echo "$why"

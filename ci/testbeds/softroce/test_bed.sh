@@ -10,16 +10,7 @@ guest=$here/guest.sh
 . "$here/../unavailable.sh"
 . "$here/testlib.sh"
 out=${1:-}
-if [[ -z $out ]]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-else
-  rm -rf "$out" && mkdir -p "$out"
-fi
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
-}
+bed_outdir "$out"
 
 echo "== bad input: exit 2, naming the flag (nothing boots)"
 echo true >"$out/true.sh"

@@ -7,3 +7,21 @@ bed_leftovers() {
   ip netns list | awk -v ns="softroce-$1" '$1 == ns {print "namespace " $1}'
   ip -o link show | grep -E '^[0-9]+: (br0|tap[0-9]+)[:@]' || true
 }
+
+# `bed_outdir [OUTDIR]`: sets $out, where a test's guests write: OUTDIR emptied (nothing of an earlier
+# run is left to be judged), else a temporary folder removed on exit.
+bed_outdir() {
+  out=${1:-}
+  if [[ -z $out ]]; then
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+  else
+    rm -rf "$out" && mkdir -p "$out"
+  fi
+}
+
+# `check DESCRIPTION COMMAND...`: PASS or FAIL DESCRIPTION by COMMAND's exit code, counted in $failures.
+failures=0
+check() {
+  if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
+}
