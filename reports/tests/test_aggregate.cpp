@@ -60,6 +60,8 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
   for (int ranks : {1, 2, 4}) {
     json single = train("r", "resnet20_cifar", "single", ranks, 500);
     single["params"]["engine"] = "cpu";
+    single["metrics"]["threads"] = ranks == 4 ? 1 : 2;  // 2 CPUs among its ranks
+    single["metrics"]["cpus"] = 2;
     records.push_back(single);
     ResultRecord r;
     r.step = "models.scaling";
@@ -84,6 +86,8 @@ TEST(Scaling, SpeedupOnlyFromDataParallelTrainingWithItsPrediction) {
     EXPECT_DOUBLE_EQ(*p.images_per_s, 500);
     EXPECT_FALSE(p.speedup) << p.gpus;
     EXPECT_FALSE(p.efficiency) << p.gpus;
+    EXPECT_EQ(p.threads, p.gpus == 4 ? 1 : 2) << p.gpus;  // what the headline says each rank computed on
+    EXPECT_EQ(p.cpus, 2) << p.gpus;
   }
   const ScalingSeries& dp = series(a, "data_parallel");
   EXPECT_FALSE(dp.independent());

@@ -123,7 +123,7 @@ class Grid {
 };
 
 struct Names {
-  std::uint32_t images = kNoName, step_p50 = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName;
+  std::uint32_t images = kNoName, step_p50 = kNoName, predicted_images = kNoName, exposed_comm = kNoName, waited_bucket = kNoName, buckets = kNoName, threads = kNoName, cpus = kNoName, time = kNoName, algbw = kNoName, busbw = kNoName, wrong = kNoName;
 };
 
 class Builder {
@@ -135,6 +135,8 @@ class Builder {
     n_.exposed_comm = d.name_id("exposed_comm_ms");
     n_.waited_bucket = d.name_id("first_waited_bucket");
     n_.buckets = d.name_id("buckets");
+    n_.threads = d.name_id("threads");
+    n_.cpus = d.name_id("cpus");
     n_.time = d.name_id("time_us");
     n_.algbw = d.name_id("algbw_GBps");
     n_.busbw = d.name_id("busbw_GBps");
@@ -307,7 +309,7 @@ class Builder {
         if (o.metric(n_.images) || (o.status != Status::ok && o.status != Status::warn)) {
           add(*t.group, t.x, o, run,
               {{"images_per_s", n_.images}, {"predicted_images_per_s", n_.predicted_images}, {"exposed_comm_ms", n_.exposed_comm},
-               {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}},
+               {"first_waited_bucket", n_.waited_bucket}, {"buckets", n_.buckets}, {"threads", n_.threads}, {"cpus", n_.cpus}},
               n_.images);
           note(t.group->predicted_by_run[t.x][run], o, n_.predicted_images);
           if (t.predicted) {
@@ -379,6 +381,8 @@ class Builder {
         p.exposed_comm_ms = value_of(cells, "exposed_comm_ms");
         p.first_waited_bucket = value_of(cells, "first_waited_bucket");
         p.buckets = value_of(cells, "buckets");
+        p.threads = value_of(cells, "threads");
+        p.cpus = value_of(cells, "cpus");
         if (auto alone = g.samples.find(gpus); alone != g.samples.end()) p.ranks_alone = alone->second;
         if (scales) p.ideal = gpus / s.base_gpus;
         if (p.images_per_s && scales) speedup_of(g, p, s.base_gpus);

@@ -33,7 +33,13 @@ std::string headline_of_point(const ScalingSeries& s, const ScalingPoint& p) {
   std::string out = fmt::format("{} images/s at {} {}", number(p.images_per_s), p.gpus, s.ranks());
   // models.train: every rank trains at once on its own, so the figure is one rank's throughput while
   // the others train beside it (on shared CPUs, its share of them: the step's console lines say so).
-  if (s.independent()) return out + ", the median rank's own, its ranks training at once without exchanging anything";
+  if (s.independent()) {
+    out += ", the median rank's own, its ranks training at once without exchanging anything";
+    if (p.threads && p.cpus) {
+      out += fmt::format(" ({} thread{} a rank on {} CPU{})", number(p.threads), *p.threads == 1 ? "" : "s", number(p.cpus), *p.cpus == 1 ? "" : "s");
+    }
+    return out;
+  }
   if (p.speedup && p.gpus != s.base_gpus) out += fmt::format(", speedup {}× (efficiency {})", number(p.speedup), number(p.efficiency));
   // Where scaling is lost: "exposed allreduce 41 ms per step, the update waits from bucket 3 of 5".
   if (p.exposed_comm_ms && p.gpus > 1) {

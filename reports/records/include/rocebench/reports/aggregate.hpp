@@ -36,6 +36,8 @@ struct ScalingPoint {
   // Where the step waited: the first bucket still being reduced when backward ended, of how many.
   std::optional<double> first_waited_bucket, buckets;
   std::string waited_text() const;  // "bucket 3 of 5 on", or "" when no bucket made the update wait
+  // models.train: the threads each rank computed with, of the CPUs it was given (its machine's, shared).
+  std::optional<double> threads, cpus;
   // One rank's images/s pooled from several ranks trained alone in turn: each one's own.
   std::vector<double> ranks_alone;
   std::string alone_text() const;  // "4 ranks alone in turn: 459.2 to 582.0", or ""
