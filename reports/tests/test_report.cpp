@@ -22,6 +22,13 @@ int run(const std::string& command, const Args& args) {
   throw std::runtime_error("no subcommand " + command);
 }
 
+// full_run() without its failed records (a bad link, a netcheck failure): a run that exited 0.
+std::vector<json> passed_run(const std::string& run_id) {
+  std::vector<json> records = full_run(run_id);
+  std::erase_if(records, [](const json& r) { return r.value("status", "ok") == "fail"; });
+  return records;
+}
+
 void expect_nonempty(const fs::path& file) {
   ASSERT_TRUE(fs::exists(file)) << file;
   EXPECT_GT(fs::file_size(file), 0u) << file;
@@ -95,7 +102,7 @@ TEST(Report, PredictionsAreReportedBesideMeasurementsAndSaySo) {
 // Without --plan, the plan.json a run wrote beside its results is judged.
 TEST(Report, ThePlanBesideTheResultsIsJudged) {
   const auto dir = temp_dir();
-  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  const auto results = write_records(dir / "results.jsonl", passed_run("run-1"));
   EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "a").string(), results.string()}), 0);
   write_file(dir / "plan.json", R"({"name": "p", "steps": [], "thresholds": [
     {"name": "busbw at 64MiB", "step": "collectives.allreduce", "where": {"bytes": 67108864}, "metric": "busbw_GBps", "op": ">=", "value": 99}]})");
@@ -123,11 +130,20 @@ TEST(Report, AnUnverifiedCheckIsNotAPass) {
   unverified["status"] = "unverified";
   unverified["hint"] = "install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb";
   const auto results = write_records(dir / "results.jsonl", {unverified, check("r", "gpu1", "host.kernel", "6.1.0", true)});
-  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 1) << "as `rocebench run` exited";
   const std::string md = read_file(dir / "r" / "report.md");
   EXPECT_NE(md.find("| **unverified: not readable: no capture pfc.txt** |"), std::string::npos) << md;
   EXPECT_NE(md.find("| install mlnx-tools for mlnx_qos, or iproute2 >= 5.11 for dcb |"), std::string::npos) << md;
   EXPECT_NE(md.find("2 records (1 ok, 1 unverified)"), std::string::npos) << md;
+}
+
+// Re-judging a run's results exits as the run did: a failed record fails the report, thresholds or not.
+TEST(Report, AFailedRecordExitsOneAsTheRunDid) {
+  const auto dir = temp_dir();
+  const auto results = write_records(dir / "results.jsonl", {check("r", "gpu1", "link.mtu", "1500", false), check("r", "gpu1", "host.kernel", "6.1.0", true)});
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 1);
+  const auto passed = write_records(dir / "passed.jsonl", {check("r", "gpu1", "host.kernel", "6.1.0", true)});
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "p").string(), passed.string()}), 0);
 }
 
 TEST(Report, BadInputExitsTwo) {
@@ -149,8 +165,10 @@ TEST(Report, BadInputExitsTwo) {
 
 TEST(Report, CleanRunWithoutThresholdsPasses) {
   const auto dir = temp_dir();
-  const auto results = write_records(dir / "results.jsonl", full_run("run-1"));
+  const auto results = write_records(dir / "results.jsonl", passed_run("run-1"));
   EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "r").string(), results.string()}), 0);
+  EXPECT_EQ(run("report", {"--no-plots", "-o", (dir / "f").string(), write_records(dir / "failed.jsonl", full_run("run-1")).string()}), 1)
+      << "its failed link and netcheck records";
   EXPECT_NE(read_file(dir / "r" / "report.md").find("--no-plots was given"), std::string::npos);
 }
 

@@ -84,7 +84,8 @@ int report_main(const Args& args) {
   ArgParser p("rocebench report", "Aggregate result records into a report: Markdown, HTML, PNG plots, JUnit XML and CSV.\n"
                                   "Judges the thresholds of --plan, or of the plan.json beside a single results file.\n"
                                   "With --accept, judges a finished acceptance again from its records and prints its host x stage table.\n"
-                                  "Exit 1 when a threshold or baseline verdict fails (with --accept: when a node fails).");
+                                  "Exit 1 when a record failed or is unverified, or a threshold or baseline verdict fails, as `rocebench run`\n"
+                                  "exits (with --accept: when a node fails).");
   p.option("-o", &out_dir, "output folder (default: report)", "DIR")
       .option("--accept", &accept_dir, "an acceptance's folder (rocebench accept): judge it again from its records", "RUN")
       .option("--profile", &profile, fmt::format("with --accept: judge under this profile ({}, or a JSON file) instead of the one it ran under",
@@ -117,7 +118,7 @@ int report_main(const Args& args) {
   if (!result.verdicts.empty() && !result.thresholds_from.empty()) std::cout << "thresholds from " << result.thresholds_from << "\n";
   std::cout << fmt::format("report in {}{}\n", result.html.string(),
                            result.plots_missing.empty() ? "" : " (no plots: " + result.plots_missing + ")");
-  return verdicts_exit_code(result.verdicts);
+  return result.exit_code;
 }
 
 int compare_main(const Args& args) {

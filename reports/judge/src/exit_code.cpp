@@ -1,6 +1,7 @@
 #include "rocebench/reports/exit_code.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "rocebench/common/errors.hpp"
 
@@ -17,11 +18,22 @@ int severity(int exit_code) {
 
 int worse_exit_code(int a, int b) { return severity(b) > severity(a) ? b : a; }
 
+namespace {
+
+// A check that could not run is not a pass.
+bool fails_the_run(std::string_view status) { return status == "fail" || status == "unverified"; }
+
+}  // namespace
+
 int records_exit_code(const std::vector<json>& records) {
-  const bool failed = std::any_of(records.begin(), records.end(), [](const json& r) {
-    const std::string status = r.value("status", "ok");
-    return status == "fail" || status == "unverified";
-  });
+  const bool failed = std::any_of(records.begin(), records.end(), [](const json& r) { return fails_the_run(r.value("status", "ok")); });
+  return failed ? kExitCheckFailed : kExitOk;
+}
+
+int records_exit_code(const Dataset& data) {
+  const bool failed =
+      std::any_of(data.results.begin(), data.results.end(), [](const Observation& o) { return fails_the_run(to_string(o.status)); }) ||
+      std::any_of(data.checks.begin(), data.checks.end(), [](const CheckObservation& c) { return fails_the_run(c.record.value("status", "ok")); });
   return failed ? kExitCheckFailed : kExitOk;
 }
 
@@ -32,6 +44,10 @@ int verdicts_exit_code(const std::vector<Verdict>& verdicts) {
 
 int run_exit_code(const std::vector<json>& records, const std::vector<Verdict>& verdicts) {
   return worse_exit_code(records_exit_code(records), verdicts_exit_code(verdicts));
+}
+
+int run_exit_code(const Dataset& data, const std::vector<Verdict>& verdicts) {
+  return worse_exit_code(records_exit_code(data), verdicts_exit_code(verdicts));
 }
 
 int acceptance_exit_code(const accept::Verdicts& verdicts) { return verdicts.pass() ? kExitOk : kExitCheckFailed; }

@@ -12,6 +12,7 @@
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
+#include "rocebench/reports/exit_code.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 #include "rocebench/reports/thresholds.hpp"
@@ -240,6 +241,7 @@ ReportResult write_report(const ReportRequest& request) {
   write_file_atomically(request.out_dir / "aggregate.csv", render_csv(agg));
 
   for (const auto& v : result.verdicts) result.failed += v.outcome != Outcome::pass;
+  result.exit_code = run_exit_code(data, result.verdicts);
   result.html = request.out_dir / "report.html";
   result.plots_missing = plots.missing;
   result.summary = console_summary(data, agg, result.verdicts);

@@ -24,6 +24,7 @@ struct ReportRequest {
 struct ReportResult {
   std::vector<Verdict> verdicts;
   std::size_t failed = 0;          // verdicts that did not pass
+  int exit_code = 0;               // the records and the verdicts judged as `rocebench run` judges them (run_exit_code)
   std::string thresholds_from;     // the file whose thresholds were judged, or ""
   std::filesystem::path html;      // report.html (Markdown, PNGs, JUnit and CSV beside it)
   std::string plots_missing;       // why there are no plots, or ""
