@@ -11,6 +11,7 @@
 #include "rocebench/reports/acceptance.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
+#include "rocebench/reports/netcheck_verdict.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports::accept;
@@ -95,6 +96,16 @@ TEST(AcceptVerdicts, NetcheckFailureIsConfigAndUnverifiedIsItsOwnReason) {
   EXPECT_EQ(n[2].stages.at("netcheck"), "skip (1 checks: no RDMA device)");
   EXPECT_EQ(n[3].stages.at("netcheck"), "FAIL UNVERIFIED") << "no records: the stage gave no evidence of d";
   EXPECT_FALSE(v.pass());
+}
+
+// The acceptance's netcheck stage is netcheck's own verdict of the host: a warning passes and is counted as one.
+TEST(AcceptVerdicts, NetcheckStageIsNetchecksVerdictAndCountsWarnings) {
+  const std::vector<json> records = {check("a", "host.kernel", "ok"), check("a", "roce.tos", "warn"), check("a", "gpu.acs", "skip")};
+  Verdicts v({"a"});
+  judge_netcheck(v, records, {"a"});
+  EXPECT_EQ(rocebench::reports::judge_netcheck_checks(records).hosts.at(0).verdict, "warn");
+  EXPECT_TRUE(v.nodes()[0].pass());
+  EXPECT_EQ(v.nodes()[0].stages.at("netcheck"), "ok (1 checks, 1 warned, 1 skipped)");
 }
 
 TEST(AcceptVerdicts, ASettingThatDiffersFromTheFleetIsConfig) {

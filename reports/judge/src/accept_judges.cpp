@@ -9,6 +9,7 @@
 #include "accept_nodes.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/reports/links.hpp"
+#include "rocebench/reports/netcheck_verdict.hpp"
 #include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports::accept {
@@ -82,9 +83,13 @@ void judge_consistency(Verdicts& v, const std::vector<json>& records, const std:
 }  // namespace
 
 void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts) {
+  // Each host's verdict is netcheck's own (netcheck_verdict.hpp); the failed and unverified checks are its evidence.
+  const NetcheckJudgement judged = judge_netcheck_checks(records);
   for (const auto& host : hosts) {
+    const auto h = std::find_if(judged.hosts.begin(), judged.hosts.end(), [&](const NetcheckHost& n) { return n.host == host; });
+    if (h == judged.hosts.end()) continue;  // this host's checks did not run
+    const auto count = [&](const char* status) { return h->counts.count(status) ? h->counts.at(status) : std::size_t{0}; };
     std::vector<std::string> failed, unverified;
-    std::size_t ok = 0, skipped = 0;
     for (const auto& r : records) {
       if (r.value("kind", "") != "check" || r.value("host", "") != host) continue;
       const std::string status = r.value("status", "");
@@ -94,18 +99,17 @@ void judge_netcheck(Verdicts& v, const std::vector<json>& records, const std::ve
                                      short_json(r.value("expected", json()))));
       } else if (status == "unverified") {
         unverified.push_back(fmt::format("{}: {}", what, r.value("reason", "could not be read")));
-      } else if (status == "ok") {
-        ++ok;
-      } else {
-        ++skipped;
       }
     }
-    if (ok + skipped + failed.size() + unverified.size() == 0) continue;  // this host's checks did not run
-    if (!failed.empty()) v.fail(host, {kConfig, "netcheck", fmt::format("{}", fmt::join(failed, "; "))});
-    if (!unverified.empty()) v.fail(host, {kUnverified, "netcheck", fmt::format("{}", fmt::join(unverified, "; "))});
-    if (failed.empty() && unverified.empty()) {
-      v.stage(host, "netcheck", ok == 0 ? fmt::format("skip ({} checks: no RDMA device)", skipped)
-                                        : fmt::format("ok ({} checks{})", ok, skipped ? fmt::format(", {} skipped", skipped) : ""));
+    if (h->verdict == "fail") v.fail(host, {kConfig, "netcheck", fmt::format("{}", fmt::join(failed, "; "))});
+    if (h->verdict == "fail" || h->verdict == "unverified") {
+      if (!unverified.empty()) v.fail(host, {kUnverified, "netcheck", fmt::format("{}", fmt::join(unverified, "; "))});
+    } else if (h->verdict == "skip") {
+      v.stage(host, "netcheck", fmt::format("skip ({} checks: no RDMA device)", count("skip")));
+    } else {
+      const std::size_t warned = count("warn"), skipped = count("skip");
+      v.stage(host, "netcheck", fmt::format("ok ({} checks{}{})", count("ok"), warned ? fmt::format(", {} warned", warned) : "",
+                                            skipped ? fmt::format(", {} skipped", skipped) : ""));
     }
   }
   judge_consistency(v, records, hosts);
