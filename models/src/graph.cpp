@@ -157,14 +157,19 @@ std::int64_t Graph::parameter_count() const {
 }
 
 double Graph::forward_flops_per_image() const {
+  double flops = 0;
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) flops += forward_flops_per_image(i);
+  return flops;
+}
+
+double Graph::forward_flops_per_image(int i) const {
+  const Node& n = node(i);
   double macs = 0;
-  for (const auto& n : nodes_) {
-    if (n.op == Op::conv) {
-      const Shape in = shape(n.inputs[0]);
-      macs += static_cast<double>(n.out.size()) * (in.c / n.groups) * n.window.kh * n.window.kw;
-    } else if (n.op == Op::linear) {
-      macs += static_cast<double>(n.out.c) * static_cast<double>(shape(n.inputs[0]).size());
-    }
+  if (n.op == Op::conv) {
+    const Shape in = shape(n.inputs[0]);
+    macs = static_cast<double>(n.out.size()) * (in.c / n.groups) * n.window.kh * n.window.kw;
+  } else if (n.op == Op::linear) {
+    macs = static_cast<double>(n.out.c) * static_cast<double>(shape(n.inputs[0]).size());
   }
   return 2 * macs;
 }

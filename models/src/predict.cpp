@@ -11,6 +11,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/stats.hpp"
 #include "rocebench/models/data_parallel.hpp"
+#include "rocebench/models/derived.hpp"
 #include "rocebench/models/train.hpp"
 #include "rocebench/models/zoo.hpp"
 #include "shape.hpp"
@@ -31,8 +32,15 @@ auto naming(const std::string& flag, F read) {
   }
 }
 
+// The speed a measured timeline runs at when no rate is given but a device is: its derived step.
+struct DeviceStep {
+  std::string device;
+  double step_ms = 0;
+};
+
 ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
-                     const std::function<std::string(const std::string&)>& name_of) {
+                     const std::function<std::string(const std::string&)>& name_of,
+                     const std::optional<DeviceStep>& device_step = std::nullopt) {
   const OptionTable& o = predict_options();
   const int measured_batch = t.source.value("batch", 0);
   const std::optional<int> batch = o.find<int>(params, "batch");
@@ -46,7 +54,7 @@ ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
   const double measured_ms = t.forward_ms() + t.backward_ms() + t.update_ms;
   if (!(measured_ms > 0)) throw InputError(fmt::format("{}: timeline '{}' takes no time", name_of("timeline"), name));
   const bool other_batch = s.batch != measured_batch;
-  if (other_batch && !step_ms && !images_per_s)
+  if (other_batch && !step_ms && !images_per_s && !device_step)
     throw InputError(fmt::format("{}: {} images a step, but timeline '{}' was measured at batch {}: give {} or {} for batch {}",
                                  name_of("batch"), s.batch, name, measured_batch, name_of("step_ms"),
                                  name_of("images_per_s"), s.batch));
@@ -58,8 +66,12 @@ ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
   } else if (step_ms) {
     target_ms = *step_ms;
     s.label = fmt::format("{} scaled to {:g} ms a step{}", name, *step_ms, at_batch);
+  } else if (device_step) {
+    target_ms = device_step->step_ms;
+    s.label = fmt::format("{} scaled to {}'s derived {:.4g} ms a step{}", name, device_step->device, device_step->step_ms,
+                          at_batch);
   } else {
-    s.label = name + " as measured";
+    s.label = name + (t.source.value("kind", "") == "derived" ? " as derived" : " as measured");
   }
   s.factor = target_ms / measured_ms;
   for (LayerTime& n : t.nodes) {
@@ -170,7 +182,8 @@ const OptionTable& predict_options() {
     model.fallback = nullptr;  // a prediction names its model
     model.help = "the model whose gradients are reduced (rocebench train --list)";
     OptionSpec timeline = training_options().at("timeline");
-    timeline.help = "the model's compute timeline: a shipped one's name or a results file with a `train --profile` record";
+    timeline.help = "the model's compute timeline: a shipped one's name or a results file with a `train --profile` "
+                    "record; by default the model's shipped one, else one derived for --device";
     std::vector<int> doubling;
     for (int k = 1; k <= 128; k *= 2) doubling.push_back(k);
     std::vector<std::string> modes;
@@ -180,6 +193,11 @@ const OptionTable& predict_options() {
         timeline,
         {.key = "batch", .flag = "--batch", .rules = {{"minimum", 1}, {"maximum", 1 << 20}},
          .help = "images per step on each rank; by default the timeline's (another needs --step-ms or --images-per-s)"},
+        {.key = "device", .flag = "--device", .type = OptionType::text, .rules = {{"enum", device_names()}},
+         .help = "a named device (rated compute and memory bandwidth, models/src/derived.cpp): a model with no measured "
+                 "timeline gets one derived from its per-layer FLOPs and bytes on it (needs --batch); a measured one "
+                 "without a rate runs at its derived step",
+         .metavar = "NAME"},
         {.key = "step_ms", .flag = "--step-ms", .type = OptionType::number, .rules = {{"exclusiveMinimum", 0}},
          .help = "one GPU's measured step at this batch: the timeline's shape scaled to it", .metavar = "MS"},
         {.key = "images_per_s", .flag = "--images-per-s", .type = OptionType::number, .rules = {{"exclusiveMinimum", 0}},
@@ -212,7 +230,60 @@ const OptionTable& predict_options() {
   return table;
 }
 
-PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of) {
+namespace {
+
+// in.timeline_name, in.compute and in.timeline_note (PredictInputs says which timeline wins).
+void choose_timeline(PredictInputs& in, const Graph& graph, const json& params,
+                     const std::function<std::string(const std::string&)>& name_of) {
+  const OptionTable& o = predict_options();
+  const std::optional<std::string> timeline = o.find<std::string>(params, "timeline");
+  const std::optional<std::string> device_name = o.find<std::string>(params, "device");
+  const Device* device = device_name ? &device_named(*device_name, name_of("device")) : nullptr;
+  const std::optional<int> batch = o.find<int>(params, "batch");
+  std::optional<std::string> measured = timeline;
+  std::string why;
+  if (!measured) {
+    const std::vector<std::string> shipped = shipped_timelines_of(graph);
+    // The one measured at --batch, else the first by name.
+    for (const std::string& name : shipped) {
+      if (!measured || (batch && load_timeline(name, graph).source.value("batch", 0) == *batch)) measured = name;
+    }
+    if (measured) why = "shipped";
+  } else {
+    why = "given";
+  }
+  if (measured) {
+    const Timeline t = naming(name_of("timeline"), [&] { return load_timeline(*measured, graph); });
+    std::optional<DeviceStep> device_step;
+    if (device) {
+      why += fmt::format("; a measured timeline wins over one derived for {}", device->name);
+      const int at = batch.value_or(t.source.value("batch", 0));
+      if (at > 0) {
+        const Timeline derived = derive_timeline(graph, *device, at).timeline;
+        device_step = DeviceStep{device->name, derived.forward_ms() + derived.backward_ms() + derived.update_ms};
+      }
+    }
+    in.timeline_name = *measured;
+    in.compute = scale(in.timeline_name, t, params, name_of, device_step);
+    in.timeline_note = fmt::format("measured {} ({})", *measured, why);
+    return;
+  }
+  if (!device)
+    throw InputError(fmt::format("{} or {} is required: no measured timeline of {} is shipped ({} are)", name_of("timeline"),
+                                 name_of("device"), in.model, fmt::join(shipped_timelines(), ", ")));
+  if (!batch)
+    throw InputError(fmt::format("{}: a timeline derived for {} needs the batch a rank trains", name_of("batch"), device->name));
+  in.timeline_name = "derived-" + device->name;
+  in.compute = scale(fmt::format("derived for {} ({})", device->name, device->precision),
+                     derive_timeline(graph, *device, *batch).timeline, params, name_of);
+  in.timeline_note = fmt::format(
+      "derived from {}'s per-layer FLOPs and bytes for {} ({}, {}: {:g} TFLOP/s x {:g}, {:g} GB/s x {:g}): no measured "
+      "timeline of {} is shipped", in.model, device->name, device->description, device->precision, device->peak_tflops,
+      device->compute_efficiency, device->memory_GBps, device->memory_efficiency, in.model);
+}
+
+PredictInputs predict_inputs_on(const json& params, const std::function<std::string(const std::string&)>& name_of,
+                                const Fabric* given_fabric) {
   const OptionTable& o = predict_options();
   const auto required = [&](const std::string& key) {
     const std::optional<std::string> value = o.find<std::string>(params, key);
@@ -221,15 +292,15 @@ PredictInputs predict_inputs(const json& params, const std::function<std::string
   };
   PredictInputs in;
   in.model = required("model");
-  in.timeline_name = required("timeline");
   const std::optional<std::string> fabric = o.find<std::string>(params, "fabric");
   const std::optional<std::string> fabric_from = o.find<std::string>(params, "fabric_from");
-  if (fabric.has_value() == fabric_from.has_value())
+  if (!given_fabric && fabric.has_value() == fabric_from.has_value())
     throw InputError(fmt::format("give one of {} and {}", name_of("fabric"), name_of("fabric_from")));
-  const Graph graph = build_model(in.model);
-  in.compute = scale(in.timeline_name, naming(name_of("timeline"), [&] { return load_timeline(in.timeline_name, graph); }),
-                     params, name_of);
-  if (fabric) {
+  const Graph graph = naming(name_of("model"), [&] { return build_model(in.model); });
+  choose_timeline(in, graph, params, name_of);
+  if (given_fabric) {
+    in.fabric = *given_fabric;
+  } else if (fabric) {
     in.fabric = naming(name_of("fabric"), [&] { return load_fabric(*fabric); });
   } else {
     std::vector<std::string> runs;
@@ -248,6 +319,17 @@ PredictInputs predict_inputs(const json& params, const std::function<std::string
   in.first_bucket_mb = o.get<double>(params, "first_bucket_mb");
   in.target_efficiency = o.get<double>(params, "target_efficiency");
   return in;
+}
+
+}  // namespace
+
+PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of) {
+  return predict_inputs_on(params, name_of, nullptr);
+}
+
+PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of,
+                             const Fabric& fabric) {
+  return predict_inputs_on(params, name_of, &fabric);
 }
 
 std::vector<ResultRecord> predict_records(const PredictInputs& in) {
@@ -298,6 +380,7 @@ std::vector<ResultRecord> predict_records(const PredictInputs& in) {
       r.samples = {{"n", 0},
                    {"predicted_from", {{"timeline", in.compute.label},
                                        {"timeline_source", timeline.source},
+                                       {"timeline_choice", in.timeline_note},
                                        {"timeline_scale", in.compute.factor},
                                        {"fabric_file", fabric.file},
                                        {"fabric", fabric.document},
@@ -322,6 +405,7 @@ std::string predict_table(const PredictInputs& in, const std::vector<ResultRecor
   std::string out = fmt::format("# predicted: {} on {} ({} GPUs a node), {}, batch {} a rank, {} MiB buckets\n", in.model,
                                 in.fabric.name, in.fabric.gpus_per_node, in.compute.label, in.compute.batch,
                                 megabytes(in.bucket_mb).dump());
+  out += "# timeline: " + in.timeline_note + "\n";
   if (in.fit) {
     for (const LevelFit& f : in.fit->fits)
       out += fmt::format("# fitted to {} {} allreduce records over {}: alpha {:.1f} us a step, {:.4g} GB/s, relative RMS {:.1f}%{}\n",
@@ -369,7 +453,7 @@ void run_predict(StepContext& ctx) {
 
 StepKind predict_step_kind() {
   json schema = predict_options().schema();
-  schema["required"] = {"model", "timeline"};  // and one of fabric, fabric_from (predict_inputs)
+  schema["required"] = {"model"};  // and one of fabric, fabric_from; a timeline or a device (predict_inputs)
   return {"models.predict",
           "data-parallel step time predicted at any world size from a compute timeline and a fabric model, per sync mode",
           schema, run_predict};

@@ -43,7 +43,7 @@ Timeline timeline_of(const json& r, const json& samples, int number, const std::
     t.nodes.push_back({node, f, b});
   }
   t.update_ms = samples.value("update_ms", 0.0);
-  t.source = {{"host", r.value("host", "")}, {"run", r.value("run", "")}};
+  t.source = {{"kind", "measured"}, {"host", r.value("host", "")}, {"run", r.value("run", "")}};
   for (const char* key : {"engine", "precision", "batch", "gpu"})
     if (params.contains(key)) t.source[key] = params[key];
   return t;
@@ -113,6 +113,18 @@ Timeline read_timeline(const std::filesystem::path& file, const Graph& graph) {
 std::vector<std::string> shipped_timelines() {
   std::vector<std::string> names;
   for (const auto& [name, text] : embedded_timelines()) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> shipped_timelines_of(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const std::string& name : shipped_timelines()) {
+    try {
+      load_timeline(name, graph);
+      names.push_back(name);
+    } catch (const InputError&) {  // another model's
+    }
+  }
   return names;
 }
 

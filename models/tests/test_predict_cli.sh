@@ -95,5 +95,32 @@ expect_out "^rocebench predict: --fabric: $work/fabric.json:6: field 'inter_node
 sed -i 's/"rail": 2/"rails": "two"/' "$work/fabric.json"
 expect_rc 2 "$rb" predict --model resnet50 --timeline cpu-resnet50-fp32-b2 --fabric "$work/fabric.json" --results-dir "$work/bad"
 expect_out "$work/fabric.json:6: field 'inter_node.rails': expected integer"
+
+# A model with no measured timeline: one derived for --device, recorded and printed as derived; a model
+# with one: the measured timeline wins, at the device's derived speed.
+expect_rc 0 "$rb" predict --model vgg16 --device h100 --batch 32 --fabric 25g-roce --sync ring --world-sizes 1,8,64 \
+  --results-dir "$work/derived"
+expect_out "^# predicted: vgg16 on 25g-roce \(8 GPUs a node\), derived for h100 \(bf16\) as derived, batch 32"
+expect_out "^# timeline: derived from vgg16's per-layer FLOPs and bytes for h100 \(NVIDIA H100 SXM5 80 GB, bf16: 989\.5 TFLOP/s x 0\.36"
+python3 - "$work/derived/results.jsonl" <<'PY' || fail "derived records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if '"models.predict"' in l]
+assert len(records) == 3, len(records)
+for r in records:
+    assert r["params"]["timeline"] == "derived-h100", r["params"]
+    assert r["samples"]["predicted_from"]["timeline_source"]["kind"] == "derived", r["samples"]["predicted_from"]
+    assert r["samples"]["predicted_from"]["timeline_source"]["rated_source"].startswith("NVIDIA H100"), r["samples"]
+PY
+expect_rc 0 "$rb" predict --model resnet50 --device h100 --batch 32 --fabric 25g-roce --sync ring --world-sizes 1,8 \
+  --results-dir "$work/measured"
+expect_out "^# timeline: measured cpu-resnet50-fp32-b2 \(shipped; a measured timeline wins over one derived for h100\)"
+expect_out "cpu-resnet50-fp32-b2 scaled to h100's derived [0-9.]+ ms a step at batch 32"
+expect_rc 2 "$rb" predict --model vgg16 --device h900 --batch 32 --fabric 25g-roce --results-dir "$work/bad"
+expect_out "^rocebench predict: --device \"h900\": must be one of \[\"h100\",\"h200\",\"a100\",\"p100\",\"epyc-9654\"\]"
+expect_rc 2 "$rb" predict --model vgg16 --fabric 25g-roce --results-dir "$work/bad"
+expect_out "^rocebench predict: --timeline or --device is required: no measured timeline of vgg16 is shipped"
+expect_rc 2 "$rb" predict --model vgg16 --device h100 --fabric 25g-roce --results-dir "$work/bad"
+expect_out "^rocebench predict: --batch: a timeline derived for h100 needs the batch a rank trains"
+
 [[ ! -e "$work/bad" ]] || fail "a refused prediction started a run"
 echo "PASS"

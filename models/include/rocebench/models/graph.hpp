@@ -90,6 +90,8 @@ class Graph {
   // the ResNet paper's "3.8 × 10^9 FLOPs" counted as multiply-adds, doubled); elementwise layers,
   // pooling and normalisation are not counted (under 1% for the zoo's models).
   double forward_flops_per_image() const;
+  // Node i's share of it.
+  double forward_flops_per_image(int i) const;
   // Activations kept for backward, per image, in floats (every node's output and its gradient).
   std::int64_t activation_floats_per_image() const;
 

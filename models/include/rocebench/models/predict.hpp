@@ -37,9 +37,15 @@ struct ScaledTimeline {
 // was not measured at with no rate to scale it to, both rates at once, an unknown sync mode or a world
 // size that is not whole nodes; both or neither of a fabric and runs to fit one from; runs that
 // cannot identify a fit (calibrate.hpp).
+//
+// The timeline: --timeline's; else a shipped one of the model (a measured timeline always wins over a
+// derived one); else one derived for --device (derived.hpp). A measured timeline with --device and no
+// rate of its own runs at the device's derived step (its shape measured, its speed derived);
+// `timeline_note` says which it is, for the console.
 struct PredictInputs {
   std::string model, timeline_name;
   ScaledTimeline compute;
+  std::string timeline_note;
   Fabric fabric;                 // --fabric, or the fit's ring fabric
   std::optional<FabricFit> fit;  // --fabric-from
   std::vector<SyncMode> modes;
@@ -50,6 +56,9 @@ struct PredictInputs {
   Fabric fabric_for(SyncMode mode) const { return fit ? fit->fabric_for(mode) : fabric; }
 };
 PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of);
+// The same on `fabric`, given rather than named (--fabric and --fabric-from are not read).
+PredictInputs predict_inputs(const json& params, const std::function<std::string(const std::string&)>& name_of,
+                             const Fabric& fabric);
 
 // Every (world size, sync mode) of `inputs` as models.predict records, in sync-mode order.
 std::vector<ResultRecord> predict_records(const PredictInputs& inputs);

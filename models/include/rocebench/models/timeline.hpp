@@ -16,7 +16,8 @@ struct Timeline {
   std::string model;
   std::vector<LayerTime> nodes;  // node i at index i - 1 (the input takes no time), per step
   double update_ms = 0;
-  // Where it was measured: host, engine, precision, batch, gpu (when there was one), run.
+  // Where it was measured: kind "measured", host, engine, precision, batch, gpu (when there was one),
+  // run; or how it was derived (derived.hpp: kind "derived", the device and its ratings).
   json source = json::object();
 
   double forward_ms() const;
@@ -36,6 +37,8 @@ Timeline read_timeline(const std::filesystem::path& file, const Graph& graph);
 // The timelines measured by this project and kept in the repository (models/timelines/NAME.jsonl,
 // compiled in), by NAME.
 std::vector<std::string> shipped_timelines();
+// The shipped timelines of `graph`'s model, by name.
+std::vector<std::string> shipped_timelines_of(const Graph& graph);
 // A shipped timeline by name, else the results file of that path. Throws InputError listing the
 // shipped ones when it is neither.
 Timeline load_timeline(const std::string& name_or_file, const Graph& graph);
