@@ -12,6 +12,7 @@
 #include "rocebench/common/stats.hpp"
 #include "rocebench/models/data_parallel.hpp"
 #include "rocebench/models/derived.hpp"
+#include "rocebench/models/published.hpp"
 #include "rocebench/models/train.hpp"
 #include "rocebench/models/zoo.hpp"
 #include "shape.hpp"
@@ -222,6 +223,12 @@ const OptionTable& predict_options() {
          .help = "the what-if at the largest world size: the NIC rate (Gbit/s a node) and the bucket size that reach "
                  "this efficiency, per sync mode",
          .metavar = "E"},
+        {.key = "published", .flag = "--published", .type = OptionType::text, .rules = {{"minLength", 1}},
+         .help = fmt::format("instead of a prediction of these flags: each point of a published scale-out table (shipped: "
+                             "{}; or a file, models/published/published.schema.json) predicted from its one-GPU figure, "
+                             "the model's gradients and its fabric, with the error",
+                             fmt::join(shipped_published(), ", ")),
+         .metavar = "NAME|FILE"},
         {.key = "world_sizes", .flag = "--world-sizes", .type = OptionType::integer_list,
          .rules = {{"minimum", 1}, {"maximum", 1 << 20}}, .fallback = doubling,
          .help = "ranks (GPUs) to predict at: up to a node's GPUs, or whole nodes"},
@@ -432,8 +439,25 @@ std::string predict_table(const PredictInputs& in, const std::vector<ResultRecor
 
 namespace {
 
+// --published: the table, its points predicted and their errors, for the console. The table states
+// every input, so no other option may be given beside it.
+std::string published_errors(const json& params, const std::function<std::string(const std::string&)>& name_of) {
+  for (const auto& [key, value] : params.items()) {
+    if (key != "published" && value != predict_options().at(key).fallback)  // defaults come along unasked
+      throw InputError(fmt::format("{}: the table states every input; {} is not read beside it", name_of("published"),
+                                   name_of(key)));
+  }
+  const PublishedTable table =
+      naming(name_of("published"), [&] { return load_published(params["published"].get<std::string>()); });
+  return published_report(table, naming(name_of("published"), [&] { return predict_published(table); }));
+}
+
 void run_predict(StepContext& ctx) {
   if (ctx.rank != 0) return;  // a prediction needs no ranks but the one that records it
+  if (ctx.params.contains("published")) {
+    std::cout << published_errors(ctx.params, [](const std::string& key) { return "field '" + key + "'"; }) << std::flush;
+    return;
+  }
   const PredictInputs in = predict_inputs(ctx.params, [](const std::string& key) { return "field '" + key + "'"; });
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ResultRecord> records = predict_records(in);
@@ -470,6 +494,11 @@ int predict_main(const Args& args) {
   launcher.add_to(parser);
   if (!parser.parse(args)) return kExitOk;
   const json params = flags.params(kProgram);
+  if (params.contains("published")) {  // a table of the literature: printed, nothing recorded
+    std::cout << published_errors(params, [](const std::string& key) { return predict_options().at(key).flag; })
+              << std::flush;
+    return kExitOk;
+  }
   // Checked here, naming the flags, before anything starts.
   predict_inputs(params, [](const std::string& key) { return predict_options().at(key).flag; });
   return run_step_as_plan("models.predict", params, launcher.to_args(), {kProgram, predict_options().flag_of()});

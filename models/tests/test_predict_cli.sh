@@ -122,5 +122,12 @@ expect_out "^rocebench predict: --timeline or --device is required: no measured 
 expect_rc 2 "$rb" predict --model vgg16 --device h100 --fabric 25g-roce --results-dir "$work/bad"
 expect_out "^rocebench predict: --batch: a timeline derived for h100 needs the batch a rank trains"
 
+# A published table: every point predicted, its error printed; nothing else may be given beside it.
+expect_rc 0 "$rb" predict --published horovod-2018
+expect_out "^inception3 +ring +512 +1 +0\.900 +0\.[0-9]+ +[-+][0-9.]+% "
+expect_out "^vgg16 +ring +512 +1 +0\.680 "
+expect_out "^# assumed for vgg16: "
+expect_rc 2 "$rb" predict --published horovod-2018 --model vgg16
+expect_out "^rocebench predict: --published: the table states every input; --model is not read beside it"
 [[ ! -e "$work/bad" ]] || fail "a refused prediction started a run"
 echo "PASS"
