@@ -109,8 +109,18 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
       else if (got == 0 || errno != EINTR) fds[i]->reset();
     }
   }
+  // A tool that closes its output and runs on (or hangs in the kernel) is waited for only until the
+  // same deadline, then killed: closed pipes are not an exit.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t got = ::waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
+    if (got == pid || (got < 0 && errno != EINTR)) break;
+    if (got == 0 && deadline.expired()) {
+      result.timed_out = true;
+      ::kill(pid, SIGKILL);
+    } else if (got == 0) {
+      ::poll(nullptr, 0, std::min(deadline.remaining_ms(), 10));
+    }
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;

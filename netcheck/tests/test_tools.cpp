@@ -34,6 +34,18 @@ TEST(RunCommand, KilledAtDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
+TEST(RunCommand, KilledAtDeadlineAfterClosingItsOutput) {
+  // Its pipes close at once: only the deadline ends the wait for its exit.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_command({"sh", "-c", "exec >&- 2>&-; sleep 10"}, 300ms);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  const auto quick = run_command({"sh", "-c", "exec >&- 2>&-; exit 3"}, 5s);
+  EXPECT_FALSE(quick.timed_out);
+  EXPECT_EQ(quick.exit_code, 3);
+}
+
 TEST(ToolSource, CapturedLiveAndNone) {
   fixture::TempDir dir;
   fixture::write_file(dir.path() / "dcb-pfc-eth0.txt", "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n");
