@@ -16,12 +16,17 @@ const std::vector<KnownDriver> kDrivers = {
      "hw_counters: Linux drivers/infiniband/hw/mlx5/counters.c and NVIDIA's \"Understanding mlx5 Linux "
      "Counters and Status Parameters\"; counters/: the IB port counters (drivers/infiniband/core/sysfs.c); "
      "ethtool: drivers/net/ethernet/mellanox/mlx5/core/en_stats.c and NVIDIA's \"Understanding mlx5 ethtool "
-     "Counters\""},
+     "Counters\"",
+     {"mlx5_core", "mlx5_ib"}, ""},
     {"bnxt_re", {"bnxt_en"},
      "hw_counters: Linux drivers/infiniband/hw/bnxt_re/hw_counters.c (bnxt_re_stat_descs; newer kernels renamed "
      "the CNP/ECN ones to the mlx5 names); ethtool: drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c "
-     "(rx/tx_pfc_ena_frames_pri<N>, pfc_pri<N>_rx/tx_duration_us, rx/tx_bytes_pri<N>)"},
-    {"rxe", {"rdma_rxe"}, "hw_counters: Linux drivers/infiniband/sw/rxe/rxe_hw_counters.c (rxe_counter_name); no ethtool"},
+     "(rx/tx_pfc_ena_frames_pri<N>, pfc_pri<N>_rx/tx_duration_us, rx/tx_bytes_pri<N>)",
+     {"bnxt_en", "bnxt_re"}, ""},
+    {"rxe", {"rdma_rxe"}, "hw_counters: Linux drivers/infiniband/sw/rxe/rxe_hw_counters.c (rxe_counter_name); no ethtool",
+     {"rdma_rxe"},
+     "rxe (soft-RoCE) has no NIC QoS: PFC, DSCP trust, ECN marking and CNPs are the hardware's, and rxe sends "
+     "through the netdev's ordinary queue"},
 };
 
 const std::vector<SharedCounter> kVocabulary = {
@@ -114,6 +119,13 @@ std::string_view trim(std::string_view s) {
 
 const std::vector<SharedCounter>& nic_counter_vocabulary() { return kVocabulary; }
 const std::vector<KnownDriver>& nic_counter_drivers() { return kDrivers; }
+
+const KnownDriver* known_driver(std::string_view name) {
+  for (const auto& d : kDrivers) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
 
 RdmaDriver rdma_driver(const HostFs& host, const std::string& device) {
   const std::string dir = "/sys/class/infiniband/" + device;

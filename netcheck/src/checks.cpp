@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "rocebench/common/nic_counters.hpp"
+
 namespace rocebench::netcheck {
 
 const std::vector<std::string> kCheckIds{
@@ -86,6 +88,32 @@ bool contains_all(const json& have, const json& want) {
   return true;
 }
 
+// The kernel modules a host must have loaded, each with who needs it: the modules of each RDMA
+// device's own driver (common's KnownDriver table), and the profile's, less those that belong to a
+// known driver none of the host's devices uses (the profile's mlx5 modules on a soft-RoCE host).
+std::vector<std::pair<std::string, std::string>> expected_modules(const HostState& h, const Profile& p) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::string> host_drivers;
+  const auto add = [&](const std::string& module, const std::string& why) {
+    if (std::none_of(out.begin(), out.end(), [&](const auto& m) { return m.first == module; })) out.emplace_back(module, why);
+  };
+  for (const auto& d : h.devices) {
+    const KnownDriver* known = known_driver(d.driver.name);
+    if (!known) continue;
+    host_drivers.insert(d.driver.name);
+    for (const auto& m : known->modules) add(std::string(m), ": " + d.name + "'s driver is " + d.driver.name + " (" + d.driver.found_by + ")");
+  }
+  for (const auto& m : p.at("/rdma/modules")) {
+    const std::string name = m.get<std::string>();
+    const auto owner = std::find_if(nic_counter_drivers().begin(), nic_counter_drivers().end(), [&](const KnownDriver& d) {
+      return std::find(d.modules.begin(), d.modules.end(), name) != d.modules.end();
+    });
+    const bool other_drivers = owner != nic_counter_drivers().end() && !host_drivers.empty() && !host_drivers.count(std::string(owner->name));
+    if (!other_drivers) add(name, " (the profile's rdma.modules)");
+  }
+  return out;
+}
+
 void host_checks(Emitter& e, const HostState& h, const Profile& p) {
   const bool required = p.at("/rdma/required").get<bool>();
   // A host that need not have RDMA (the local plan on a laptop) skips what only RDMA hosts need.
@@ -99,11 +127,10 @@ void host_checks(Emitter& e, const HostState& h, const Profile& p) {
     e.add("rdma.device_present", "host", json{{"min_devices", 1}}, json{{"devices", names.size()}, {"names", names}},
           Status::ok);
   }
-  for (const auto& m : p.at("/rdma/modules")) {
-    const std::string name = m.get<std::string>();
+  for (const auto& [name, why] : expected_modules(h, p)) {
     const bool loaded = h.modules.count(name) > 0;
     const Status status = loaded ? Status::ok : rdma_optional_and_absent ? Status::skip : Status::fail;
-    e.add("kernel.module_loaded", "host/" + name, true, loaded, status, "modprobe " + name, "no /sys/module/" + name);
+    e.add("kernel.module_loaded", "host/" + name, true, loaded, status, "modprobe " + name, "no /sys/module/" + name + why);
   }
   e.add("host.kernel", "host", nullptr, h.kernel, Status::ok);
   const json& driver = p.at("/rdma/driver");
@@ -284,8 +311,8 @@ void qos_checks(Emitter& e, const std::string& subject, const NetDev& n, const s
                 fix.cnp("cnp_802p_prio", "np_cnp_prio", p.at("/roce/cnp_priority")), verify.cnp);
 }
 
-void counter_checks(Emitter& e, const std::string& subject, const Port& port, const std::optional<NetDev>& n,
-                    const Profile& p) {
+void counter_checks(Emitter& e, const std::string& subject, const Port& port, const RdmaDriver& driver,
+                    const std::optional<NetDev>& n, const Profile& p) {
   const json max_discards = p.at("/counters/max_rx_discards_phy");
   if (!n || !n->qos.ethtool_stats.value || !n->qos.ethtool_stats.value->count("rx_discards_phy")) {
     const std::string why = !n ? "no netdev" : !n->qos.ethtool_stats.value ? n->qos.ethtool_stats.missing : "ethtool -S has no rx_discards_phy";
@@ -298,22 +325,29 @@ void counter_checks(Emitter& e, const std::string& subject, const Port& port, co
           "packets dropped for lack of receive buffer: PFC is not holding the sender back");
   }
 
+  // In the shared vocabulary (common's nic_counters), so every driver's are judged under one name.
   const json max_events = p.at("/counters/max_roce_retransmit_events");
+  const MappedCounters mapped = map_counters(driver.name, port.counters);
   json observed = json::object();
-  long long total = 0;
-  for (const char* name : {"out_of_sequence", "packet_seq_err", "local_ack_timeout_err"}) {
-    if (auto it = port.hw_counters.find(name); it != port.hw_counters.end()) {
-      observed[name] = it->second;
-      total += it->second;
+  std::vector<std::string> sources;
+  std::uint64_t total = 0;
+  for (const char* name : {"seq_errors_rx", "seq_naks_rx", "ack_timeouts"}) {
+    if (auto it = mapped.shared.find(name); it != mapped.shared.end()) {
+      observed[name] = it->second.value;
+      sources.push_back(std::string(name) + " = " + it->second.source);
+      total += it->second.value;
     }
   }
   if (observed.empty()) {
     e.add("counters.roce_retransmits", subject, json{{"max", max_events}}, nullptr, Status::skip, "",
-          "no hw_counters for this port");
+          port.counters.empty() ? "no counters or hw_counters for this port"
+                                : "none of seq_errors_rx, seq_naks_rx, ack_timeouts among this port's counters (driver '" +
+                                      driver.name + "')");
   } else {
     e.add("counters.roce_retransmits", subject, json{{"max", max_events}}, observed,
-          total <= max_events.get<long long>() ? Status::ok : Status::warn, "",
-          "RoCE retransmissions since the driver loaded: packets were lost on a fabric meant to be lossless");
+          total <= max_events.get<std::uint64_t>() ? Status::ok : Status::warn, "",
+          "RoCE retransmissions since the driver loaded (" + join(sources, ", ") +
+              "): packets were lost on a fabric meant to be lossless");
   }
 }
 
@@ -396,15 +430,22 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
         [&](const json& observed) { return contains_all(tos, json{observed}); }, tos_fix, "");
   }
 
-  if (!n) {
+  // What the driver's table says of NIC QoS, declared once there (common's nic_counters).
+  const KnownDriver* known = known_driver(d.driver.name);
+  const std::string no_qos = known && !known->no_nic_qos.empty()
+                                 ? std::string(known->no_nic_qos) + " (" + d.name + "'s driver " + d.driver.name + ": " +
+                                       d.driver.found_by + ")"
+                             : !n ? "no netdev for " + d.name
+                                  : "";
+  if (!no_qos.empty()) {
     for (const char* check : {"roce.trust.dscp", "roce.pfc.enabled_priorities", "roce.dscp.priority_map",
                               "roce.ecn.np_enabled", "roce.ecn.rp_enabled", "roce.cnp.dscp", "roce.cnp.prio"}) {
-      e.add(check, subject, nullptr, nullptr, Status::skip, "", "no netdev for " + d.name);
+      e.add(check, subject, nullptr, nullptr, Status::skip, "", no_qos);
     }
   } else {
     qos_checks(e, subject, *n, d.pci_address, p);
   }
-  counter_checks(e, subject, port, n, p);
+  counter_checks(e, subject, port, d.driver, n, p);
 }
 
 // Where to change an NCCL setting, in the words of where it was read.

@@ -49,13 +49,18 @@ Port read_port(const HostFs& fs, const std::string& device, const std::string& n
                       fs.read(base + "/gid_attrs/ndevs/" + index).value_or("")});
   }
   std::sort(p.gids.begin(), p.gids.end(), [](const Gid& a, const Gid& b) { return a.index < b.index; });
-  for (const auto& [name, value] : read_counter_folder(fs, base + "/hw_counters")) p.hw_counters[name] = static_cast<long long>(value);
+  p.counters = read_port_counters(fs, device, p.number);
 
-  const std::string cm = "/sys/kernel/config/rdma_cm";
+  const std::string configfs = "/sys/kernel/config";
+  const std::string cm = configfs + "/rdma_cm";
   const std::string cfg = cm + "/" + device + "/ports/" + number;
   if (auto mode = fs.read(cfg + "/default_roce_mode")) p.roce_mode.set(*mode, cfg + "/default_roce_mode");
   if (auto tos = fs.read_int(cfg + "/default_roce_tos")) p.roce_tos.set(static_cast<int>(*tos), cfg + "/default_roce_tos");
-  const std::string why = !fs.exists(cm) ? cm + " is missing (configfs not mounted or rdma_cm not loaded)"
+  // An empty (or absent) /sys/kernel/config is configfs not mounted: rdma_cm's defaults are then unreadable.
+  const std::string why = fs.list(configfs).empty()
+                              ? "configfs is not mounted at " + configfs + " (mount -t configfs none " + configfs +
+                                    "): rdma_cm's defaults cannot be read"
+                          : !fs.exists(cm) ? "no " + cm + ": rdma_cm is not loaded (modprobe rdma_cm)"
                           : !fs.exists(cm + "/" + device)
                               ? "no " + cm + "/" + device + ": rdma_cm uses the kernel's default until that folder is created"
                               : "cannot read " + cfg;
@@ -102,11 +107,12 @@ void read_cnp(const HostFs& fs, const std::string& netdev_dir, const std::string
   q.cnp_prio.note(why);
 }
 
+// Only for a driver with NIC QoS (common's KnownDriver::no_nic_qos): the others' tools are not asked.
 Qos read_qos(const HostFs& fs, const ToolSource& tools, const std::string& netdev, const std::string& pci) {
   const std::string dir = "/sys/class/net/" + netdev;
   Qos q;
   LazyTool mlnx_qos(tools, mlnx_qos_query(netdev)), dcb_pfc(tools, dcb_pfc_query(netdev)),
-      dcb_app(tools, dcb_app_query(netdev)), ethtool(tools, ethtool_stats_query(netdev));
+      dcb_app(tools, dcb_app_query(netdev));
 
   if (auto trust = fs.read(dir + "/qos/trust")) q.trust.set(*trust, dir + "/qos/trust");
   if (auto text = fs.read(dir + "/qos/dscp2prio")) {
@@ -143,13 +149,16 @@ Qos read_qos(const HostFs& fs, const ToolSource& tools, const std::string& netde
     q.dscp2prio.note(tool_gap(dcb_app.get(), "dscp-prio entries"));
   }
   q.ofed = fs.exists(dir + "/qos/trust") || fs.exists(dir + "/ecn") || mlnx_qos.get().text.has_value();
-
-  if (const auto& t = ethtool.get(); t.text) q.ethtool_stats.set(parse_ethtool_stats(*t.text), t.source);
-  q.ethtool_stats.note(ethtool.get().missing);
   return q;
 }
 
-NetDev read_netdev(const HostFs& fs, const ToolSource& tools, const std::string& name, const std::string& pci) {
+bool has_nic_qos(const RdmaDriver& driver) {
+  const KnownDriver* known = known_driver(driver.name);
+  return !known || known->no_nic_qos.empty();
+}
+
+NetDev read_netdev(const HostFs& fs, const ToolSource& tools, const std::string& name, const std::string& pci,
+                   const RdmaDriver& driver) {
   const std::string dir = "/sys/class/net/" + name;
   NetDev n;
   n.name = name;
@@ -157,7 +166,10 @@ NetDev read_netdev(const HostFs& fs, const ToolSource& tools, const std::string&
   n.speed_mbps = fs.read_int(dir + "/speed");
   n.operstate = fs.read(dir + "/operstate").value_or("");
   n.address = fs.read(dir + "/address").value_or("");
-  n.qos = read_qos(fs, tools, name, pci);
+  if (has_nic_qos(driver)) n.qos = read_qos(fs, tools, name, pci);
+  const ToolText ethtool = tools.get(ethtool_stats_query(name));
+  if (ethtool.text) n.qos.ethtool_stats.set(parse_ethtool_stats(*ethtool.text), ethtool.source);
+  n.qos.ethtool_stats.note(ethtool.missing);
   return n;
 }
 
@@ -169,6 +181,7 @@ RdmaDevice read_device(const HostFs& fs, const ToolSource& tools, const std::str
   d.node_guid = fs.read(base + "/node_guid").value_or("");
   d.hca_type = fs.read(base + "/hca_type").value_or("");
   d.board_id = fs.read(base + "/board_id").value_or("");
+  d.driver = rdma_driver(fs, name);
   if (auto pci = fs.resolve(base + "/device")) {
     d.pci_path = pci_chain(*pci);
     if (!d.pci_path.empty()) d.pci_address = d.pci_path.back();
@@ -182,7 +195,7 @@ RdmaDevice read_device(const HostFs& fs, const ToolSource& tools, const std::str
     }
   }
   if (!netdevs.empty() && fs.exists("/sys/class/net/" + netdevs.front())) {
-    d.netdev = read_netdev(fs, tools, netdevs.front(), d.pci_address);
+    d.netdev = read_netdev(fs, tools, netdevs.front(), d.pci_address, d.driver);
   }
   return d;
 }
@@ -313,7 +326,15 @@ HostState read_host(const HostFs& fs, const ToolSource& tools, const std::string
   for (const auto& m : modules) {
     if (fs.exists("/sys/module/" + m)) h.modules.insert(m);
   }
-  for (const auto& name : fs.list("/sys/class/infiniband")) h.devices.push_back(read_device(fs, tools, name));
+  for (const auto& name : fs.list("/sys/class/infiniband")) {
+    h.devices.push_back(read_device(fs, tools, name));
+    // The device's own driver's modules are asked about too, whatever the profile lists.
+    if (const KnownDriver* known = known_driver(h.devices.back().driver.name)) {
+      for (const auto& m : known->modules) {
+        if (fs.exists("/sys/module/" + std::string(m))) h.modules.insert(std::string(m));
+      }
+    }
+  }
   if (h.devices.empty()) {
     h.no_devices_reason = !fs.exists("/sys/class/infiniband")
                               ? "no RDMA device: " + fs.at("/sys/class/infiniband").string() +

@@ -28,14 +28,21 @@ struct SharedCounter {
   std::vector<CounterSource> sources;
 };
 
+// What an RDMA driver is, declared once: its counters' documentation, the kernel modules it needs
+// (netcheck's kernel.module_loaded), and whether the NIC QoS of a lossless fabric (PFC, DSCP trust,
+// ECN, CNP marking) applies to it at all (netcheck skips those checks with `no_nic_qos` otherwise).
 struct KnownDriver {
   std::string_view name;           // as in CounterSource::driver
   std::vector<std::string_view> kernel_drivers;  // names of device/driver that mean it
   std::string_view documented_in;  // where its counter names come from
+  std::vector<std::string_view> modules;  // kernel modules that must be loaded for its devices
+  std::string_view no_nic_qos;     // empty when NIC QoS applies; else why it does not
 };
 
 const std::vector<SharedCounter>& nic_counter_vocabulary();
 const std::vector<KnownDriver>& nic_counter_drivers();
+// The KnownDriver of that name, or nullptr.
+const KnownDriver* known_driver(std::string_view name);
 
 // The driver of an RDMA device: the basename of /sys/class/infiniband/DEV/device/driver (mlx5_core,
 // bnxt_en), else, for a device without a PCI parent (soft RoCE), the prefix of its name ("rxe0").

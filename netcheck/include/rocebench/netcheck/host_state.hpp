@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rocebench/common/host_fs.hpp"
+#include "rocebench/common/nic_counters.hpp"
 #include "rocebench/netcheck/nccl_env.hpp"
 #include "rocebench/netcheck/parsers.hpp"
 #include "rocebench/netcheck/tools.hpp"
@@ -40,7 +41,7 @@ struct Port {
   int number = 0;
   std::string state, phys_state, link_layer, rate;  // sysfs text without "4: " prefixes
   std::vector<Gid> gids;                            // populated (non-zero) entries only
-  std::map<std::string, long long> hw_counters;
+  RawCounters counters;  // "counters/…" and "hw_counters/…" of the port (common's read_port_counters)
   Sourced<std::string> roce_mode;  // rdma_cm configfs default_roce_mode
   Sourced<int> roce_tos;           // rdma_cm configfs default_roce_tos
 };
@@ -68,6 +69,7 @@ struct NetDev {
 
 struct RdmaDevice {
   std::string name, fw_ver, node_guid, hca_type, board_id;
+  RdmaDriver driver;  // mlx5, bnxt_re, rxe … and how it was found (common's nic_counters)
   std::string pci_address;           // "0000:18:00.0"
   std::vector<std::string> pci_path; // functions from the root complex down to the NIC
   std::optional<NetDev> netdev;
@@ -81,7 +83,8 @@ struct HostState {
   std::string cmdline;
   std::string iommu;         // pt | off | translated | default (not known: the kernel's build default)
   std::string iommu_source;  // where that was seen
-  std::set<std::string> modules;  // of those netcheck asks about, the loaded ones
+  // Of those netcheck asks about (the profile's, and the modules of each device's driver), the loaded ones.
+  std::set<std::string> modules;
   std::vector<RdmaDevice> devices;
   std::string no_devices_reason;  // when devices is empty
   // NVIDIA GPUs by PCI address, with their path from the root complex.
