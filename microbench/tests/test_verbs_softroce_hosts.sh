@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # RoCE across hosts: boots a 2-host soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts 2) and runs
 # softroce_hosts_guest.sh in both: rocebench's verbs probe next to perftest from host 0 to host 1 (the coarse
-# check of compare.py; the rounds stay in OUTDIR/host0/compare.txt for the fine one), and host 1's rxe0 counters
-# rose by what host 0 sent. Then: nothing the bed started (qemu, namespace, bridge, tap) is left. (The bed's own
+# check of compare.py; the rounds stay in OUTDIR/host0/compare.txt for the fine one), host 1's rxe0 counters
+# rose by what host 0 sent, and each host's netcheck judged its rxe0 (OUTDIR/hostK/netcheck.txt). Then: nothing the bed started (qemu, namespace, bridge, tap) is left. (The bed's own
 # faults and bad input: ci/testbeds/softroce/test_bed.sh.) When no guest can boot here: skipped (77), failed
 # under CI.
 #   usage: test_verbs_softroce_hosts.sh ROCEBENCH SOFTROCE_DIR [OUTDIR]

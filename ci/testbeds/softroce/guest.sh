@@ -38,6 +38,9 @@ modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe conf
 # A bed host's also: its NIC (virtio_net) and the link model (tbf; netem, and ifb for loss on the way in).
 bed_modules=(failover net_failover virtio_net sch_tbf sch_netem ifb sch_ingress act_mirred cls_matchall)
 bed_subnet=10.78.0
+# The bed's links carry jumbo frames: 4200 bytes is the least MTU at which RoCE runs at 4096 (an rxe frame
+# needs 80 bytes more, iboe_get_mtu 96), as netcheck's lossless profile asks (link.min_mtu).
+bed_mtu=4200
 bed_cpus_default=2
 max_hosts=16
 
@@ -123,6 +126,8 @@ for e in /hosttmp/* /hosttmp/.[!.]*; do
 done
 mkdir -p /host/tmp/job /host/tmp/out /host/dev/pts /host/dev/shm
 mount -t devpts pts /host/dev/pts; mount -t tmpfs shm /host/dev/shm
+# rdma_cm keeps its per-device defaults (RoCE mode, ToS) in configfs, where netcheck reads them.
+mount -t configfs configfs /host/sys/kernel/config || echo "softroce-guest: cannot mount configfs"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro job /host/tmp/job
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none out /host/tmp/out
 chroot /host /bin/sh -c '
@@ -281,6 +286,7 @@ run_bed() {
   for ((k = 0; k < n; k++)); do
     host_rate=${rate_of[$k]:-$rate} loss=${loss_of[$k]:-0}
     ip -n "$bed" tuntap add dev "tap$k" mode tap
+    ip -n "$bed" link set "tap$k" mtu "$bed_mtu"
     ip -n "$bed" link set "tap$k" master br0
     ip -n "$bed" link set "tap$k" up
     link_shape "tap$k" "$host_rate" "$bed"
@@ -292,7 +298,7 @@ run_bed() {
 set -e
 . /tmp/job/link.sh
 echo host$k >/proc/sys/kernel/hostname
-ip link set eth0 up
+ip link set eth0 mtu $bed_mtu up
 ip addr add $bed_subnet.$((k + 1))/24 dev eth0
 link_shape eth0 $host_rate "" $loss
 link_ingress_loss eth0 $loss
