@@ -6,11 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <charconv>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "rocebench/common/clock.hpp"
+#include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
 
 extern char** environ;
@@ -113,6 +117,97 @@ nlohmann::json counter_deltas(const CounterSnapshot& before, const CounterSnapsh
   if (!sources.empty()) notes["counter_sources"] = sources;
   if (!reset.empty()) notes["counters_reset"] = reset;
   if (!now.unavailable.empty()) notes["counters_unavailable"] = now.unavailable;
+  return out;
+}
+
+const std::vector<std::string>& tcp_counter_names() {
+  static const std::vector<std::string> names = {
+      "tcp_RetransSegs",          "tcp_InErrs",              "tcp_OutRsts",               "tcp_InSegs",
+      "tcp_OutSegs",              "tcpext_TCPLostRetransmit", "tcpext_TCPTimeouts",       "tcpext_TCPFastRetrans",
+      "tcpext_TCPSlowStartRetrans", "tcpext_TCPLossProbes",   "tcpext_TCPLossProbeRecovery", "tcpext_TCPSpuriousRTOs",
+      "tcpext_TCPRetransFail",    "tcpext_TCPSynRetrans",     "tcpext_TCPOFOQueue",       "tcpext_TCPOFODrop",
+      "tcpext_TCPBacklogDrop",    "tcpext_TCPRcvQDrop",       "tcpext_ListenOverflows",   "tcpext_ListenDrops",
+      "tcpext_TCPDelivered",      "tcpext_TCPDeliveredCE",    "ipext_InNoECTPkts",        "ipext_InECT0Pkts",
+      "ipext_InECT1Pkts",         "ipext_InCEPkts"};
+  return names;
+}
+
+void parse_proc_net_counters(const std::string& file, const std::string& text, TcpCounterSnapshot& into) {
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  std::string table;
+  std::vector<std::string> names;
+  int names_line = 0;
+  auto words_of = [](const std::string& rest) {
+    std::vector<std::string> out;
+    std::istringstream in(rest);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  while (std::getline(lines, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw InputError(file, number, "", fmt::format("expected 'Table: ...', got '{}'", printable_excerpt(line)));
+    }
+    const std::string name = line.substr(0, colon);
+    const std::vector<std::string> words = words_of(line.substr(colon + 1));
+    if (table != name) {  // the names line of a table; its values line comes next
+      if (!table.empty()) throw InputError(file, names_line, table, "names without their values line");
+      table = name;
+      names = words;
+      names_line = number;
+      continue;
+    }
+    if (words.size() != names.size()) {
+      throw InputError(file, number, table,
+                       fmt::format("{} values for the {} names of line {}", words.size(), names.size(), names_line));
+    }
+    table.clear();
+    if (name != "Tcp" && name != "TcpExt" && name != "IpExt") continue;
+    std::string prefix = name;
+    for (char& c : prefix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const char* end = words[i].data() + words[i].size();
+      std::uint64_t v = 0;
+      std::int64_t setting = 0;
+      if (std::from_chars(words[i].data(), end, v).ptr == end) {
+        into.values[prefix + "_" + names[i]] = v;
+      } else if (std::from_chars(words[i].data(), end, setting).ptr != end || setting >= 0) {
+        throw InputError(file, number, names[i], fmt::format("'{}' is not a counter value", printable_excerpt(words[i])));
+      }  // else below zero: a setting, not a counter (Tcp's MaxConn is -1, "no limit")
+    }
+  }
+  if (!table.empty()) throw InputError(file, names_line, table, "names without their values line");
+}
+
+TcpCounterSnapshot read_tcp_counters(const HostFs& host) {
+  TcpCounterSnapshot out;
+  for (const char* file : {"/proc/net/snmp", "/proc/net/netstat"}) {
+    if (const auto text = host.read_all(file)) parse_proc_net_counters(host.at(file).string(), *text, out);
+  }
+  return out;
+}
+
+nlohmann::json tcp_counter_deltas(const TcpCounterSnapshot& before, const TcpCounterSnapshot& after) {
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json reset = nlohmann::json::array(), unavailable = nlohmann::json::array();
+  for (const std::string& name : tcp_counter_names()) {
+    const auto was = before.values.find(name), now = after.values.find(name);
+    if (was == before.values.end() || now == after.values.end()) {
+      unavailable.push_back(name);
+    } else if (now->second < was->second) {
+      reset.push_back(name);  // a wrap: no delta to trust
+    } else {
+      out[name] = now->second - was->second;
+    }
+  }
+  nlohmann::json& notes = out["samples"];
+  notes = nlohmann::json::object();
+  if (!reset.empty()) notes["counters_reset"] = reset;
+  if (!unavailable.empty()) notes["counters_unavailable"] = unavailable;
   return out;
 }
 

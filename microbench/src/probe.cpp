@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::array kVerbsTests{"write_lat", "send_lat", "read_lat", "write_bw", "send_bw", "read_bw"};
 
-TcpOptions tcp_options(const ProbeSpec& spec) { return {spec.test, spec.mode, spec.wait}; }
+TcpOptions tcp_options(const ProbeSpec& spec) { return {spec.test, spec.mode, spec.wait, spec.verbs.tos}; }
 
 class TcpServer final : public ProbeServer {
  public:
@@ -69,7 +69,10 @@ ProbeKind kind_of(const ProbeSpec& spec) {
 
 json spec_params(const ProbeSpec& spec) {
   json p = {{"transport", spec.transport}, {"test", spec.test}};
-  if (spec.transport == "tcp") p["mode"] = checked(tcp_options(spec)).mode;
+  if (spec.transport == "tcp") {
+    p["mode"] = checked(tcp_options(spec)).mode;
+    if (spec.verbs.tos >= 0) p["tos"] = spec.verbs.tos;
+  }
   else p.update(verbs_params(spec));
   return p;
 }
@@ -122,7 +125,7 @@ const OptionTable& probe_options() {
          {.key = "connect", .flag = "--connect", .type = OptionType::text, .rules = {{"enum", {"cm", "oob"}}},
           .fallback = d.verbs.connect, .help = "verbs: cm (rdma_cm) | oob (QP attributes over TCP)"},
          {.key = "tos", .flag = "--tos", .rules = {{"minimum", 0}, {"maximum", 255}},
-          .help = "verbs: traffic class, e.g. 104 for DSCP 26"},
+          .help = "traffic class: the IP ToS byte (tcp) or the RoCE traffic class (verbs), e.g. 104 for DSCP 26"},
          {.key = "qps", .flag = "--qps", .rules = {{"minimum", 1}, {"maximum", 1024}}, .fallback = d.verbs.qps,
           .help = "verbs bw: queue pairs"},
          {.key = "bidirectional", .flag = "--bidirectional", .type = OptionType::boolean, .fallback = false,

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -18,6 +19,7 @@
 namespace rocebench::microbench {
 
 TcpOptions checked(TcpOptions o) {
+  if (o.tos < -1 || o.tos > 255) throw UsageError(fmt::format("--tos must be 0..255, not {}", o.tos));
   if (o.test != "lat" && o.test != "bw") throw UsageError(fmt::format("unknown TCP test '{}' (lat, bw)", o.test));
   if (o.mode.empty()) o.mode = o.test == "lat" ? "busy" : "blocking";
   if (o.mode != "busy" && o.mode != "blocking") {
@@ -39,6 +41,11 @@ class TcpProbe final : public Probe {
       : fd_(fd), o_(std::move(options)), peer_(std::move(peer)),
         wait_(o_.mode == "busy" ? tcp::Wait::spin : tcp::Wait::block) {
     tcp::set_timeouts(fd_, o_.wait);  // each blocking call's sleep (tcp::Wait::block)
+    if (o_.tos >= 0 && ::setsockopt(fd_, IPPROTO_IP, IP_TOS, &o_.tos, sizeof o_.tos) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      throw InfraError(fmt::format("setsockopt(IP_TOS, {}): {}", o_.tos, std::strerror(err)));
+    }
     if (o_.test == "bw") {
       const int off = 0;  // a stream, as iperf3 sends it; the receiver's acks stay NODELAY
       ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &off, sizeof off);
@@ -50,7 +57,9 @@ class TcpProbe final : public Probe {
 
   ProbeKind kind() const override { return o_.test == "lat" ? ProbeKind::latency : ProbeKind::bandwidth; }
   json params() const override {
-    return {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}, {"tcp_congestion", tcp::congestion_control(fd_)}};
+    json p = {{"transport", "tcp"}, {"test", o_.test}, {"mode", o_.mode}, {"tcp_congestion", tcp::congestion_control(fd_)}};
+    if (o_.tos >= 0) p["tos"] = o_.tos;
+    return p;
   }
   std::string peer() const override { return peer_; }
 

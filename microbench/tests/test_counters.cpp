@@ -2,10 +2,15 @@
 // drivers' documented names (microbench/tests/fixtures), an unknown driver, counters going back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
+#include <unistd.h>
+
 #include "process_util.hpp"
+#include "rocebench/common/errors.hpp"
+#include "rocebench/common/host_fs.hpp"
 #include "rocebench/microbench/counters.hpp"
 
 using namespace rocebench;
@@ -273,11 +278,10 @@ TEST(Counters, EthtoolLinesAreReadByName) {
   EXPECT_EQ(c.size(), 6u);  // with "[0]: rx_ucast_packets", which maps to nothing
 }
 
-TEST(Counters, TheProbeShapeDeclaresEverySharedCounterWithItsUnit) {
-  std::ifstream in(fs::path(ROCEBENCH_SOURCE_DIR) / "microbench/shape.json");
-  const nlohmann::json shapes = nlohmann::json::parse(in);
-  const nlohmann::json& metrics = shapes.at(0).at("metrics");
-  ASSERT_EQ(shapes.at(0).at("steps").at(0), "microbench.probe");
+namespace {
+
+// A step's declared metrics: every shared NIC counter with its unit and direction, and no other nic_ name.
+void expect_every_shared_counter_declared(const nlohmann::json& metrics) {
   std::size_t declared = 0;
   for (const auto& c : nic_counter_vocabulary()) {
     for (int prio = 0; prio < (c.per_priority ? 8 : 1); ++prio) {
@@ -293,4 +297,112 @@ TEST(Counters, TheProbeShapeDeclaresEverySharedCounterWithItsUnit) {
   std::size_t nic = 0;
   for (const auto& [name, m] : metrics.items()) nic += name.rfind("nic_", 0) == 0;
   EXPECT_EQ(nic, declared);  // and no shared name the vocabulary lost
+}
+
+nlohmann::json shape_of(const std::string& step) {
+  std::ifstream in(fs::path(ROCEBENCH_SOURCE_DIR) / "microbench/shape.json");
+  for (const auto& d : nlohmann::json::parse(in)) {
+    if (d.at("steps").at(0) == step) return d;
+  }
+  ADD_FAILURE() << step << " is not declared in microbench/shape.json";
+  return nlohmann::json::object({{"metrics", nlohmann::json::object()}});
+}
+
+}  // namespace
+
+TEST(Counters, TheProbeShapeDeclaresEverySharedCounterWithItsUnit) {
+  expect_every_shared_counter_declared(shape_of("microbench.probe").at("metrics"));
+}
+
+// The two files' layout as Linux 6.x writes them (cut to a few columns).
+constexpr const char* kSnmp =
+    "Ip: Forwarding DefaultTTL InReceives\n"
+    "Ip: 1 64 1000\n"
+    "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens InSegs OutSegs RetransSegs InErrs OutRsts\n"
+    "Tcp: 1 200 120000 -1 10 5000 6000 12 0 3\n";
+constexpr const char* kNetstat =
+    "TcpExt: SyncookiesSent TCPLostRetransmit TCPTimeouts TCPDeliveredCE\n"
+    "TcpExt: 0 4 2 100\n"
+    "IpExt: InNoECTPkts InECT0Pkts InCEPkts\n"
+    "IpExt: 900 50 7\n";
+
+TEST(TcpCounters, ReadsTheKernelTablesUnderTheirOwnNames) {
+  TcpCounterSnapshot s;
+  parse_proc_net_counters("snmp", kSnmp, s);
+  parse_proc_net_counters("netstat", kNetstat, s);
+  EXPECT_EQ(s.values.at("tcp_RetransSegs"), 12u);
+  EXPECT_EQ(s.values.at("tcp_OutRsts"), 3u);
+  EXPECT_EQ(s.values.at("tcpext_TCPTimeouts"), 2u);
+  EXPECT_EQ(s.values.at("tcpext_TCPDeliveredCE"), 100u);
+  EXPECT_EQ(s.values.at("ipext_InCEPkts"), 7u);
+  EXPECT_FALSE(s.values.count("tcp_MaxConn"));  // -1: a setting, not a counter
+  EXPECT_FALSE(s.values.count("ip_InReceives"));  // not a TCP table
+}
+
+TEST(TcpCounters, JunkIsBadInputNamingFileAndLine) {
+  TcpCounterSnapshot s;
+  try {
+    parse_proc_net_counters("/x/proc/net/netstat", "TcpExt: A B\nTcpExt: 1 x2\n", s);
+    FAIL() << "junk value accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/x/proc/net/netstat"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("x2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_proc_net_counters("f", "TcpExt: A B\nTcpExt: 1\n", s), InputError);  // a value short
+  EXPECT_THROW(parse_proc_net_counters("f", "no colon here\n", s), InputError);
+  EXPECT_THROW(parse_proc_net_counters("f", "TcpExt: A B\n", s), InputError);  // names without values
+  try {  // a table's values line lost between two tables: named at the names line it belonged to
+    parse_proc_net_counters("f", "TcpExt: A B\nIpExt: C\nIpExt: 1\n", s);
+    FAIL() << "names without values accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("f:1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_proc_net_counters("f", "Tcp: MaxConn\nTcp: -x\n", s), InputError);  // not a number
+  EXPECT_THROW(parse_proc_net_counters("f", "Tcp: A\nTcp: 12x\n", s), InputError);
+}
+
+TEST(TcpCounters, ASavedTreeWithJunkNamesItsFileAndLine) {
+  const fs::path root = fs::temp_directory_path() / ("rb-tcp-counters-" + std::to_string(::getpid()));
+  fs::create_directories(root / "proc/net");
+  std::ofstream(root / "proc/net/snmp") << kSnmp;
+  std::ofstream(root / "proc/net/netstat") << "TcpExt: TCPTimeouts\nTcpExt: 3\nIpExt: InCEPkts\nIpExt: lots\n";
+  try {
+    read_tcp_counters(HostFs(root.string()));
+    FAIL() << "junk in a saved tree accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((root / "proc/net/netstat").string() + ":4"), std::string::npos) << what;
+    EXPECT_NE(what.find("InCEPkts"), std::string::npos) << what;
+  }
+  std::ofstream(root / "proc/net/netstat") << "TcpExt: TCPTimeouts\nTcpExt: 3\n";
+  const auto s = read_tcp_counters(HostFs(root.string()));
+  EXPECT_EQ(s.values.at("tcp_RetransSegs"), 12u);
+  EXPECT_EQ(s.values.at("tcpext_TCPTimeouts"), 3u);
+  fs::remove_all(root);
+}
+
+TEST(TcpCounters, DeltasNameWrapsAndWhatTheKernelDoesNotCount) {
+  TcpCounterSnapshot before, after;
+  parse_proc_net_counters("snmp", kSnmp, before);
+  parse_proc_net_counters("netstat", kNetstat, before);
+  after = before;
+  after.values["tcp_RetransSegs"] = 20;
+  after.values["tcpext_TCPTimeouts"] = 1;  // went back: a wrap, no delta
+  const auto d = tcp_counter_deltas(before, after);
+  EXPECT_EQ(d["tcp_RetransSegs"], 8);
+  EXPECT_EQ(d["tcp_InErrs"], 0);
+  EXPECT_FALSE(d.contains("tcpext_TCPTimeouts"));
+  EXPECT_EQ(d["samples"]["counters_reset"], nlohmann::json::array({"tcpext_TCPTimeouts"}));
+  const auto& missing = d["samples"]["counters_unavailable"];
+  EXPECT_NE(std::find(missing.begin(), missing.end(), "tcpext_TCPOFODrop"), missing.end());  // not in the fixture
+  EXPECT_EQ(std::find(missing.begin(), missing.end(), "tcp_RetransSegs"), missing.end());
+}
+
+TEST(TcpCounters, ReadsThisHostsProcThroughTheHostReader) {
+  const auto s = read_tcp_counters(HostFs("/"));
+  if (!HostFs("/").exists("/proc/net/netstat")) GTEST_SKIP() << "no /proc/net/netstat here";
+  EXPECT_TRUE(s.values.count("tcp_RetransSegs"));
+  EXPECT_TRUE(s.values.count("tcpext_TCPTimeouts"));
+  EXPECT_TRUE(s.values.count("ipext_InCEPkts"));
 }

@@ -14,6 +14,7 @@ struct TcpOptions {
   // Empty = busy for lat, blocking for bw (as iperf3 does).
   std::string mode;
   std::chrono::milliseconds wait{30000};  // the deadline of every single wait
+  int tos = -1;  // the IP ToS byte of this side's packets (IP_TOS: DSCP << 2 | ECN bits); -1 = the kernel's
 };
 
 // Validates test and mode; throws UsageError.
