@@ -40,6 +40,16 @@ RankInterval median_ci_ranks(std::size_t n, double confidence) {
   return {low, n - 1 - low};
 }
 
+double percentile_nearest_rank(std::vector<double> values, double q) {
+  if (values.empty()) throw std::invalid_argument("a percentile of no values");
+  if (!(q > 0 && q <= 1)) throw std::invalid_argument("a percentile's share must be in (0, 1]");
+  // Less a hair: 0.07 * 100 is 7.000000000000001 in doubles, and its rank is 7.
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size()) - 1e-9));
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(rank, 1) - 1);
+  std::nth_element(values.begin(), at, values.end());
+  return *at;
+}
+
 Summary summarize(std::span<const double> samples, SummaryOptions options) {
   std::vector<double> sorted(samples.begin(), samples.end());
   std::sort(sorted.begin(), sorted.end());

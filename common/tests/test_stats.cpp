@@ -48,6 +48,21 @@ TEST(Stats, PercentileRankRoundsUpWhereTheProductIsNotWhole) {
   EXPECT_DOUBLE_EQ(s.p999, 1050);
 }
 
+TEST(Stats, NearestRankPercentileByHand) {
+  // The ceil(q n)-th smallest.
+  const std::vector<double> v{5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(percentile_nearest_rank(v, 0.50), 3);  // ceil(2.5) = 3rd
+  EXPECT_DOUBLE_EQ(percentile_nearest_rank(v, 0.40), 2);  // ceil(2.0) = 2nd
+  EXPECT_DOUBLE_EQ(percentile_nearest_rank(v, 0.01), 1);  // p1 of up to 100 values: their minimum
+  EXPECT_DOUBLE_EQ(percentile_nearest_rank(v, 1.0), 5);
+  std::vector<double> hundred;
+  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  EXPECT_DOUBLE_EQ(percentile_nearest_rank(hundred, 0.07), 7);  // not 8: 0.07 * 100 is 7.000000000000001
+  EXPECT_THROW(percentile_nearest_rank({}, 0.5), std::invalid_argument);
+  EXPECT_THROW(percentile_nearest_rank(v, 0), std::invalid_argument);
+  EXPECT_THROW(percentile_nearest_rank(v, 1.5), std::invalid_argument);
+}
+
 TEST(Stats, PercentilesAfterTheTailDropIndexLikePerftest) {
   // 152 samples 1..152, the 2 largest dropped: n = 150. p99 = sorted[ceil(148.5)] = sorted[149] = 150,
   // the last one kept; p99.9 = sorted[ceil(149.85)] = sorted[150] = 151, the first one dropped (perftest

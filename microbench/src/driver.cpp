@@ -47,6 +47,19 @@ BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int
   return f;
 }
 
+std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns) {
+  if (posted_ns.empty() || completed_ns.empty() || interval_ns <= 0) return {};
+  const std::int64_t origin = posted_ns.front();
+  const auto whole = static_cast<std::size_t>(std::max<std::int64_t>(0, (completed_ns.back() - origin) / interval_ns));
+  std::vector<std::uint64_t> out(whole, 0);
+  for (const std::int64_t t : completed_ns) {
+    const auto k = static_cast<std::size_t>(std::max<std::int64_t>(0, t - origin) / interval_ns);
+    if (k < whole) out[k] += bytes;
+  }
+  return out;
+}
+
 void sum_directions(ResultRecord& r) {
   for (const char* name : {"bw_avg_Gbps", "bw_peak_Gbps", "msg_rate_Mpps"}) {
     const double fwd = r.metrics.value(name, 0.0), rev = r.metrics.value(std::string("rev_") + name, 0.0);
@@ -187,6 +200,10 @@ ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t
     r.samples["unit"] = "Gbps per slice";
   }
   r.samples["messages"] = posted.size();
+  if (o.interval_ns > 0) {
+    r.samples["interval_ns"] = o.interval_ns;
+    r.samples["interval_bytes"] = bytes_per_interval(bytes, posted, completed, o.interval_ns);
+  }
   return r;
 }
 

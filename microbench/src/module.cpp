@@ -14,6 +14,7 @@
 #include "rocebench/common/hostname.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/microbench/allpairs.hpp"
+#include "rocebench/microbench/incast.hpp"
 #include "rocebench/microbench/probe.hpp"
 
 namespace rocebench::microbench {
@@ -37,6 +38,7 @@ int probe_main(const Args& args) {
                          "hosts: start one side with --server, the other with --client HOST.\n"
                          "TCP tests: lat, bw. Verbs tests: write_lat send_lat read_lat write_bw send_bw read_bw.\n"
                          "Subcommands: rocebench probe allpairs --help (all-pairs link matrix),\n"
+                         "rocebench probe tcp|verbs incast --help (N-1 senders into one receiver, in turn),\n"
                          "rocebench probe host --help (memory, sum-kernel and GPU micro-benchmarks).");
     p.positional("TRANSPORT", &transport, probe_options().at("transport").help)
         .positional("TEST", &test, probe_options().at("test").help)
@@ -115,6 +117,7 @@ int probe_main(const Args& args) {
 int probe_dispatch(const Args& args) {
   if (!args.empty() && args.front() == "allpairs") return allpairs_main(Args(args.begin() + 1, args.end()));
   if (!args.empty() && args.front() == "host") return hostbench_main(Args(args.begin() + 1, args.end()));
+  if (args.size() >= 2 && args[1] == "incast") return incast_main(args.front(), Args(args.begin() + 2, args.end()));
   return probe_main(args);
 }
 
@@ -181,7 +184,7 @@ std::vector<Subcommand> subcommands() {
 std::vector<StepKind> steps(std::vector<SumKernel> sum_kernels) {
   return {{"microbench.probe", "latency / bandwidth between rank pairs (2k serves, 2k+1 measures), TCP or verbs",
            probe_params_schema(), run_probe_step},
-          allpairs_step(), hostbench_step(std::move(sum_kernels))};
+          allpairs_step(), incast_step(), hostbench_step(std::move(sum_kernels))};
 }
 
 }  // namespace rocebench::microbench

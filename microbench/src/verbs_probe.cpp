@@ -541,6 +541,8 @@ json verbs_params(const ProbeSpec& spec) {
   return p;
 }
 
+std::string verbs_device(const ProbeSpec& spec) { return pick_device(spec.verbs); }
+
 std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::string& address, int port) {
   return std::make_unique<VerbsServer>(spec, address, port);
 }

@@ -8,6 +8,9 @@
 namespace rocebench::microbench {
 
 json verbs_params(const ProbeSpec& spec);
+// The RDMA device the probes of this spec open (the named one, else the first); throws Unavailable
+// when this host has none.
+std::string verbs_device(const ProbeSpec& spec);
 // Both throw Unavailable when this host has no RDMA device, InputError for an unknown
 // device, port or GID index (listing what exists).
 std::unique_ptr<ProbeServer> verbs_listen(const ProbeSpec& spec, const std::string& address, int port);

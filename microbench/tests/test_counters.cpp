@@ -314,6 +314,21 @@ TEST(Counters, TheProbeShapeDeclaresEverySharedCounterWithItsUnit) {
   expect_every_shared_counter_declared(shape_of("microbench.probe").at("metrics"));
 }
 
+TEST(Counters, TheIncastShapeDeclaresEveryCounterItRecords) {
+  const nlohmann::json metrics = shape_of("microbench.incast").at("metrics");
+  expect_every_shared_counter_declared(metrics);
+  std::size_t tcp = 0;
+  for (const auto& name : tcp_counter_names()) {
+    EXPECT_TRUE(metrics.contains(name)) << name;
+    ++tcp;
+  }
+  std::size_t declared = 0;
+  for (const auto& [name, m] : metrics.items()) {
+    declared += name.starts_with("tcp_") || name.starts_with("tcpext_") || name.starts_with("ipext_");
+  }
+  EXPECT_EQ(declared, tcp);  // and none the reader no longer records
+}
+
 // The two files' layout as Linux 6.x writes them (cut to a few columns).
 constexpr const char* kSnmp =
     "Ip: Forwarding DefaultTTL InReceives\n"

@@ -28,6 +28,11 @@ struct SummaryOptions {
 // Throws std::invalid_argument when fewer than 1 sample remains.
 Summary summarize(std::span<const double> samples, SummaryOptions options = {});
 
+// The nearest-rank percentile: the smallest value with at least a share q (0 < q <= 1) of the values at
+// or below it, the ceil(q n)-th smallest (so p1 of up to 100 values is their minimum). Throws
+// std::invalid_argument for no values or q outside (0, 1].
+double percentile_nearest_rank(std::vector<double> values, double q);
+
 // Median as perftest's get_median: mean of the two middle values when n is even. `sorted` is ascending.
 double median_of_sorted(std::span<const double> sorted);
 // The same of values in any order.

@@ -23,6 +23,7 @@ struct DriverOptions {
   double duration_s = 0;     // > 0: duration mode instead of an iteration count
   int tx_depth = 128;        // bandwidth: messages in flight
   int cq_mod = 100;          // bandwidth: one WR in cq_mod is signaled, as perftest -Q (at most tx_depth)
+  std::int64_t interval_ns = 0;  // bandwidth, > 0: the record's samples keep the bytes completed per interval
   std::string step = "microbench.probe";
 };
 
@@ -74,6 +75,12 @@ std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std:
 // message (it signals one WR in cq_mod) and the last one.
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
                                    const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod);
+
+// Bytes completed in each whole interval of `interval_ns` from the first post (posted_ns[0]) to the last
+// completion; a partial interval at the end is left out. Completions are counted when they were seen,
+// so a moderated queue (cq_mod) puts a burst of messages in one interval.
+std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns);
 
 // A bidirectional record as perftest -b reports it: bw_avg_Gbps, bw_peak_Gbps and msg_rate_Mpps become
 // the sums of both directions; this side's own figures stay as fwd_*, the peer's are the rev_* ones.

@@ -1,0 +1,44 @@
+#pragma once
+// The incast stress step (issue #41): N-1 senders stream to one receiver at once for a duration, then
+// the next host receives, until every host (or each of `receivers`) has been the receiver once. The
+// senders run the probes' own bandwidth loop (driver.hpp) on TCP or verbs; the step adds the rotation,
+// the goodput per 100 ms interval, the fairness between senders, and every host's counter deltas over
+// each turn (TCP: the kernel's, verbs: the NIC's). It only measures: the lossless verdict is reports'.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rocebench/common/cli.hpp"
+#include "rocebench/common/options.hpp"
+#include "rocebench/common/step.hpp"
+
+namespace rocebench::microbench {
+
+// Goodput is sampled per interval of this length (the issue's 100 ms: a fabric that stalls shows there).
+inline constexpr std::int64_t kIncastIntervalNs = 100'000'000;
+
+// Jain's fairness index of the senders' goodputs, (sum x)^2 / (n sum x^2): 1 when all get the same,
+// 1/n when one gets everything. nullopt when it is undefined (no values, or all zero); a negative
+// value throws std::invalid_argument.
+std::optional<double> jain_fairness(std::span<const double> goodputs);
+
+// The receiver's goodput (Gb/s) in each interval: the streams' bytes per interval (each counted from its
+// own first message, the streams start together) summed over the intervals that every stream covers,
+// less the first one (the streams' ramp-up: TCP's slow start, the first window of a verbs queue).
+std::vector<double> aggregate_interval_Gbps(const std::vector<std::vector<std::uint64_t>>& stream_bytes,
+                                            std::int64_t interval_ns = kIncastIntervalNs);
+
+// The receivers in turn, as host indices: those `receivers` names (comma-separated host names), else
+// every host in rank order. A name that is not a host of the run, or one named twice, throws InputError
+// naming the field and its flag.
+std::vector<int> receiver_order(const std::vector<std::string>& hosts, const std::string& receivers);
+
+// The step's options (plan fields and flags), most of them the probes' own declarations.
+const OptionTable& incast_options();
+StepKind incast_step();
+// `rocebench probe TRANSPORT incast ...`: the step as a one-step plan.
+int incast_main(const std::string& transport, const Args& args);
+
+}  // namespace rocebench::microbench
