@@ -47,10 +47,9 @@ BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int
   return f;
 }
 
-std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, std::int64_t origin,
                                               const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns) {
-  if (posted_ns.empty() || completed_ns.empty() || interval_ns <= 0) return {};
-  const std::int64_t origin = posted_ns.front();
+  if (completed_ns.empty() || interval_ns <= 0) return {};
   const auto whole = static_cast<std::size_t>(std::max<std::int64_t>(0, (completed_ns.back() - origin) / interval_ns));
   std::vector<std::uint64_t> out(whole, 0);
   for (const std::int64_t t : completed_ns) {
@@ -202,7 +201,8 @@ ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t
   r.samples["messages"] = posted.size();
   if (o.interval_ns > 0) {
     r.samples["interval_ns"] = o.interval_ns;
-    r.samples["interval_bytes"] = bytes_per_interval(bytes, posted, completed, o.interval_ns);
+    const std::int64_t origin = o.interval_origin_ns > 0 ? o.interval_origin_ns : posted.front();
+    r.samples["interval_bytes"] = bytes_per_interval(bytes, origin, completed, o.interval_ns);
   }
   return r;
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rocebench/common/clock.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
 #include "rocebench/common/stats.hpp"
@@ -245,8 +247,16 @@ void on_threads(std::size_t n, Work work) {
   }
 }
 
+// Nanoseconds on the wall clock: the one clock the hosts share (as closely as NTP or PTP keeps them).
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // The receiver's side of one turn: accepts every sender's streams in turn (one listener, one at a time,
 // so that a verbs client's control socket and its rdma_cm request pair up), serves them all at once.
+// Its clock gives the origin of every stream's 100 ms intervals, so that the streams' interval k is the
+// same 100 ms at the receiver, however late a stream starts.
 void receive(StepContext& ctx, const ProbeSpec& spec, const std::string& key, std::size_t streams) {
   Rendezvous& rdv = *ctx.rendezvous;
   auto listener = listen_probe(spec, ctx.address, 0);
@@ -256,6 +266,7 @@ void receive(StepContext& ctx, const ProbeSpec& spec, const std::string& key, st
     rdv.set(fmt::format("{}/turn/{}", key, c), "go");
     probes.push_back(listener->accept());
   }
+  rdv.set(key + "/origin", std::to_string(wall_ns()));
   std::exception_ptr failed;
   std::thread serving([&] {
     try {
@@ -286,9 +297,12 @@ json send(StepContext& ctx, const ProbeSpec& spec, const std::string& key, std::
     probes.push_back(connect_probe(spec, endpoint.substr(0, space), std::stoi(endpoint.substr(space + 1))));
   }
   rdv.barrier(key + "/connected", ctx.deadline);
+  DriverOptions driver = spec.driver;
+  const std::int64_t origin_wall = std::stoll(rdv.get(key + "/origin", ctx.deadline));
+  driver.interval_origin_ns = now_ns() - (wall_ns() - origin_wall);  // on this host's monotonic clock
   std::vector<json> measured(probes.size());
   on_threads(probes.size(), [&](std::size_t i) {
-    run_active(*probes[i], spec.driver, [&](const ResultRecord& r) {
+    run_active(*probes[i], driver, [&](const ResultRecord& r) {
       measured[i] = {{"bw_avg_Gbps", r.metrics.value("bw_avg_Gbps", 0.0)},
                      {"interval_bytes", r.samples.value("interval_bytes", json::array())},
                      {"messages", r.samples.value("messages", 0)}};

@@ -56,14 +56,15 @@ TEST(Incast, IntervalPercentilesShowAStall) {
   EXPECT_DOUBLE_EQ(percentile_nearest_rank(g, 0.50), 1.0);
 }
 
-TEST(Incast, BytesPerIntervalFromTheFirstPost) {
-  // Completions (ns) of 10-byte messages posted from t = 1000, 100 ns intervals.
-  const std::vector<std::int64_t> posted{1000, 1010, 1020, 1030, 1040};
+TEST(Incast, BytesPerIntervalFromTheOrigin) {
+  // Completions (ns) of 10-byte messages, 100 ns intervals from t = 1000.
   const std::vector<std::int64_t> completed{1050, 1099, 1100, 1250, 1320};
-  const auto b = bytes_per_interval(10, posted, completed, 100);
+  const auto b = bytes_per_interval(10, 1000, completed, 100);
   // Whole intervals up to the last completion (320 ns in): 3; the one at 1320 is in the partial fourth.
   EXPECT_EQ(b, (std::vector<std::uint64_t>{20, 10, 10}));
-  EXPECT_TRUE(bytes_per_interval(10, {}, {}, 100).empty());
+  // A stream that started late, counted from the others' origin: nothing in its first intervals.
+  EXPECT_EQ(bytes_per_interval(10, 800, completed, 100), (std::vector<std::uint64_t>{0, 0, 20, 10, 10}));
+  EXPECT_TRUE(bytes_per_interval(10, 1000, {}, 100).empty());
 }
 
 TEST(Incast, ReceiversInTurn) {

@@ -24,6 +24,7 @@ struct DriverOptions {
   int tx_depth = 128;        // bandwidth: messages in flight
   int cq_mod = 100;          // bandwidth: one WR in cq_mod is signaled, as perftest -Q (at most tx_depth)
   std::int64_t interval_ns = 0;  // bandwidth, > 0: the record's samples keep the bytes completed per interval
+  std::int64_t interval_origin_ns = 0;  // where those intervals start (now_ns()'s clock); 0: at the first post
   std::string step = "microbench.probe";
 };
 
@@ -76,10 +77,11 @@ std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std:
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
                                    const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod);
 
-// Bytes completed in each whole interval of `interval_ns` from the first post (posted_ns[0]) to the last
-// completion; a partial interval at the end is left out. Completions are counted when they were seen,
-// so a moderated queue (cq_mod) puts a burst of messages in one interval.
-std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
+// Bytes completed in each whole interval of `interval_ns` from `origin_ns` to the last completion; a
+// partial interval at the end is left out, a completion before the origin counts in the first. Completions
+// are counted when they were seen, so a moderated queue (cq_mod), or a sender the CPU left waiting, puts a
+// burst of messages in one interval.
+std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, std::int64_t origin_ns,
                                               const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns);
 
 // A bidirectional record as perftest -b reports it: bw_avg_Gbps, bw_peak_Gbps and msg_rate_Mpps become

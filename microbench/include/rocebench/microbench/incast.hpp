@@ -24,9 +24,9 @@ inline constexpr std::int64_t kIncastIntervalNs = 100'000'000;
 // value throws std::invalid_argument.
 std::optional<double> jain_fairness(std::span<const double> goodputs);
 
-// The receiver's goodput (Gb/s) in each interval: the streams' bytes per interval (each counted from its
-// own first message, the streams start together) summed over the intervals that every stream covers,
-// less the first one (the streams' ramp-up: TCP's slow start, the first window of a verbs queue).
+// The receiver's goodput (Gb/s) in each interval: the streams' bytes per interval (all counted from the
+// one origin the receiver gives its senders) summed over the intervals that every stream covers, less the
+// first one (the streams' ramp-up: TCP's slow start, the first window of a verbs queue).
 std::vector<double> aggregate_interval_Gbps(const std::vector<std::vector<std::uint64_t>>& stream_bytes,
                                             std::int64_t interval_ns = kIncastIntervalNs);
 
