@@ -1,0 +1,123 @@
+// The TCP twin of the lossless verdict (issue #41) on microbench.incast records as the step writes them:
+// the lossy host named alone, ECN marks without loss OK, a stall CONGESTED, unread counters unverified.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rocebench/reports/lossless_verdict.hpp"
+
+using namespace rocebench;
+using namespace rocebench::reports;
+
+namespace {
+
+const std::vector<std::string> kHosts{"h0", "h1", "h2", "h3"};
+
+json incast_record(const std::string& host, json params, json metrics) {
+  params["transport"] = "tcp";
+  params["test"] = "bw";
+  return {{"kind", "result"}, {"step", "microbench.incast"}, {"status", "ok"}, {"host", host},
+          {"params", params}, {"metrics", metrics}};
+}
+
+// Every host receives once; `retransmits(sender, receiver)` and `ce(host)` give the counter deltas,
+// `p1` each receiver's 100 ms goodput p1 (p50 is 0.48 Gb/s).
+template <typename Retransmits>
+std::vector<json> incast_run(Retransmits retransmits, std::map<std::string, int> ce = {},
+                             std::map<std::string, double> p1 = {}) {
+  std::vector<json> out;
+  for (const auto& receiver : kHosts) {
+    out.push_back(incast_record("h0", {{"receiver", receiver}},
+                                {{"goodput_Gbps", 0.47},
+                                 {"interval_goodput_Gbps_p1", p1.count(receiver) ? p1[receiver] : 0.45},
+                                 {"interval_goodput_Gbps_p50", 0.48}}));
+    for (const auto& host : kHosts) {
+      const bool receives = host == receiver;
+      out.push_back(incast_record(host, {{"receiver", receiver}, {"role", receives ? "receiver" : "sender"}, {"counters", "kernel_tcp"}},
+                                  {{"tcp_RetransSegs", receives ? 0 : retransmits(host, receiver)},
+                                   {"tcp_OutSegs", 20000},
+                                   {"ipext_InCEPkts", receives && ce.count(host) ? ce[host] : 0}}));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, LosslessHost> by_host(const std::vector<LosslessHost>& verdicts) {
+  std::map<std::string, LosslessHost> out;
+  for (const auto& v : verdicts) out[v.host] = v;
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST(Lossless, TheHostOnALossyLinkIsNamedAloneWithItsCounters) {
+  // h3's link drops both ways: h3 retransmits to everyone, everyone retransmits to h3.
+  const auto v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string& r) {
+    return s == "h3" ? 40 : r == "h3" ? 25 : 0;
+  })));
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v.at("h3").verdict, "LOSSY");
+  for (const char* fine : {"h0", "h1", "h2"}) EXPECT_EQ(v.at(fine).verdict, "OK") << joined(v.at(fine).evidence);
+  const std::string evidence = joined(v.at("h3").evidence);
+  EXPECT_NE(evidence.find("h3: tcp_RetransSegs rose by 40 while h3 sent to h0"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("h1: tcp_RetransSegs rose by 25 while h1 sent to h3"), std::string::npos) << evidence;
+  EXPECT_EQ(v.at("h3").evidence.size(), 6u);  // its 6 pairs
+}
+
+TEST(Lossless, LossEverywhereNamesEveryHostItWasSeenOn) {
+  // Drops in every turn (a shared queue too short): no one host explains them, so none is left OK.
+  const auto v = by_host(judge_tcp_incast(incast_run([](const std::string&, const std::string&) { return 3; })));
+  for (const auto& h : kHosts) EXPECT_EQ(v.at(h).verdict, "LOSSY") << h;
+}
+
+TEST(Lossless, EcnMarksWithoutRetransmissionsAreCongestionControlAtWork) {
+  const auto v = by_host(judge_tcp_incast(
+      incast_run([](const std::string&, const std::string&) { return 0; }, {{"h0", 900}, {"h2", 15}})));
+  for (const auto& h : kHosts) EXPECT_EQ(v.at(h).verdict, "OK") << h;
+  EXPECT_NE(joined(v.at("h0").evidence).find("h0: ECN marked (ipext_InCEPkts +900) and tcp_RetransSegs did not rise"),
+            std::string::npos)
+      << joined(v.at("h0").evidence);
+  EXPECT_NE(joined(v.at("h1").evidence).find("h1: tcp_RetransSegs did not rise"), std::string::npos);
+}
+
+TEST(Lossless, AStalledReceiverIsCongestedWithItsFigures) {
+  const auto none = [](const std::string&, const std::string&) { return 0; };
+  auto v = by_host(judge_tcp_incast(incast_run(none, {}, {{"h1", 0.2}})));
+  EXPECT_EQ(v.at("h1").verdict, "CONGESTED");
+  EXPECT_NE(joined(v.at("h1").evidence).find("h1 as receiver: 100 ms goodput p1 0.200 Gb/s is below 0.5 of its p50 0.480"),
+            std::string::npos)
+      << joined(v.at("h1").evidence);
+  EXPECT_EQ(v.at("h0").verdict, "OK");
+  // The share is the rule's: at 0.3 the same stall is within it.
+  v = by_host(judge_tcp_incast(incast_run(none, {}, {{"h1", 0.2}}), {.stall_share = 0.3}));
+  EXPECT_EQ(v.at("h1").verdict, "OK");
+  // Loss outranks a stall.
+  v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string&) { return s == "h1" ? 9 : 0; },
+                                          {}, {{"h1", 0.2}})));
+  EXPECT_EQ(v.at("h1").verdict, "LOSSY");
+}
+
+TEST(Lossless, CountersNotReadAreUnverifiedNeverOk) {
+  auto records = incast_run([](const std::string&, const std::string&) { return 0; });
+  for (auto& r : records) {  // h2 could not read its counters as h0's sender
+    if (r["host"] == "h2" && r["params"].value("receiver", "") == "h0" && r["params"].contains("role")) {
+      r["metrics"].erase("tcp_RetransSegs");
+    }
+  }
+  const auto v = by_host(judge_tcp_incast(records));
+  EXPECT_EQ(v.at("h2").verdict, "unverified");
+  EXPECT_NE(joined(v.at("h2").evidence).find("h2: tcp_RetransSegs was not read in the turn(s) of receiver h0"),
+            std::string::npos)
+      << joined(v.at("h2").evidence);
+  EXPECT_EQ(v.at("h1").verdict, "OK");
+  // Records of other steps, transports, or that did not end ok, judge nothing.
+  EXPECT_TRUE(judge_tcp_incast({json{{"kind", "result"}, {"step", "microbench.probe"}, {"status", "ok"}}}).empty());
+}
