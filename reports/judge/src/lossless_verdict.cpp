@@ -15,6 +15,7 @@ namespace rocebench::reports {
 namespace {
 
 constexpr const char* kRetransmitted = "tcp_RetransSegs";
+constexpr const char* kSent = "tcp_OutSegs";
 // The kernel's ECN evidence: CE-marked packets in, and segments delivered with CE.
 constexpr const char* kEcnCounters[] = {"ipext_InCEPkts", "tcpext_TCPDeliveredCE"};
 
@@ -35,6 +36,7 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
   };
   std::set<std::string> receivers;                                    // every turn of the run
   std::map<int, std::map<std::string, std::int64_t>> retransmitted;   // sender -> receiver -> delta
+  std::map<int, std::map<std::string, std::int64_t>> sent;            // sender -> receiver -> tcp_OutSegs
   std::map<int, std::set<std::string>> counted;                       // host -> turns its counters were read
   std::map<int, std::map<std::string, std::int64_t>> ecn;             // host -> counter -> delta
   std::map<int, std::vector<std::string>> stalls;                     // receiver -> evidence
@@ -57,23 +59,36 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
     const int host = index_of(r.value("host", ""));
     if (!metrics.contains(kRetransmitted)) continue;  // not read: the host stays unverified for this turn
     counted[host].insert(receiver);
-    if (p.value("role", "") == "sender") retransmitted[host][receiver] += metrics[kRetransmitted].get<std::int64_t>();
+    if (p.value("role", "") == "sender") {
+      retransmitted[host][receiver] += metrics[kRetransmitted].get<std::int64_t>();
+      sent[host][receiver] += metrics.value(kSent, std::int64_t{0});
+    }
     for (const char* name : kEcnCounters) ecn[host][name] += metrics.value(name, std::int64_t{0});
   }
   for (const std::string& receiver : receivers) index_of(receiver);
 
-  // The turns' (receiver, sender) pairs, and those in which the sender retransmitted.
-  std::vector<HostPair> measured, lossy;
+  // The turns' (receiver, sender) pairs, and those in which the sender retransmitted. A pair's loss is on
+  // the receiver's link in or the sender's link out, so the bad-host rule sees each host twice, as its
+  // link in (index h) and its link out (h + n): a receiver whose every sender lost is named even when it
+  // sent without loss (an incast overflows the receiver's queue, not the senders').
+  const int n = static_cast<int>(hosts.size());
+  std::vector<HostPair> measured, lossy, lossy_hosts;
   for (const std::string& receiver : receivers) {
-    for (int sender = 0; sender < static_cast<int>(hosts.size()); ++sender) {
-      if (hosts[static_cast<std::size_t>(sender)] == receiver || !counted[sender].count(receiver)) continue;
-      measured.emplace_back(index_of(receiver), sender);
-      if (retransmitted[sender][receiver] > 0) lossy.emplace_back(index_of(receiver), sender);
+    const int r = index_of(receiver);
+    for (int sender = 0; sender < n; ++sender) {
+      if (sender == r || !counted[sender].count(receiver)) continue;
+      measured.emplace_back(r, sender + n);
+      const auto again = static_cast<double>(retransmitted[sender][receiver]);
+      if (again > 0 && again > rule.retransmit_share * static_cast<double>(sent[sender][receiver])) {
+        lossy.emplace_back(r, sender + n);
+        lossy_hosts.emplace_back(r, sender);
+      }
     }
   }
-  std::vector<int> named = bad_hosts(measured, lossy);
+  std::vector<int> named;
+  for (const int link : bad_hosts(measured, lossy)) named.push_back(link % n);
   if (named.empty()) {  // no one host explains the loss: every host of a lossy pair is evidence of it
-    for (const auto& [a, b] : lossy) named.insert(named.end(), {a, b});
+    for (const auto& [a, b] : lossy_hosts) named.insert(named.end(), {a, b});
   }
 
   std::vector<LosslessHost> out;
@@ -82,12 +97,13 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
     const bool is_lossy = std::find(named.begin(), named.end(), h) != named.end();
     if (is_lossy) {
       v.verdict = "LOSSY";
-      for (const auto& [a, b] : lossy) {
+      for (const auto& [a, b] : lossy_hosts) {
         if (a != h && b != h) continue;
         const std::string& sender = hosts[static_cast<std::size_t>(b)];
         const std::string& receiver = hosts[static_cast<std::size_t>(a)];
-        v.evidence.push_back(fmt::format("{}: {} rose by {} while {} sent to {} (segments lost and sent again)",
-                                         sender, kRetransmitted, retransmitted[b][receiver], sender, receiver));
+        v.evidence.push_back(fmt::format("{}: {} rose by {} of {} {} while {} sent to {} (segments lost and sent again)",
+                                         sender, kRetransmitted, retransmitted[b][receiver], sent[b][receiver], kSent,
+                                         sender, receiver));
       }
     }
     std::vector<std::string> unread;
