@@ -47,7 +47,7 @@ EOF
 if [ "$PART" = compare ]; then
 echo "== rocebench next to perftest on the same rxe0, interleaved rounds (ROUND TEST TOOL FIGURE)"
 # 3 rounds, then more (up to ROUNDS) while the fine judgement does not find every test in agreement and the
-# first 180 s last: a round that tips a test over the tolerance does not end the run (stopping at the first
+# first 90 s last: a round that tips a test over the tolerance does not end the run (stopping at the first
 # disagreement would fail on one unlucky round; the judgement of all rounds decides).
 # This part fails on the coarse check alone; the fine judgement of the same rounds (compare.txt in the
 # output folder) is a CTest of its own, which may say too noisy.
@@ -55,7 +55,7 @@ start=$(date +%s)
 r=0
 fine=77
 : >compare.txt
-while [ $r -lt 3 ] || { [ $fine -ne 0 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 180 ]; }; do
+while [ $r -lt 3 ] || { [ $fine -ne 0 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - start)) -lt 90 ]; }; do
   r=$((r + 1))
   softroce_round "$RB" 1000 1000 $r | tee -a compare.txt
   if [ $r -ge 3 ]; then softroce_compare compare.txt >fine.txt; fine=$?; fi
