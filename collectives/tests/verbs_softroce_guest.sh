@@ -77,11 +77,5 @@ for r in 0 2; do
 done
 wait "$pid1" 2>/dev/null
 
-# For the record, not asserted: the same ring sweep over verbs (rxe0) and over TCP (loopback) in this guest.
-for transport in verbs tcp; do
-  "$bin" allreduce --transport "$transport" --ranks 2 -b 64K -e 4M -f 4 -w 2 -n 10 --placement in --no-check \
-    --results-dir "res-perf-$transport" 2>/dev/null | sed "s/^/perf $transport: /"
-done
-
 echo "verbs soft-RoCE guest: $failures failure(s)"
 [ $failures -eq 0 ]
