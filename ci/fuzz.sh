@@ -5,7 +5,7 @@
 # Builds the `fuzz` preset into build-fuzz/, seeds each target with the tests' own inputs, runs each
 # for SECONDS, and prints executions per second and crashes. A crash leaves its input in build-fuzz/artifacts/ and fails the run.
 #   ci/fuzz.sh [--seconds N | --ci] [--only TARGET]   (the closing benchmark: --seconds 600)
-# --ci: what CTest runs: a fixed seed and a fixed number of inputs per target (about 20 s each here) from
+# --ci: what CTest runs: a fixed seed and a fixed number of inputs per target (about 10 s each here) from
 # an empty corpus, so that runs follow nearly the same path (two runs here kept corpora within 2%) and
 # do not depend on the machine's speed. A crash is always a bug, whoever finds it.
 # Without clang or libFuzzer: skipped (77), and failed under CI (ci/testbeds/unavailable.sh).
@@ -13,8 +13,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/ci/testbeds/unavailable.sh"
 seconds=20 only="" ci=0
-declare -A ci_runs=([plan]=180000 [hostfile]=400000 [records]=1200 [importers]=96000 [netcheck]=36000 [wire]=580000
-                   [timeline]=20000 [history]=3000)
+declare -A ci_runs=([plan]=90000 [hostfile]=200000 [records]=600 [importers]=48000 [netcheck]=18000 [wire]=290000
+                   [timeline]=10000 [history]=1500)
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
