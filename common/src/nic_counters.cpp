@@ -127,6 +127,11 @@ const KnownDriver* known_driver(std::string_view name) {
   return nullptr;
 }
 
+std::string_view no_nic_qos(std::string_view driver) {
+  const KnownDriver* known = known_driver(driver);
+  return known ? known->no_nic_qos : std::string_view();
+}
+
 RdmaDriver rdma_driver(const HostFs& host, const std::string& device) {
   const std::string dir = "/sys/class/infiniband/" + device;
   const std::string link = dir + "/device/driver";

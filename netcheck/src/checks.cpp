@@ -431,9 +431,9 @@ void port_checks(Emitter& e, const RdmaDevice& d, const Port& port, double host_
   }
 
   // What the driver's table says of NIC QoS, declared once there (common's nic_counters).
-  const KnownDriver* known = known_driver(d.driver.name);
-  const std::string no_qos = known && !known->no_nic_qos.empty()
-                                 ? std::string(known->no_nic_qos) + " (" + d.name + "'s driver " + d.driver.name + ": " +
+  const std::string_view without_qos = no_nic_qos(d.driver.name);
+  const std::string no_qos = !without_qos.empty()
+                                 ? std::string(without_qos) + " (" + d.name + "'s driver " + d.driver.name + ": " +
                                        d.driver.found_by + ")"
                              : !n ? "no netdev for " + d.name
                                   : "";

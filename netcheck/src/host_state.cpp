@@ -107,7 +107,7 @@ void read_cnp(const HostFs& fs, const std::string& netdev_dir, const std::string
   q.cnp_prio.note(why);
 }
 
-// Only for a driver with NIC QoS (common's KnownDriver::no_nic_qos): the others' tools are not asked.
+// Only for a driver with NIC QoS (common's no_nic_qos): the others' tools are not asked.
 Qos read_qos(const HostFs& fs, const ToolSource& tools, const std::string& netdev, const std::string& pci) {
   const std::string dir = "/sys/class/net/" + netdev;
   Qos q;
@@ -152,11 +152,6 @@ Qos read_qos(const HostFs& fs, const ToolSource& tools, const std::string& netde
   return q;
 }
 
-bool has_nic_qos(const RdmaDriver& driver) {
-  const KnownDriver* known = known_driver(driver.name);
-  return !known || known->no_nic_qos.empty();
-}
-
 NetDev read_netdev(const HostFs& fs, const ToolSource& tools, const std::string& name, const std::string& pci,
                    const RdmaDriver& driver) {
   const std::string dir = "/sys/class/net/" + name;
@@ -166,7 +161,7 @@ NetDev read_netdev(const HostFs& fs, const ToolSource& tools, const std::string&
   n.speed_mbps = fs.read_int(dir + "/speed");
   n.operstate = fs.read(dir + "/operstate").value_or("");
   n.address = fs.read(dir + "/address").value_or("");
-  if (has_nic_qos(driver)) n.qos = read_qos(fs, tools, name, pci);
+  if (no_nic_qos(driver.name).empty()) n.qos = read_qos(fs, tools, name, pci);
   const ToolText ethtool = tools.get(ethtool_stats_query(name));
   if (ethtool.text) n.qos.ethtool_stats.set(parse_ethtool_stats(*ethtool.text), ethtool.source);
   n.qos.ethtool_stats.note(ethtool.missing);

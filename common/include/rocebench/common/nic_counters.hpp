@@ -43,6 +43,9 @@ const std::vector<SharedCounter>& nic_counter_vocabulary();
 const std::vector<KnownDriver>& nic_counter_drivers();
 // The KnownDriver of that name, or nullptr.
 const KnownDriver* known_driver(std::string_view name);
+// Why NIC QoS does not apply to the driver of that name (its KnownDriver::no_nic_qos), or "" when it
+// does or the driver is not known (its QoS is then read and judged).
+std::string_view no_nic_qos(std::string_view driver);
 
 // The driver of an RDMA device: the basename of /sys/class/infiniband/DEV/device/driver (mlx5_core,
 // bnxt_en), else, for a device without a PCI parent (soft RoCE), the prefix of its name ("rxe0").
