@@ -61,25 +61,36 @@ LevelFit fit_level(const std::string& algorithm, const std::vector<AllreducePoin
   if (sizes.size() < 2)
     throw InputError(fmt::format("{}: {} allreduce of one size only ({} bytes): alpha and beta need sweeps of two or more sizes",
                                  what, algorithm, *sizes.begin()));
-  // Least squares of the relative error: each row (A/t, B/t) against 1.
-  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
+  // β from the large sizes, α from the small ones, as perftest reports bandwidth and latency apart: one
+  // fit of the relative error let the smallest sizes set β too, and a link that passes a short burst
+  // above its rate (a shaper's bucket, a switch's buffer) then reads far faster than it carries a bucket.
+  // First least squares of the absolute time (a point weighs by its length), which sets β ...
+  double AA = 0, AB = 0, BB = 0, At = 0, Bt = 0;
   std::vector<std::pair<double, double>> rows;
   for (const AllreducePoint& p : points) {
     const auto [A, B] = coefficients(p);
     const double t = p.time_us / 1e3;
-    const double a = A / t, b = B / t;
-    aa += a * a, ab += a * b, bb += b * b, a1 += a, b1 += b;
+    AA += A * A, AB += A * B, BB += B * B, At += A * t, Bt += B * t;
     rows.push_back({A, B});
   }
   LevelFit fit;
   fit.algorithm = algorithm;
   fit.points = points;
-  const double det = aa * bb - ab * ab;
-  if (!(std::fabs(det) > 1e-12 * aa * bb))
+  const double det = AA * BB - AB * AB;
+  if (!(std::fabs(det) > 1e-12 * AA * BB))
     throw InputError(fmt::format("{}: {} allreduce: the records' step counts and bytes do not tell alpha from beta", what, algorithm));
-  fit.node = {(a1 * bb - b1 * ab) / det, (b1 * aa - a1 * ab) / det};
-  if (fit.node.alpha_ms < 0) {  // a start-up cost below zero is noise: the best fit with none
-    fit.node = {0, b1 / bb};
+  const bool alpha_below_zero = (At * BB - Bt * AB) / det < 0;  // then the best line through zero
+  fit.node.beta_ms_per_byte = alpha_below_zero ? Bt / BB : (Bt * AA - At * AB) / det;
+  // ... then, with β held, α from the squared relative error (a small point counts as much as a large one).
+  double weight = 0, excess = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const double t = points[i].time_us / 1e3, a = rows[i].first / t;
+    weight += a * a;
+    excess += a * (1 - fit.node.beta_ms_per_byte * rows[i].second / t);
+  }
+  fit.node.alpha_ms = excess / weight;
+  if (fit.node.alpha_ms < 0) {  // a start-up cost below zero is noise: none
+    fit.node.alpha_ms = 0;
     fit.alpha_clamped = true;
   }
   if (!(fit.node.beta_ms_per_byte > 0))

@@ -30,15 +30,16 @@ struct AllreducePoint {
 struct LevelFit {
   std::string algorithm;
   LevelCost node;
-  bool alpha_clamped = false;  // the unconstrained fit gave α < 0: refitted with α = 0
+  bool alpha_clamped = false;  // the fit gave α < 0: α = 0
   int servers = 1;             // ps: the most servers of the points (a prediction's ps_servers)
   std::vector<AllreducePoint> points;
   std::vector<double> fitted_us;  // the model's time of each point with the fitted α, β
   double rms_relative = 0;        // sqrt(mean(((fitted - measured) / measured)^2))
 };
 
-// Minimises the squared relative error of the model's time against each point's (a 1 KiB point
-// counts as much as a 1 GiB one). InputError beginning with `what` when α and β cannot both be
+// β by least squares of the model's time against each point's (the large sizes weigh most), then α
+// with β held by least squares of the relative error (a 1 KiB point counts as much as a 1 GiB one).
+// InputError beginning with `what` when α and β cannot both be
 // identified: points at one world size only, one size only, or bytes that cost no time.
 LevelFit fit_level(const std::string& algorithm, const std::vector<AllreducePoint>& points, const std::string& what);
 
