@@ -1,0 +1,46 @@
+# Precompiled headers: every translation unit parsed nlohmann/json, fmt and the standard library again
+# (and GoogleTest in the tests): most of a file's compile time. Each target with several C++ sources now
+# parses them once. ROCEBENCH_PCH=OFF builds without (a file that forgot an include shows up there).
+option(ROCEBENCH_PCH "Precompile the third-party headers every source uses, once per target" ON)
+
+set(ROCEBENCH_PCH_HEADERS
+  <algorithm> <chrono> <cmath> <cstdint> <filesystem> <fstream> <functional> <map> <memory> <optional>
+  <set> <sstream> <string> <string_view> <vector> <fmt/format.h> <nlohmann/json.hpp>)
+
+# A target's C++ sources that are compiled (not headers, not CUDA).
+function(rocebench_cxx_source_count target out)
+  get_target_property(sources ${target} SOURCES)
+  list(FILTER sources INCLUDE REGEX "\\.(cpp|cc)$")
+  list(LENGTH sources n)
+  set(${out} ${n} PARENT_SCOPE)
+endfunction()
+
+# Run once the whole tree is configured: every library and executable of every directory.
+function(rocebench_precompile_directory dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    if(NOT type MATCHES "^(STATIC_LIBRARY|EXECUTABLE)$")
+      continue()
+    endif()
+    rocebench_cxx_source_count(${target} n)
+    if(n LESS 3)  # the header's own build would cost more than it saves
+      continue()
+    endif()
+    set(headers ${ROCEBENCH_PCH_HEADERS})
+    get_target_property(links ${target} LINK_LIBRARIES)
+    if(links MATCHES "GTest::")
+      list(APPEND headers <gtest/gtest.h>)
+    endif()
+    list(TRANSFORM headers REPLACE "(.+)" "$<$<COMPILE_LANGUAGE:CXX>:\\1>")
+    target_precompile_headers(${target} PRIVATE ${headers})
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    rocebench_precompile_directory(${sub})
+  endforeach()
+endfunction()
+
+if(ROCEBENCH_PCH)
+  cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL rocebench_precompile_directory ${PROJECT_SOURCE_DIR})
+endif()
