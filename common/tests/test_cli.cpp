@@ -127,7 +127,9 @@ TEST(ArgParser, OneNumberReaderNamesTheOptionAndWhatWasTyped) {
   EXPECT_EQ(error_of([] { parse_number<double>("--rate", "nan"); }), "--rate: 'nan' is not a valid number");
   EXPECT_EQ(error_of([] { parse_number<double>("--rate", ""); }), "--rate: '' is not a valid number");
   // What was typed, quoted short and printable.
-  EXPECT_EQ(error_of([] { parse_number<double>("--rate", std::string(100, '7') + "\x01"); }),
+  std::string long_junk(100, '7');
+  long_junk.push_back('\x01');
+  EXPECT_EQ(error_of([&] { parse_number<double>("--rate", long_junk); }),
             "--rate: '" + std::string(80, '7') + "… (101 bytes)' is not a valid number");
 }
 
