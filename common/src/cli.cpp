@@ -197,7 +197,7 @@ std::string ArgParser::usage() const {
 void LauncherFlags::add_to(ArgParser& parser) {
   const std::map<std::string, std::pair<std::string, std::string>> help{
       {"--ranks", {fmt::format("local ranks to start (default {})", default_ranks_), "N"}},
-      {"--netns", {"emulated hosts file (ci/testbeds/netns): rank i runs in host i", "FILE"}},
+      {"--netns", {"hosts file ('NAME ADDRESS [agent=PORT]', ci/testbeds/netns): rank i runs in host i, in its namespace or through its agent", "FILE"}},
       {"--launcher", {"local | mpirun | srun", "NAME"}},
       {"--hostfile", {"hosts for mpirun / srun ('host slots=N' lines)", "FILE"}},
       {"--ranks-per-host", {"ranks on each host (default: the hostfile's slots)", "N"}},

@@ -53,6 +53,7 @@ struct Node {
   std::string address;  // emulated hosts only
   std::string host;     // what its ranks' records call it, and its row in the verdict
   int line = 0;         // in the hostfile (or emulated hosts file)
+  int agent_port = 0;   // emulated hosts only: started through that host's agent
 };
 
 // The name a node's records carry: a rank on this host records this host's name, however the
@@ -188,7 +189,13 @@ class Acceptance {
     run.report = false;
     run.mpirun = options_.mpirun;
     std::string hosts;
-    for (const auto& n : group) hosts += (options_.netns_file.empty() ? n.name + " slots=1" : n.name + " " + n.address) + "\n";
+    for (const auto& n : group) {
+      EmulatedHost h;
+      h.netns = n.name;
+      h.address = n.address;
+      h.agent_port = n.agent_port;
+      hosts += (options_.netns_file.empty() ? n.name + " slots=1" : emulated_host_line(h)) + "\n";
+    }
     write_file_atomically(dir / "hosts", hosts);
     if (options_.netns_file.empty()) {
       run.launcher = options_.launcher;
@@ -351,9 +358,9 @@ void refuse_duplicate_nodes(const std::vector<Node>& nodes, const std::string& f
 std::vector<Node> nodes_of(const AcceptOptions& o) {
   std::vector<Node> nodes;
   if (!o.netns_file.empty()) {
-    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address, h.name(), h.line});
+    for (const auto& h : load_emulated_hosts(o.netns_file)) nodes.push_back({h.netns, h.address, h.name(), h.line, h.agent_port});
   } else {
-    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, "", record_host(h.host), h.line});
+    for (const auto& h : load_hostfile(o.hostfile)) nodes.push_back({h.host, "", record_host(h.host), h.line, 0});
   }
   refuse_duplicate_nodes(nodes, o.netns_file.empty() ? o.hostfile : o.netns_file);
   for (const auto& n : nodes) {
@@ -380,7 +387,7 @@ int accept_main(const Args& args) {
                 "--quick runs (1), (2) with each node's two ring neighbours only, and (4), with shorter waits.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
-        .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns instead of a hostfile", "FILE")
+        .option("--netns", &o.netns_file, "hosts file ('NAME ADDRESS [agent=PORT]', as ci/testbeds/netns writes it) instead of a hostfile", "FILE")
         .option("--launcher", &o.launcher, "mpirun | srun, with --hostfile (default mpirun)", "NAME")
         .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
         .option("--profile", &o.profile, fmt::format("what the hardware should deliver: {} (auto: relative to the fleet), or a JSON file",

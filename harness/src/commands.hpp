@@ -18,6 +18,9 @@ int run_main(const Args& args);
 // `rocebench accept`: cluster acceptance, one verdict per node.
 int accept_main(const Args& args);
 
+// `rocebench agent`: starts ranks here for a launcher elsewhere (agent.hpp), or is its relay.
+int agent_main(const Args& args);
+
 // Makes run_step_as_plan() launch through run_main (called once, from main).
 void install_step_runner();
 

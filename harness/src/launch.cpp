@@ -1,5 +1,7 @@
 #include "launch.hpp"
 
+#include "agent.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -118,6 +120,17 @@ bool valid_host_name(const std::string& name) {
   return count > 0 && name.back() != '.';
 }
 
+// All of `text` as a positive integer, else 0 ("8" -> 8; "8x", "-1", "" -> 0).
+int positive_or_zero(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
 }  // namespace
 
 CpuPin pin_to_cpu(int local_rank) {
@@ -163,13 +176,7 @@ std::vector<HostSlot> parse_hostfile(const std::string& text, const std::string&
       const std::string key = word.substr(0, eq);
       const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
       if (key == "slots" || key == "max_slots" || key == "max-slots") {
-        int slots = 0;
-        try {
-          std::size_t used = 0;
-          slots = std::stoi(value, &used);
-          if (used != value.size()) slots = 0;
-        } catch (const std::exception&) {
-        }
+        const int slots = positive_or_zero(value);
         if (slots < 1) {
           throw InputError(file, line_no, key, "expected a positive integer, got '" + printable_excerpt(value) + "'");
         }
@@ -233,13 +240,8 @@ std::vector<std::string> srun_argv(const LaunchSpec& spec) {
   return argv;
 }
 
-std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file) {
-  static constexpr InputLimits kEmulatedHostsFile{"netns hosts file", 16 * kMiB, 64 * 1024};
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    throw InputError(file.string(), 0, "", "cannot open the emulated-hosts file (is the netns test bed up?)");
-  }
-  std::istringstream in(read_input(file, kEmulatedHostsFile));
+std::vector<EmulatedHost> parse_emulated_hosts(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
   std::vector<EmulatedHost> hosts;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
@@ -247,15 +249,49 @@ std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file)
     EmulatedHost h;
     h.line = line_no;
     if (!(words >> h.netns)) continue;
-    if (!(words >> h.address)) throw InputError(file.string(), line_no, "address", "expected 'NETNS ADDRESS'");
+    if (!(words >> h.address)) throw InputError(file, line_no, "address", "expected 'NAME ADDRESS [agent=PORT]'");
+    for (std::string word; words >> word;) {
+      const auto eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      if (key != "agent") {
+        throw InputError(file, line_no, printable_excerpt(key), "unknown field (expected 'NAME ADDRESS [agent=PORT]')");
+      }
+      const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      h.agent_port = positive_or_zero(value);
+      if (h.agent_port < 1 || h.agent_port > 65535) {
+        throw InputError(file, line_no, "agent", "expected a TCP port 1..65535, got '" + printable_excerpt(value) + "'");
+      }
+    }
     hosts.push_back(h);
   }
-  if (hosts.empty()) throw InputError(file.string(), 0, "", "no emulated hosts listed");
+  if (hosts.empty()) throw InputError(file, 0, "", "no emulated hosts listed");
   return hosts;
 }
 
+std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file) {
+  static constexpr InputLimits kEmulatedHostsFile{"netns hosts file", 16 * kMiB, 64 * 1024};
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw InputError(file.string(), 0, "", "cannot open the emulated-hosts file (is the netns test bed up?)");
+  }
+  return parse_emulated_hosts(read_input(file, kEmulatedHostsFile), file.string());
+}
+
+std::string emulated_host_line(const EmulatedHost& host) {
+  return host.netns + " " + host.address + (host.agent_port > 0 ? " agent=" + std::to_string(host.agent_port) : "");
+}
+
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank, int stderr_fd) {
+            const EmulatedHost* emulated, int rank, const SpawnIo& io) {
+  // A host reached through its agent: the child here is the relay, which sends only `env` there.
+  const bool through_agent = emulated && emulated->agent_port > 0;
+  std::vector<std::string> argv_copy = argv;
+  if (through_agent) {
+    agent_token("");  // the relay needs it: refused here, before any rank starts, when it is missing
+    std::vector<std::string> names;
+    for (const auto& [k, v] : env) names.push_back(k);
+    argv_copy = agent_relay_argv(std::filesystem::read_symlink("/proc/self/exe").string(), *emulated, names, argv);
+  }
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::map<std::string, std::string> full = current_environment();
   for (const auto& [k, v] : env) full[k] = v;
@@ -264,14 +300,13 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
   // An emulated host whose namespace is gone is a host that is down: its rank starts and fails
   // (and is reported lost), as a rank on a dead machine would, rather than the launch stopping.
   int netns_fd = -1;
   std::string gone;
-  if (emulated) {
+  if (emulated && !through_agent) {
     const std::string path = "/run/netns/" + emulated->netns;
     netns_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (netns_fd < 0) gone = fmt::format("rocebench: cannot open network namespace {}: {}\n", path, std::strerror(errno));
@@ -283,6 +318,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   const pid_t pid = ::fork();
   if (pid < 0) throw InfraError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    if (io.own_process_group && ::setpgid(0, 0) != 0) ::_exit(kExitInfra);
     if (!gone.empty()) {
       [[maybe_unused]] auto n = ::write(2, gone.data(), gone.size());
       ::_exit(kExitInfra);
@@ -296,8 +332,10 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
       }
     }
     if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != launcher) ::_exit(kExitInfra);  // it died already
-    if (stderr_fd >= 0) {
-      if (::dup2(stderr_fd, 2) < 0) ::_exit(kExitInfra);
+    if (io.stdin_fd >= 0 && ::dup2(io.stdin_fd, 0) < 0) ::_exit(kExitInfra);
+    if (io.stdout_fd >= 0 && ::dup2(io.stdout_fd, 1) < 0) ::_exit(kExitInfra);
+    if (io.stderr_fd >= 0) {
+      if (::dup2(io.stderr_fd, 2) < 0) ::_exit(kExitInfra);
       // Should the launcher die, mpirun/srun must still stop their ranks, not die of SIGPIPE on the
       // first word they write about it.
       ::signal(SIGPIPE, SIG_IGN);
@@ -308,6 +346,8 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
     ::_exit(127);
   }
+  // Here too, so that the group exists before anyone signals it (EACCES once the child has exec'd: set then).
+  if (io.own_process_group) ::setpgid(pid, pid);
   if (netns_fd >= 0) ::close(netns_fd);
   return {pid, rank, emulated ? emulated->name() : std::string()};
 }

@@ -72,17 +72,23 @@ int total_ranks(const LaunchSpec& spec);
 std::vector<std::string> mpirun_argv(const LaunchSpec& spec);
 std::vector<std::string> srun_argv(const LaunchSpec& spec);
 
-// An emulated host (ci/testbeds/netns): a network namespace with its address.
+// An emulated host (ci/testbeds/netns): a network namespace with its address; or, with an agent
+// port, a host of its own whose ranks `rocebench agent` there starts (agent.hpp).
 struct EmulatedHost {
   std::string netns;
   std::string address;
   std::string hostname;  // what its ranks are called; empty: the namespace's name
   int line = 0;          // in its hosts file, for messages
+  int agent_port = 0;    // > 0: reached through the agent at address:agent_port, not a namespace
 
   const std::string& name() const { return hostname.empty() ? netns : hostname; }
 };
-// Reads the "NAME ADDRESS" lines the test bed writes.
+// Reads the "NAME ADDRESS [agent=PORT]" lines of a hosts file (the test beds write the first two).
+// Throws InputError "file:line: field 'agent': …".
+std::vector<EmulatedHost> parse_emulated_hosts(const std::string& text, const std::string& file);
 std::vector<EmulatedHost> load_emulated_hosts(const std::filesystem::path& file);
+// The line parse_emulated_hosts reads back as `host` (without a newline).
+std::string emulated_host_line(const EmulatedHost& host);
 
 // A child process we started.
 struct Child {
@@ -91,12 +97,24 @@ struct Child {
   std::string host;
 };
 
+// Where a child's standard streams go (-1: this process's), and whether it leads a process group
+// of its own (so that killpg reaches whatever it starts).
+struct SpawnIo {
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  bool own_process_group = false;
+};
+
 // Forks and execs argv with extra environment; with an emulated host, the child first joins its
-// network namespace and takes its name as hostname (in a UTS namespace of its own). The child gets
-// SIGTERM when the launcher dies, however it dies: no rank outlives its launcher.
-// With stderr_fd >= 0, the child's stderr is that file descriptor.
+// network namespace and takes its name as hostname (in a UTS namespace of its own). With an
+// emulated host that has an agent port, the child is instead a relay (`rocebench agent --run`) that
+// has the host's agent start argv with only `env` (not this process's environment) and ends as it
+// ends. The child gets SIGTERM when the launcher dies, however it dies: no rank outlives its launcher
+// (a relay's end closes its connection, and the agent then stops the remote rank).
+// With io.stderr_fd >= 0, the child's stderr is that file descriptor.
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank, int stderr_fd = -1);
+            const EmulatedHost* emulated, int rank, const SpawnIo& io = {});
 
 // A child's stderr, copied to ours as it comes, with the lines kept for the launcher to read what
 // mpirun / srun said about their ranks (at most the last 10,000 lines).

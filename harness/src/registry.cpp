@@ -44,7 +44,8 @@ const std::vector<StepKind>& all_step_kinds() {
 
 std::vector<Subcommand> all_subcommands() {
   std::vector<Subcommand> out{{"run", "run a plan: launch the ranks, run its steps, record results", run_main},
-                              {"accept", "cluster acceptance: every node PASS or FAIL, with reason codes and evidence", accept_main}};
+                              {"accept", "cluster acceptance: every node PASS or FAIL, with reason codes and evidence", accept_main},
+                              {"agent", "start ranks on this host for a launcher on another (a hosts file's agent=PORT)", agent_main}};
   for (auto&& more : {microbench::subcommands(), collectives::subcommands(), models::subcommands(),
                       netcheck::subcommands(), reports::subcommands()}) {
     out.insert(out.end(), more.begin(), more.end());

@@ -440,7 +440,8 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
       const EmulatedHost* host = emulated.empty() ? nullptr : &emulated[r % emulated.size()];
       auto env = spec.env;
       env["RANK"] = std::to_string(r);
-      env["ROCEBENCH_MACHINE_RANK"] = std::to_string(r);  // which CPU it pins itself to (pin_cpus)
+      // Which CPU it pins itself to (pin_cpus): emulated hosts share this machine's; an agent's host has its own.
+      if (!host || host->agent_port == 0) env["ROCEBENCH_MACHINE_RANK"] = std::to_string(r);
       env["LOCAL_RANK"] = std::to_string(per_host[host ? host->netns : ""]++);
       children.push_back(spawn(spec.rank_argv, env, host, r));
       std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
@@ -463,7 +464,9 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
     }
     // Only mpirun / srun know which rank died where when rank 0 (which records losses) is the one.
     tee = std::make_unique<StderrTee>();
-    children.push_back(spawn(launcher_argv, spec.env, nullptr, -1, tee->write_fd()));
+    SpawnIo io;
+    io.stderr_fd = tee->write_fd();
+    children.push_back(spawn(launcher_argv, spec.env, nullptr, -1, io));
     tee->start();
   }
 
@@ -559,7 +562,7 @@ ArgParser run_parser(const std::string& program, RunOptions& o, std::string& pla
       .option("--results", &o.results_root, "folder that receives <run-id>/results.jsonl", "DIR")
       .option("--results-dir", &o.results_dir, "exact results folder for this run", "DIR")
       .option("--run-id", &o.run_id, "run id (default: UTC time and a random suffix)", "ID")
-      .option("--netns", &o.netns_file, "emulated hosts file from ci/testbeds/netns: rank i runs in host i", "FILE")
+      .option("--netns", &o.netns_file, "hosts file ('NAME ADDRESS [agent=PORT]', as ci/testbeds/netns writes it): rank i runs in host i, in its network namespace or through its agent", "FILE")
       .flag("--loopback", &o.loopback, "keep every rank on this host even when the plan asks for emulated hosts")
       .option("--mpirun", &o.mpirun, "the mpirun to use", "PATH")
       .option("--deadline", &o.deadline_s, "seconds any single wait may take (default: the plan's)", "S")

@@ -156,3 +156,35 @@ TEST(Hostfile, ADeviceIsRefusedByItsKind) {
     EXPECT_STREQ(e.what(), "/dev/zero: is a character device, not a file");
   }
 }
+
+TEST(EmulatedHostsFile, AgentColumn) {
+  const auto hosts = parse_emulated_hosts("# bed\nhost0 10.0.0.1 agent=7000\nhost1 10.0.0.2   # a namespace\n", "hosts");
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].netns, "host0");
+  EXPECT_EQ(hosts[0].address, "10.0.0.1");
+  EXPECT_EQ(hosts[0].agent_port, 7000);
+  EXPECT_EQ(hosts[0].line, 2);
+  EXPECT_EQ(hosts[1].agent_port, 0);
+  for (const auto& h : hosts) EXPECT_EQ(parse_emulated_hosts(emulated_host_line(h), "again").front().agent_port, h.agent_port);
+  EXPECT_EQ(emulated_host_line(hosts[0]), "host0 10.0.0.1 agent=7000");
+  EXPECT_EQ(emulated_host_line(hosts[1]), "host1 10.0.0.2");
+}
+
+TEST(EmulatedHostsFile, JunkNamesFileLineAndField) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"h 10.0.0.1 agent=x", "hosts:2: field 'agent': expected a TCP port 1..65535, got 'x'"},
+      {"h 10.0.0.1 agent=70000", "hosts:2: field 'agent': expected a TCP port 1..65535, got '70000'"},
+      {"h 10.0.0.1 agent=", "hosts:2: field 'agent': expected a TCP port 1..65535, got ''"},
+      {"h 10.0.0.1 agent=7000x", "hosts:2: field 'agent': expected a TCP port 1..65535, got '7000x'"},
+      {"h 10.0.0.1 slots=2", "hosts:2: field 'slots': unknown field (expected 'NAME ADDRESS [agent=PORT]')"},
+      {"h", "hosts:2: field 'address': expected 'NAME ADDRESS [agent=PORT]'"},
+  };
+  for (const auto& [line, message] : cases) {
+    try {
+      parse_emulated_hosts("ok 10.0.0.9\n" + line + "\n", "hosts");
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+}

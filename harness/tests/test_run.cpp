@@ -195,6 +195,43 @@ TEST(RunCommand, BadUsageExitsTwo) {
   EXPECT_NE(rbtest::slurp(dir / "e.out").find("usage: rocebench run"), std::string::npos);
 }
 
+TEST(RunCommand, AnAgentHostsFileIsCheckedBeforeAnyRankStarts) {
+  RBTEST_NEEDS_ROCEBENCH();
+  const path dir = rbtest::temp_dir("agent-hosts");
+  write(dir / "junk", "h0 127.0.0.1 agent=seven");
+  EXPECT_EQ(rbtest::run({kBinary, "run", rendezvous_plan(dir).string(), "--netns", (dir / "junk").string(), "--ranks", "1",
+                         "--results-dir", (dir / "a").string()}, dir, "a"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "a.err").find((dir / "junk").string() + ":1: field 'agent': expected a TCP port"), std::string::npos)
+      << rbtest::slurp(dir / "a.err");
+  // A host reached through its agent needs the agent token: refused before any rank starts.
+  write(dir / "hosts", "h0 127.0.0.1 agent=7000");
+  EXPECT_EQ(rbtest::run({"env", "-u", "ROCEBENCH_AGENT_TOKEN", kBinary, "run", rendezvous_plan(dir).string(), "--netns",
+                         (dir / "hosts").string(), "--ranks", "1", "--results-dir", (dir / "b").string()}, dir, "b"), 2);
+  EXPECT_NE(rbtest::slurp(dir / "b.err").find("ROCEBENCH_AGENT_TOKEN is not set"), std::string::npos) << rbtest::slurp(dir / "b.err");
+}
+
+// Both ranks through one agent on this host: the launcher starts relays, the agent the ranks.
+TEST(RunCommand, RanksStartedThroughAnAgentMeetAndRecord) {
+  RBTEST_NEEDS_ROCEBENCH();
+  const path dir = rbtest::temp_dir("agent-run");
+  const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
+  const std::map<std::string, std::string> token{{"ROCEBENCH_AGENT_TOKEN", "t0ken"}};
+  rbtest::Process agent = rbtest::start({kBinary, "agent", "--listen", "127.0.0.1:" + port}, token, dir, "agent");
+  write(dir / "hosts", "one 127.0.0.1 agent=" + port + "\ntwo 127.0.0.1 agent=" + port);
+  EXPECT_EQ(rbtest::run({kBinary, "run", rendezvous_plan(dir).string(), "--netns", (dir / "hosts").string(), "--ranks", "2",
+                         "--results-dir", (dir / "out").string(), "--deadline", "30"}, dir, "run", token), 0)
+      << rbtest::slurp(dir / "run.err") << rbtest::slurp(dir / "agent.err");
+  const RecordFile f = checked_results(dir / "out" / "results.jsonl");
+  EXPECT_EQ(f.records.front()["world"], 2);
+  EXPECT_EQ(count_results(f, "harness.rendezvous", "ok"), 2);
+  ::kill(agent.pid, SIGTERM);
+  EXPECT_EQ(agent.wait(20), 0);
+  const std::string log = rbtest::slurp(dir / "agent.err");
+  EXPECT_NE(log.find("(rank 0) ended: exit 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("(rank 1) ended: exit 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("stopped by SIGTERM"), std::string::npos) << log;
+}
+
 TEST(RunCommand, NumbersOutOfRangeAreRefusedBeforeAnythingStarts) {
   // Each flag takes the range its plan field declares (plan.schema.json); nothing starts, nothing is written.
   const path dir = rbtest::temp_dir("ranges");
