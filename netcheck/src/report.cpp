@@ -15,7 +15,7 @@ std::string group_of(const std::string& subject) { return subject.substr(0, subj
 std::string brief(const json& value) {
   if (value.is_null()) return "-";
   std::string text = value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 48) text = text.substr(0, 45) + "...";
+  if (text.size() > 48) text.replace(45, std::string::npos, "...");
   return text;
 }
 
