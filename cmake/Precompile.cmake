@@ -48,6 +48,7 @@ function(rocebench_precompile_directory dir)
     get_target_property(sources ${target} SOURCES)
     get_target_property(source_dir ${target} SOURCE_DIR)
     foreach(source IN LISTS sources)
+      cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${source_dir})  # a relative one is read from here, not there
       get_source_file_property(own ${source} DIRECTORY ${source_dir} COMPILE_OPTIONS)
       if(own)
         set_source_files_properties(${source} DIRECTORY ${source_dir} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
