@@ -61,7 +61,7 @@ install_in_clean_root() {
   if [ ! -s "$base" ] || [ -n "$(find "$base" -mtime +30)" ]; then
     mkdir -p "$cache"
     start=$SECONDS
-    mmdebstrap --quiet --variant=apt --skip=cleanup/apt/lists bookworm "$base.new" >"$work/mmdebstrap.log" 2>&1 &&
+    mmdebstrap --quiet --variant=apt --format=tar --skip=cleanup/apt/lists bookworm "$base.new" >"$work/mmdebstrap.log" 2>&1 &&
       mv "$base.new" "$base" || { echo "FAIL: mmdebstrap bookworm"; tail -n 20 "$work/mmdebstrap.log"; return 1; }
     echo "made a clean Debian 12 root in $((SECONDS - start)) s: $base"
   fi

@@ -137,6 +137,10 @@ TEST(Agent, AClosedConnectionStopsTheChildsProcessGroup) {
   ::close(fd);  // the launcher's relay died
   EXPECT_TRUE(gone_within(child, std::chrono::seconds(10))) << "the child outlived its connection";
   EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(10))) << "the child's process group outlived the connection";
+  // The agent logs it once it has reaped them: the line may come a moment after they are gone.
+  const auto logged_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (a.log().find("connection lost") == std::string::npos && std::chrono::steady_clock::now() < logged_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_NE(a.log().find("connection lost"), std::string::npos) << a.log();
 }
 
