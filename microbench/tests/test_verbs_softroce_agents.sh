@@ -14,16 +14,6 @@ bed_outdir "$out"
 
 why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-start=$SECONDS
-SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run --hosts 2 "$here/softroce_agents_guest.sh" "$out" -- \
-  "$rocebench" "$softroce/lib.sh" "$token" &
-bed=$!
-wait $bed
-rc=$?
-echo "the bed ran $((SECONDS - start)) s"
-check "host 0's checks pass (guest.sh exit $rc)" test $rc = 0
-check "host 1's checks pass (its exit code $(cat "$out/host1/exit_code" 2>/dev/null))" test "$(cat "$out/host1/exit_code" 2>/dev/null)" = 0
-left=$(bed_leftovers $bed)
-check "nothing of the bed is left (qemu, namespace, bridge, tap)${left:+: $left}" test -z "$left"
+two_host_bed "$softroce" "$here/softroce_agents_guest.sh" "$rocebench" "$softroce/lib.sh" "$token"
 echo "== $failures failure(s)"
 ((failures == 0))

@@ -25,3 +25,19 @@ failures=0
 check() {
   if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
 }
+
+# `two_host_bed SOFTROCE_DIR SCRIPT ARGS...`: runs SCRIPT ARGS... on a bed of 2 hosts writing into $out
+# (bed_outdir), then checks that both hosts' scripts passed and that nothing of the bed is left.
+two_host_bed() {
+  local softroce=$1 script=$2 start=$SECONDS rc bed left
+  shift 2
+  SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run --hosts 2 "$script" "$out" -- "$@" &
+  bed=$!
+  wait $bed
+  rc=$?
+  echo "the bed ran $((SECONDS - start)) s"
+  check "host 0's checks pass (guest.sh exit $rc)" test $rc = 0
+  check "host 1's checks pass (its exit code $(cat "$out/host1/exit_code" 2>/dev/null))" test "$(cat "$out/host1/exit_code" 2>/dev/null)" = 0
+  left=$(bed_leftovers $bed)
+  check "nothing of the bed is left (qemu, namespace, bridge, tap)${left:+: $left}" test -z "$left"
+}
