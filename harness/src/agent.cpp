@@ -89,12 +89,6 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by SIG{}", sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-  return "ended oddly";
-}
-
 struct Fd {
   int fd = -1;
   Fd() = default;
@@ -312,7 +306,7 @@ void Agent::run_session(Session& s) {
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const std::string ended = describe_status(status);
+  const std::string ended = ChildExit{.child = child, .status = status}.describe();
   if (!lost.empty()) {
     log_(fmt::format("{}: connection lost ({}): stopped pid {}{}: {}", peer, lost, child.pid, rank, ended));
     return;
