@@ -262,7 +262,7 @@ class Acceptance {
   // Stage 2: the all-pairs link matrix (slow pairs retested alone); a quick check measures each
   // node with its two ring neighbours only.
   void links_stage(const std::vector<Node>& group) {
-    const json params = {{"transport", "tcp"}, {"test", profile_.link_test}, {"bytes", profile_.link_bytes},
+    const json params = {{"transport", profile_.transport}, {"test", accept::link_probe_test(profile_)}, {"bytes", profile_.link_bytes},
                          {"duration_s", profile_.link_duration_s}, {"bw_fraction", profile_.link_fraction},
                          {"pairs", options_.quick ? "neighbours" : "all"}};
     launch_retried("links", group, one_step("microbench.allpairs", params));
@@ -273,7 +273,7 @@ class Acceptance {
   void allreduce_stage(const std::vector<Node>& group) {
     const accept::AllreduceThreshold threshold = accept::allreduce_threshold(profile_, seen_);
     if (!threshold.defined()) return;  // no figure to judge against: the links stage said why
-    const json params = {{"algorithm", "ring"}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
+    const json params = {{"algorithm", "ring"}, {"transport", profile_.transport}, {"min_bytes", profile_.allreduce_bytes}, {"max_bytes", profile_.allreduce_bytes},
                          {"iters", profile_.allreduce_iters}, {"warmup", 2}, {"placement", "in"}, {"spin_us", 0}};
     accept::allreduce_search(seen(group), threshold, [&](const std::string& label, const std::vector<accept::Node>& g) -> std::optional<double> {
       const StageRun s = launch("allreduce", label, of(g), one_step("collectives.allreduce", params), options_.deadline_s);
@@ -301,7 +301,7 @@ class Acceptance {
   void train_stage(const std::vector<Node>& reachable) {
     json params = {{"model", profile_.train_model}, {"engine", profile_.train_engine}, {"precision", profile_.train_precision},
                    {"batch", profile_.train_batch}, {"iters", profile_.train_steps}, {"warmup", 2},
-                   {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"predict", false}};
+                   {"world_sizes", {reachable.size()}}, {"sync", "ring"}, {"transport", profile_.transport}, {"predict", false}};
     if (profile_.train_engine == "replay") params["timeline"] = profile_.train_timeline;
     launch_retried("train", reachable, one_step("models.scaling", params));
   }
@@ -384,6 +384,7 @@ int accept_main(const Args& args) {
                 "GPU (a skip without a GPU, UNVERIFIED when the profile requires one); (5) a short data-parallel\n"
                 "training run over the reachable nodes: a node whose own compute delivers images/s below the\n"
                 "profile's fraction of the fleet's median: TRAIN.\n"
+                "Links, allreduce and training go over the profile's transport: tcp, or verbs (RC queue pairs).\n"
                 "--quick runs (1), (2) with each node's two ring neighbours only, and (4), with shorter waits.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")

@@ -333,6 +333,23 @@ TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
   }
 }
 
+TEST(AcceptProfile, TheTransportChoosesTheLinkProbeAndAnUnknownOneIsRefusedByField) {
+  EXPECT_EQ(link_probe_test(load_profile("auto")), "bw");
+  const Profile rdma = load_profile("h100-sxm-400g");
+  EXPECT_EQ(rdma.transport, "verbs");
+  EXPECT_EQ(link_probe_test(rdma), "write_bw");
+  const std::string file = ::testing::TempDir() + "profile-transport.json";
+  std::ofstream(file) << "{\"name\": \"x\", \"transport\": \"verbs\", \"link\": {\"test\": \"lat\"}}\n";
+  EXPECT_EQ(link_probe_test(load_profile(file)), "write_lat");
+  std::ofstream(file) << "{\"name\": \"x\",\n \"transport\": \"rdma\"}\n";
+  try {
+    load_profile(file);
+    FAIL() << "transport 'rdma' was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(file + ":2: field 'transport'"), std::string::npos) << e.what();
+  }
+}
+
 // ---- what accept saw: accept.jsonl ----------------------------------------------------------
 
 namespace {

@@ -23,6 +23,7 @@ const json& profile_schema() {
       "description": {"type": "string"},
       "netcheck_profile": {"type": "string", "minLength": 1},
       "rdma_required": {"type": "boolean"},
+      "transport": {"enum": ["tcp", "verbs"]},
       "link": {"type": "object", "additionalProperties": false, "properties": {
         "test": {"enum": ["bw", "lat"]},
         "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
@@ -60,6 +61,7 @@ const char* const kAutoProfile = R"json({
   "description": "Each node against the fleet's own figures: no rated number, so any hardware can be judged.",
   "netcheck_profile": "lossless-roce",
   "rdma_required": false,
+  "transport": "tcp",
   "link": {"test": "bw", "duration_s": 1, "bytes": 131072, "fraction_of_best": 0.8},
   "allreduce": {"bytes": 1048576, "iters": 5, "busbw_fraction_of_median_pair": 0.7},
   "gpu": {"required": false, "gemm_type": "bf16", "fraction": 0.9},
@@ -79,6 +81,7 @@ const char* const kH100Profile = R"json({
   "description": "HGX H100 SXM5 nodes, one 400 Gb/s ConnectX-7 RoCE v2 NIC per GPU, lossless fabric.",
   "netcheck_profile": "lossless-roce",
   "rdma_required": true,
+  "transport": "verbs",
   "link": {"test": "bw", "duration_s": 2, "bytes": 1048576, "fraction_of_best": 0.93},
   "allreduce": {"bytes": 268435456, "iters": 20, "rated_link_Gbps": 400, "busbw_fraction_of_rated": 0.85},
   "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
@@ -90,7 +93,8 @@ const char* const kH100Profile = R"json({
     "gpu.gemm_tflops": "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 Tensor Core 1,979 TFLOPS with sparsity, 989 dense",
     "gpu.h2d_GBps": "PCIe Gen5 x16: 64 GB/s per direction (32 GT/s x 16 lanes, 128b/130b)",
     "gpu.fraction": "a margin below the datasheet peaks, chosen; not yet measured by rocebench on an H100",
-    "link.fraction_of_best": "a pair 7% below the best pair, also when retested alone"
+    "link.fraction_of_best": "a pair 7% below the best pair, also when retested alone",
+    "transport": "the fabric is accepted for RDMA: links, allreduce and training over RC queue pairs, as NCCL would use them"
   }
 })json";
 
@@ -104,6 +108,7 @@ Profile profile_from(const LocatedJson& doc) {
   p.name = j.value("name", doc.file);
   p.netcheck_profile = j.value("netcheck_profile", p.netcheck_profile);
   p.rdma_required = j.value("rdma_required", p.rdma_required);
+  p.transport = j.value("transport", p.transport);
   const json link = j.value("link", json::object());
   p.link_test = link.value("test", p.link_test);
   p.link_duration_s = link.value("duration_s", p.link_duration_s);
@@ -140,6 +145,8 @@ std::string builtin_profile_text(const std::string& name) {
   if (name == "h100-sxm-400g") return kH100Profile;
   return "";
 }
+
+std::string link_probe_test(const Profile& p) { return p.transport == "verbs" ? "write_" + p.link_test : p.link_test; }
 
 std::vector<std::string> builtin_profiles() { return {"auto", "h100-sxm-400g"}; }
 

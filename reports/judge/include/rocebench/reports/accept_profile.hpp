@@ -15,7 +15,10 @@ struct Profile {
   std::string file;  // "builtin:auto" or the path
   std::string netcheck_profile = "lossless-roce";
   bool rdma_required = false;      // false: a host without an RDMA device skips netcheck's RoCE checks
-  std::string link_test = "bw";    // microbench.allpairs
+  // What the link matrix, the allreduce and the training run go over: tcp, or verbs (RC queue pairs on
+  // each node's first RDMA device; a node without one records a skip, never a pass).
+  std::string transport = "tcp";
+  std::string link_test = "bw";    // microbench.allpairs: bw or lat, over the transport (link_probe_test)
   double link_duration_s = 1;
   std::size_t link_bytes = 131072;
   double link_fraction = 0.8;      // a pair below this fraction of the best pair is bad
@@ -46,6 +49,9 @@ struct Profile {
 Profile load_profile(const std::string& name_or_file);
 std::string builtin_profile_text(const std::string& name);  // empty when there is no such profile
 std::vector<std::string> builtin_profiles();
+// The all-pairs probe test of the profile's link kind over its transport: bw or lat over tcp,
+// perftest's write_bw or write_lat over verbs.
+std::string link_probe_test(const Profile& p);
 // The profile a recorded acceptance ran under (accept.jsonl's accept.start record).
 Profile profile_from_document(const json& document, const std::string& file);
 
