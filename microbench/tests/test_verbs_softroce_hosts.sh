@@ -16,6 +16,6 @@ bed_outdir "$out"
 why=$("$softroce/guest.sh" check --hosts 2>&1) || testbed_unavailable "${why:-guest.sh check --hosts: no soft-RoCE bed can boot here}"
 echo "$why"
 echo "== 2 hosts: host 0 -> host 1"
-two_host_bed "$softroce" "$here/softroce_hosts_guest.sh" "$rocebench" "$softroce/lib.sh" "${SOFTROCE_ROUNDS:-3}"
+host_bed 2 "$softroce" "$here/softroce_hosts_guest.sh" "$rocebench" "$softroce/lib.sh" "${SOFTROCE_ROUNDS:-3}"
 echo "== $failures failure(s)"
 ((failures == 0))

@@ -26,18 +26,23 @@ check() {
   if "${@:2}"; then echo "PASS $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi
 }
 
-# `two_host_bed SOFTROCE_DIR SCRIPT ARGS...`: runs SCRIPT ARGS... on a bed of 2 hosts writing into $out
-# (bed_outdir), then checks that both hosts' scripts passed and that nothing of the bed is left.
-two_host_bed() {
-  local softroce=$1 script=$2 start=$SECONDS rc bed left
-  shift 2
-  SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run --hosts 2 "$script" "$out" -- "$@" &
+# `host_bed HOSTS SOFTROCE_DIR SCRIPT ARGS...`: runs SCRIPT ARGS... on a bed of HOSTS hosts writing into $out
+# (bed_outdir), the links shaped by the guest.sh options in the array `bed_links` (e.g. --rate-of 3=20mbit;
+# none when unset), then checks that every host's script passed and that nothing of the bed is left.
+host_bed() {
+  local hosts=$1 softroce=$2 script=$3 start=$SECONDS rc bed left code k
+  shift 3
+  SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-540} "$softroce/guest.sh" run --hosts "$hosts" ${bed_links[@]+"${bed_links[@]}"} \
+    "$script" "$out" -- "$@" &
   bed=$!
   wait $bed
   rc=$?
   echo "the bed ran $((SECONDS - start)) s"
   check "host 0's checks pass (guest.sh exit $rc)" test $rc = 0
-  check "host 1's checks pass (its exit code $(cat "$out/host1/exit_code" 2>/dev/null))" test "$(cat "$out/host1/exit_code" 2>/dev/null)" = 0
+  for ((k = 1; k < hosts; k++)); do
+    code=$(cat "$out/host$k/exit_code" 2>/dev/null)
+    check "host $k's checks pass (its exit code ${code:-none})" test "$code" = 0
+  done
   left=$(bed_leftovers $bed)
   check "nothing of the bed is left (qemu, namespace, bridge, tap)${left:+: $left}" test -z "$left"
 }
