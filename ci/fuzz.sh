@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of user input with libFuzzer (clang; ASan and UBSan): the plan and the hostfile,
 # results files (the common reader and the reports dataset), the importers, netcheck's parsers and
-# profile, the rendezvous wire protocol, the replay engine's timeline and the history database.
+# profile, the rendezvous wire protocol, the replay engine's timeline, the history database, and predict's
+# fabric and published-table files.
 # Builds the `fuzz` preset into build-fuzz/, seeds each target with the tests' own inputs, runs each
 # for SECONDS, and prints executions per second and crashes. A crash leaves its input in build-fuzz/artifacts/ and fails the run.
 #   ci/fuzz.sh [--seconds N | --ci] [--only TARGET]   (the closing benchmark: --seconds 600)
@@ -14,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/ci/testbeds/unavailable.sh"
 seconds=20 only="" ci=0
 declare -A ci_runs=([plan]=90000 [hostfile]=200000 [records]=600 [importers]=48000 [netcheck]=18000 [wire]=290000
-                   [timeline]=10000 [history]=1500)
+                   [timeline]=10000 [history]=1500 [predict]=20000)
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
@@ -36,11 +37,12 @@ rm -f build-fuzz.log
 # Seeds: the inputs the unit tests read, a few written here, and fuzz/seeds/TARGET/ (a sample of
 # results, and every input a fuzzer crashed on once, so that CI replays it under the sanitizers).
 seeds=build-fuzz/seeds
-rm -rf "$seeds" && mkdir -p "$seeds"/{plan,hostfile,records,importers,netcheck,wire,timeline,history}
+rm -rf "$seeds" && mkdir -p "$seeds"/{plan,hostfile,records,importers,netcheck,wire,timeline,history,predict}
 cp harness/plans/*.json ci/gpu/one_gpu.json "$seeds/plan/"
 printf 'node1 slots=8\nnode2   slots=4 max_slots=4  # comment\n\n10.0.0.7\nfe80::1 slots=2\n' >"$seeds/hostfile/hosts"
 cp models/timelines/*.jsonl "$seeds/records/"
 cp models/timelines/*.jsonl "$seeds/timeline/"
+cp models/fabrics/*-roce.json models/published/*[0-9].json "$seeds/predict/"
 # A small history of two runs, kept as SQL text (a reviewable diff), written as the SQLite file it seeds.
 if command -v sqlite3 >/dev/null; then sqlite3 "$seeds/history/two-runs.sqlite" <fuzz/history_seed.sql; fi
 for dir in fuzz/seeds/*/; do cp "$dir"* "$seeds/$(basename "$dir")/"; done
@@ -57,7 +59,7 @@ PY
 mkdir -p build-fuzz/artifacts
 [[ $ci == 0 ]] || rm -rf build-fuzz/corpus  # the same start on every machine
 failures=0
-for target in plan hostfile records importers netcheck wire timeline history; do
+for target in plan hostfile records importers netcheck wire timeline history predict; do
   [[ -z $only || $only == "$target" || $only == "fuzz_$target" ]] || continue
   corpus=build-fuzz/corpus/$target
   mkdir -p "$corpus"
