@@ -55,11 +55,15 @@ bool alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
 }
 
-bool gone_within(pid_t pid, std::chrono::seconds limit) {
+// Polls `done` every 20 ms until it holds or `limit` passes; its last answer.
+template <typename Done>
+bool within(std::chrono::seconds limit, Done done) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  while (alive(pid) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return !alive(pid);
+  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return done();
 }
+
+bool gone_within(pid_t pid, std::chrono::seconds limit) { return within(limit, [&] { return !alive(pid); }); }
 
 int open_file(const rbtest::fs::path& file) { return ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644); }
 
@@ -138,9 +142,7 @@ TEST(Agent, AClosedConnectionStopsTheChildsProcessGroup) {
   EXPECT_TRUE(gone_within(child, std::chrono::seconds(10))) << "the child outlived its connection";
   EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(10))) << "the child's process group outlived the connection";
   // The agent logs it once it has reaped them: the line may come a moment after they are gone.
-  const auto logged_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (a.log().find("connection lost") == std::string::npos && std::chrono::steady_clock::now() < logged_by)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  within(std::chrono::seconds(10), [&] { return a.log().find("connection lost") != std::string::npos; });
   EXPECT_NE(a.log().find("connection lost"), std::string::npos) << a.log();
 }
 
