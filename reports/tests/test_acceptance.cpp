@@ -317,6 +317,21 @@ TEST(AcceptVerdicts, RenderedOncePerHostAndStage) {
   EXPECT_EQ(sections[1].notes.at(0), "cluster SLOW (allreduce): no single node");
 }
 
+namespace {
+
+// A profile file with `text` is refused with an error that contains `expected`.
+void expect_profile_refused(const std::string& file, const std::string& text, const std::string& expected) {
+  std::ofstream(file) << text;
+  try {
+    load_profile(file);
+    FAIL() << "accepted: " << text;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
 TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
   const Profile p = load_profile("auto");
   EXPECT_EQ(p.file, "builtin:auto");
@@ -324,13 +339,8 @@ TEST(AcceptProfile, BuiltinAutoLoadsAndUnknownKeysNameFileAndLine) {
   for (const auto& name : builtin_profiles()) EXPECT_NO_THROW(load_profile(name)) << name;
   EXPECT_DOUBLE_EQ(load_profile("h100-sxm-400g").gemm_tflops, 989);
   const std::string file = ::testing::TempDir() + "profile.json";
-  std::ofstream(file) << "{\n  \"name\": \"x\",\n  \"allreduce\": {\"busbw_fraction\": 0.9}\n}\n";
-  try {
-    load_profile(file);
-    FAIL() << "an unknown key was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(file + ":3: field 'allreduce.busbw_fraction'"), std::string::npos) << e.what();
-  }
+  expect_profile_refused(file, "{\n  \"name\": \"x\",\n  \"allreduce\": {\"busbw_fraction\": 0.9}\n}\n",
+                         file + ":3: field 'allreduce.busbw_fraction'");
 }
 
 TEST(AcceptProfile, TheTransportChoosesTheLinkProbeAndAnUnknownOneIsRefusedByField) {
@@ -341,13 +351,7 @@ TEST(AcceptProfile, TheTransportChoosesTheLinkProbeAndAnUnknownOneIsRefusedByFie
   const std::string file = ::testing::TempDir() + "profile-transport.json";
   std::ofstream(file) << "{\"name\": \"x\", \"transport\": \"verbs\", \"link\": {\"test\": \"lat\"}}\n";
   EXPECT_EQ(link_probe_test(load_profile(file)), "write_lat");
-  std::ofstream(file) << "{\"name\": \"x\",\n \"transport\": \"rdma\"}\n";
-  try {
-    load_profile(file);
-    FAIL() << "transport 'rdma' was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(file + ":2: field 'transport'"), std::string::npos) << e.what();
-  }
+  expect_profile_refused(file, "{\"name\": \"x\",\n \"transport\": \"rdma\"}\n", file + ":2: field 'transport'");
 }
 
 // ---- what accept saw: accept.jsonl ----------------------------------------------------------
