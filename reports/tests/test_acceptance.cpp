@@ -232,7 +232,7 @@ TEST(AcceptVerdicts, ASkippedTrainingRunIsASkipUnlessTheProfileRequiresAGpu) {
 
 json pair(const std::string& src, const std::string& dst, double gbps, double retest = -1) {
   json r = {{"kind", "result"}, {"step", "microbench.allpairs"}, {"status", retest < 0 ? "ok" : "fail"},
-            {"params", {{"src", src}, {"dst", dst}}}, {"metrics", {{"bw_avg_Gbps", gbps}}}};
+            {"params", {{"src", src}, {"dst", dst}, {"transport", "tcp"}, {"test", "bw"}}}, {"metrics", {{"bw_avg_Gbps", gbps}}}};
   if (retest >= 0) r["metrics"]["retest_bw_avg_Gbps"] = retest;
   return r;
 }
@@ -247,7 +247,7 @@ TEST(AcceptVerdicts, LinkNamesTheBadHostWithItsPairsAgainstTheBestPair) {
   EXPECT_TRUE(v.nodes()[0].pass());
   ASSERT_EQ(v.nodes()[3].findings.size(), 1u);
   EXPECT_EQ(v.nodes()[3].findings[0].code, kLink);
-  EXPECT_EQ(v.nodes()[3].findings[0].evidence, "pairs with x: 0.41–0.46 Gb/s against the best pair's 0.93 Gb/s (b<->c; a pair below 80% of it is bad); retest 0.44");
+  EXPECT_EQ(v.nodes()[3].findings[0].evidence, "bw over tcp, pairs with x: 0.41–0.46 Gb/s against the best pair's 0.93 Gb/s (b<->c; a pair below 80% of it is bad); retest 0.44");
   EXPECT_NEAR(median_pair_bandwidth(records), 0.68, 1e-12);
 }
 
@@ -358,11 +358,14 @@ TEST(AcceptProfile, TheTransportChoosesTheLinkProbeAndAnUnknownOneIsRefusedByFie
 
 namespace {
 
+// ctest runs each test in its own process, two at once: a file a test writes carries the test's name.
+std::string this_test() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
+
 // Writes an acceptance's folder as accept writes it: accept.jsonl and each run's results.jsonl.
 std::filesystem::path write_acceptance(const std::vector<Node>& nodes, const Profile& profile, const std::vector<StageRun>& runs,
                                        bool finished = true, bool quick = false) {
   static int count = 0;
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("acceptance-" + std::to_string(++count));
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / (this_test() + "-acceptance-" + std::to_string(++count));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   RecordWriter log(dir / kAcceptRecords);
@@ -428,7 +431,8 @@ TEST(AcceptRecords, AFolderThatIsNotAnAcceptanceOrARecordAcceptDidNotWriteIsRefu
 namespace {
 
 json allreduce_record(double Gbps) {
-  return {{"kind", "result"}, {"step", "collectives.allreduce"}, {"status", "ok"}, {"metrics", {{"busbw_GBps", Gbps / 8}}}};
+  return {{"kind", "result"}, {"step", "collectives.allreduce"}, {"status", "ok"}, {"params", {{"transport", "tcp"}}},
+          {"metrics", {{"busbw_GBps", Gbps / 8}}}};
 }
 
 // Four nodes, none with a GPU, every pair at 1 Gb/s; an allreduce with d in it runs at 0.5 Gb/s, the
@@ -460,7 +464,7 @@ std::vector<StageRun> fleet_with_slow_d(const std::vector<Node>& nodes, const Pr
 
 Profile profile_file(const std::string& text) {
   static int count = 0;
-  const std::string file = ::testing::TempDir() + "judge-profile-" + std::to_string(++count) + ".json";
+  const std::string file = ::testing::TempDir() + this_test() + "-profile-" + std::to_string(++count) + ".json";
   std::ofstream(file) << text;
   return load_profile(file);
 }
@@ -512,6 +516,28 @@ TEST(AcceptJudge, AnotherProfileReplaysTheRecordedRunsAndNeverGuessesARunThatWas
     EXPECT_EQ(n.findings[0].code, kUnverified);
     EXPECT_NE(n.findings[0].evidence.find("needs a run this acceptance did not make: bisect-2 on b+c"), std::string::npos)
         << n.findings[0].evidence;
+  }
+}
+
+TEST(AcceptJudge, AProfileOfAnotherTransportOrLinkProbeFindsNoEvidenceInTheLinksAndAllreduce) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}, {"c", "c"}, {"d", "d"}};
+  const Acceptance a = load_acceptance(write_acceptance(nodes, load_profile("auto"), fleet_with_slow_d(nodes, load_profile("auto"))));
+  const Profile verbs = profile_file(R"({"transport": "verbs"})");
+  const Verdicts over_verbs = judge_acceptance(a, verbs);
+  for (const auto& n : over_verbs.nodes()) {
+    ASSERT_EQ(n.findings.size(), 2u) << verdict_table(over_verbs);
+    for (const auto& f : n.findings) {
+      EXPECT_EQ(f.code, kUnverified);
+      EXPECT_NE(f.evidence.find("measured over tcp, and profile " + verbs.file + " accepts over verbs"), std::string::npos) << f.evidence;
+    }
+    EXPECT_EQ(n.findings[0].stage, "links");
+    EXPECT_EQ(n.findings[1].stage, "allreduce");
+  }
+  const Verdicts by_latency = judge_acceptance(a, profile_file(R"({"link": {"test": "lat"}})"));
+  for (const auto& n : by_latency.nodes()) {
+    ASSERT_FALSE(n.findings.empty()) << verdict_table(by_latency);
+    EXPECT_EQ(n.findings[0].stage, "links");
+    EXPECT_NE(n.findings[0].evidence.find("measured with the bw probe"), std::string::npos) << n.findings[0].evidence;
   }
 }
 
