@@ -429,7 +429,8 @@ int accept_main(const Args& args) {
     else if (!o.run_id.empty()) refuse_used_results_dir("rocebench accept", dir, "--run-id", o.run_id);
     std::vector<Node> nodes = nodes_of(o);
     fs::create_directories(dir);
-    std::cout << fmt::format("accept{}: {} node(s), profile {}, results in {}\n", o.quick ? " --quick" : "", nodes.size(), profile.file, dir.string());
+    std::cout << fmt::format("accept{}: {} node(s), profile {} (links and allreduce over {}), results in {}\n", o.quick ? " --quick" : "",
+                             nodes.size(), profile.file, profile.transport, dir.string());
     return Acceptance(o, std::move(nodes), dir, profile).run();
   });
 }

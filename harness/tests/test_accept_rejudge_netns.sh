@@ -69,6 +69,12 @@ promtool check metrics <"$work/rated.prom" || fail "promtool refused the failing
 /usr/bin/python3 "$check_k8s" "$work/rated.k8s.yaml" $(verdicts fail) || fail "the failing manifest"
 [[ $(grep -c '"rocebench.io/accept-reason": "UNVERIFIED_against_0.850_Gb_s_' "$work/rated.k8s.yaml") == 3 ]] || fail "no shortened reason"
 grep -q "valid for 2 h" "$work/rated.k8s.yaml" || fail "--valid-hours 2 not written"
+# The links and allreduce ran over tcp: a verbs profile finds no evidence in them, and says so.
+echo '{"name": "over-verbs", "transport": "verbs"}' >"$work/verbs.json"
+expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/verbs.json"
+expect_out "under profile $work/verbs.json \\(links and allreduce over verbs\\)"
+[[ $(grep -c "UNVERIFIED (links): the link matrix was measured over tcp, and profile $work/verbs.json accepts over verbs" "$work/out") == 3 ]] ||
+  fail "not every node's links are UNVERIFIED under a verbs profile"
 expect_rc 2 "$rb" report --accept "$work/acc" --k8s "$work/no/such/k8s.yaml"
 expect_out "^--k8s $work/no/such/k8s.yaml: cannot write"
 expect_rc 2 "$rb" report "$work/acc/stages" --k8s "$work/k.yaml"

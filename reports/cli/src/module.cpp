@@ -67,8 +67,8 @@ int accept_report(const std::string& dir, const std::string& profile_name, const
       throw InputError(fmt::format("--profile: {}", e.what()));
     }
   }
-  std::cout << fmt::format("accept {} judged again from its records under profile {}{}\n", dir, profile.file,
-                           profile_name.empty() ? " (the one it ran under)" : "");
+  std::cout << fmt::format("accept {} judged again from its records under profile {}{} (links and allreduce over {})\n", dir,
+                           profile.file, profile_name.empty() ? " (the one it ran under)" : "", profile.transport);
   const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile);
   std::cout << "\n" << accept::verdict_table(verdicts);
   accept::write_actions(actions, verdicts, accept::stamp_of(recorded, actions.valid_h));

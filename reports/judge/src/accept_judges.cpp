@@ -310,6 +310,10 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     history.push_back(std::move(h));
   }
   const bool bandwidth = metric.find("Gbps") != std::string::npos;  // else a latency in us
+  // "write_bw over verbs, ": which probe measured the figures (a tcp and a verbs matrix differ)
+  const json& probe = (*pairs.front())["params"];
+  const std::string measured_by =
+      probe.contains("test") && probe.contains("transport") ? fmt::format("{} over {}, ", probe["test"].get<std::string>(), probe["transport"].get<std::string>()) : "";
   RetestPolicy policy;
   policy.rule.higher_is_better = bandwidth;
   policy.rule.bw_fraction = profile.link_fraction;
@@ -345,7 +349,7 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
     const std::string unit = bandwidth ? " Gb/s" : " us";
     const std::string rule = bandwidth ? fmt::format("a pair below {}% of it is bad", number(profile.link_fraction * 100))
                                        : fmt::format("a pair above {}x it is bad", number(policy.rule.lat_factor));
-    const std::string figures = fmt::format("pairs with {}: {}–{}{} against the best pair's {}{} ({}; {})", host, number(*lo),
+    const std::string figures = fmt::format("{}pairs with {}: {}–{}{} against the best pair's {}{} ({}; {})", measured_by, host, number(*lo),
                                             number(*hi), unit, number(j.best), unit, best_pair, rule);
     if (unsettled.count(host)) {
       v.fail(host, {kUnverified, "links", fmt::format("{}; under this profile the pair(s) {} would be retested alone, which this "
@@ -370,6 +374,27 @@ std::vector<const StageRun*> runs_of(const Acceptance& a, const std::string& sta
     if (s.stage == stage) out.push_back(&s);
   }
   return out;
+}
+
+// Links and allreduce measure the transport: a stage measured over another transport than the profile
+// accepts over, or the links with another probe, is no evidence under it. "" when they agree.
+std::string measured_otherwise(const std::vector<const StageRun*>& runs, const Profile& p) {
+  for (const StageRun* s : runs) {
+    for (const auto& r : s->records) {
+      if (r.value("kind", "") != "result" || !r.contains("params")) continue;
+      const json& params = r["params"];
+      const std::string transport = params.value("transport", p.transport);
+      if (transport != p.transport) {
+        return fmt::format("measured over {}, and profile {} accepts over {}: run accept under it", transport, p.file, p.transport);
+      }
+      const std::string test = params.value("test", "");
+      if (s->stage == "links" && !test.empty() && test != link_probe_test(p)) {
+        return fmt::format("measured with the {} probe, and profile {} judges links by {}: run accept under it", test, p.file,
+                           link_probe_test(p));
+      }
+    }
+  }
+  return "";
 }
 
 // "(exit 3, twice)": a stage that did not complete was run once more.
@@ -450,14 +475,20 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
   // Stages 2 and 3: the link matrix, and the allreduce against it (or against the rated link).
   if (reachable.size() >= 2) {
     const auto links = runs_of(a, "links");
+    const std::string links_otherwise = links.empty() ? "" : measured_otherwise({links.back()}, profile);
     for (const auto& n : reachable) {
       if (links.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was not recorded (the acceptance ended before it)"});
       else if (!links.back()->completed()) v.fail(n.host, {kUnverified, "links", "the link matrix did not complete " + exits(links)});
+      else if (!links_otherwise.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was " + links_otherwise});
     }
-    if (!links.empty() && links.back()->completed()) judge_links(v, links.back()->records, rows(reachable), profile);
+    if (!links.empty() && links.back()->completed() && links_otherwise.empty()) judge_links(v, links.back()->records, rows(reachable), profile);
     // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
     const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);
-    if (t.defined()) {
+    const std::string allreduce_otherwise = measured_otherwise(runs_of(a, "allreduce"), profile);
+    if (t.defined() && !allreduce_otherwise.empty()) {
+      for (const auto& n : reachable) v.fail(n.host, {kUnverified, "allreduce", "the allreduce was " + allreduce_otherwise});
+      v.ran("allreduce", rows(reachable));
+    } else if (t.defined()) {
       judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);
       v.ran("allreduce", rows(reachable));
     }
