@@ -1,4 +1,4 @@
-// Test tool: judge_tcp_incast on a results.jsonl, one line per host ("HOST VERDICT"), its evidence
+// Test tool: judge_incast on a results.jsonl (over tcp, or the transport given), one line per host ("HOST VERDICT"), its evidence
 // indented under it; for the netns tests, until report and accept show the verdict themselves.
 #include <fstream>
 #include <iostream>
@@ -8,8 +8,8 @@
 #include "rocebench/reports/lossless_verdict.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: lossless_judge RESULTS.jsonl\n";
+  if (argc != 2 && argc != 3) {
+    std::cerr << "usage: lossless_judge RESULTS.jsonl [tcp|verbs]\n";
     return 2;
   }
   std::ifstream in(argv[1]);
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) records.push_back(rocebench::json::parse(line));
   }
-  for (const auto& h : rocebench::reports::judge_tcp_incast(records)) {
+  for (const auto& h : rocebench::reports::judge_incast(records, argc == 3 ? argv[2] : "tcp")) {
     std::cout << h.host << " " << h.verdict << "\n";
     for (const auto& e : h.evidence) std::cout << "  " << e << "\n";
   }

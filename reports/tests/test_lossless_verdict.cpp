@@ -44,6 +44,10 @@ std::vector<json> incast_run(Retransmits retransmits, std::map<std::string, int>
   return out;
 }
 
+std::vector<LosslessHost> judge_tcp(const std::vector<json>& records, const LosslessRule& rule = {}) {
+  return judge_incast(records, "tcp", rule);
+}
+
 std::map<std::string, LosslessHost> by_host(const std::vector<LosslessHost>& verdicts) {
   std::map<std::string, LosslessHost> out;
   for (const auto& v : verdicts) out[v.host] = v;
@@ -60,7 +64,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(Lossless, TheHostOnALossyLinkIsNamedAloneWithItsCounters) {
   // h3's link drops both ways: h3 retransmits to everyone, everyone retransmits to h3.
-  const auto v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string& r) {
+  const auto v = by_host(judge_tcp(incast_run([](const std::string& s, const std::string& r) {
     return s == "h3" ? 40 : r == "h3" ? 25 : 0;
   })));
   ASSERT_EQ(v.size(), 4u);
@@ -76,7 +80,7 @@ TEST(Lossless, TheHostOnALossyLinkIsNamedAloneWithItsCounters) {
 
 TEST(Lossless, AReceiverWhoseEverySenderLostIsNamedAlone) {
   // Only h3's link in drops (its queue overflows under incast); h3 itself sends without loss.
-  const auto v = by_host(judge_tcp_incast(incast_run([](const std::string&, const std::string& r) {
+  const auto v = by_host(judge_tcp(incast_run([](const std::string&, const std::string& r) {
     return r == "h3" ? 300 : 0;
   })));
   EXPECT_EQ(v.at("h3").verdict, "LOSSY");
@@ -86,25 +90,25 @@ TEST(Lossless, AReceiverWhoseEverySenderLostIsNamedAlone) {
 
 TEST(Lossless, AShapersFewTailDropsAreWithinTheShareTheNextOneIsNot) {
   // 3 of 20,000 segments again on every pair: what the bed's tbf drops under incast, within 0.1%.
-  auto v = by_host(judge_tcp_incast(incast_run([](const std::string&, const std::string&) { return 3; })));
+  auto v = by_host(judge_tcp(incast_run([](const std::string&, const std::string&) { return 3; })));
   for (const auto& h : kHosts) EXPECT_EQ(v.at(h).verdict, "OK") << h;
   // The limit is the rule's: 20 of 20,000 is 0.1%, not above it; 21 is.
-  v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string&) { return s == "h2" ? 20 : 0; })));
+  v = by_host(judge_tcp(incast_run([](const std::string& s, const std::string&) { return s == "h2" ? 20 : 0; })));
   EXPECT_EQ(v.at("h2").verdict, "OK");
-  v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string&) { return s == "h2" ? 21 : 0; })));
+  v = by_host(judge_tcp(incast_run([](const std::string& s, const std::string&) { return s == "h2" ? 21 : 0; })));
   EXPECT_EQ(v.at("h2").verdict, "LOSSY");
-  v = by_host(judge_tcp_incast(incast_run([](const std::string&, const std::string&) { return 3; }), {.retransmit_share = 0}));
+  v = by_host(judge_tcp(incast_run([](const std::string&, const std::string&) { return 3; }), {.retransmit_share = 0}));
   EXPECT_EQ(v.at("h1").verdict, "LOSSY");
 }
 
 TEST(Lossless, LossEverywhereNamesEveryHostItWasSeenOn) {
   // Drops in every turn (a shared queue too short): no one host explains them, so none is left OK.
-  const auto v = by_host(judge_tcp_incast(incast_run([](const std::string&, const std::string&) { return 300; })));
+  const auto v = by_host(judge_tcp(incast_run([](const std::string&, const std::string&) { return 300; })));
   for (const auto& h : kHosts) EXPECT_EQ(v.at(h).verdict, "LOSSY") << h;
 }
 
 TEST(Lossless, EcnMarksWithoutRetransmissionsAreCongestionControlAtWork) {
-  const auto v = by_host(judge_tcp_incast(
+  const auto v = by_host(judge_tcp(
       incast_run([](const std::string&, const std::string&) { return 0; }, {{"h0", 900}, {"h2", 15}})));
   for (const auto& h : kHosts) EXPECT_EQ(v.at(h).verdict, "OK") << h;
   EXPECT_NE(joined(v.at("h0").evidence).find("h0: ECN marked (ipext_InCEPkts +900) and tcp_RetransSegs did not rise"),
@@ -115,17 +119,17 @@ TEST(Lossless, EcnMarksWithoutRetransmissionsAreCongestionControlAtWork) {
 
 TEST(Lossless, AStalledReceiverIsCongestedWithItsFigures) {
   const auto none = [](const std::string&, const std::string&) { return 0; };
-  auto v = by_host(judge_tcp_incast(incast_run(none, {}, {{"h1", 0.2}})));
+  auto v = by_host(judge_tcp(incast_run(none, {}, {{"h1", 0.2}})));
   EXPECT_EQ(v.at("h1").verdict, "CONGESTED");
   EXPECT_NE(joined(v.at("h1").evidence).find("h1 as receiver: 100 ms goodput p1 0.200 Gb/s is below 0.5 of its p50 0.480"),
             std::string::npos)
       << joined(v.at("h1").evidence);
   EXPECT_EQ(v.at("h0").verdict, "OK");
   // The share is the rule's: at 0.3 the same stall is within it.
-  v = by_host(judge_tcp_incast(incast_run(none, {}, {{"h1", 0.2}}), {.stall_share = 0.3}));
+  v = by_host(judge_tcp(incast_run(none, {}, {{"h1", 0.2}}), {.stall_share = 0.3}));
   EXPECT_EQ(v.at("h1").verdict, "OK");
   // Loss outranks a stall.
-  v = by_host(judge_tcp_incast(incast_run([](const std::string& s, const std::string&) { return s == "h1" ? 90 : 0; },
+  v = by_host(judge_tcp(incast_run([](const std::string& s, const std::string&) { return s == "h1" ? 90 : 0; },
                                           {}, {{"h1", 0.2}})));
   EXPECT_EQ(v.at("h1").verdict, "LOSSY");
 }
@@ -137,12 +141,126 @@ TEST(Lossless, CountersNotReadAreUnverifiedNeverOk) {
       r["metrics"].erase("tcp_RetransSegs");
     }
   }
-  const auto v = by_host(judge_tcp_incast(records));
+  const auto v = by_host(judge_tcp(records));
   EXPECT_EQ(v.at("h2").verdict, "unverified");
   EXPECT_NE(joined(v.at("h2").evidence).find("h2: tcp_RetransSegs was not read in the turn(s) of receiver h0"),
             std::string::npos)
       << joined(v.at("h2").evidence);
   EXPECT_EQ(v.at("h1").verdict, "OK");
   // Records of other steps, transports, or that did not end ok, judge nothing.
-  EXPECT_TRUE(judge_tcp_incast({json{{"kind", "result"}, {"step", "microbench.probe"}, {"status", "ok"}}}).empty());
+  EXPECT_TRUE(judge_tcp({json{{"kind", "result"}, {"step", "microbench.probe"}, {"status", "ok"}}}).empty());
+}
+
+// ---- over verbs: the NIC's counters in the shared vocabulary ----------------------------------
+
+namespace {
+
+// A verbs incast as microbench.incast records it on rxe: every host receives once; `nic(host, receiver)`
+// gives the host's counter deltas in that turn (nic_tx_packets 50000 unless it says otherwise).
+template <typename Nic>
+std::vector<json> verbs_run(Nic nic) {
+  std::vector<json> out;
+  for (const auto& receiver : kHosts) {
+    json receiver_record = incast_record("h0", {{"receiver", receiver}},
+                                         {{"goodput_Gbps", 0.47}, {"interval_goodput_Gbps_p1", 0.45}, {"interval_goodput_Gbps_p50", 0.48}});
+    receiver_record["params"]["transport"] = "verbs";
+    receiver_record["params"]["test"] = "write_bw";
+    out.push_back(receiver_record);
+    for (const auto& host : kHosts) {
+      json metrics = {{"nic_tx_packets", 50000}};
+      metrics.update(nic(host, receiver));
+      json r = incast_record(host, {{"receiver", receiver}, {"role", host == receiver ? "receiver" : "sender"}, {"counters", "nic"}}, metrics);
+      r["params"]["transport"] = "verbs";
+      r["params"]["test"] = "write_bw";
+      r["samples"] = {{"counter_sources", {{"seq_naks_rx", "hw_counters/rcvd_seq_err"}, {"ack_timeouts", "hw_counters/completer_retry_err"}}}};
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+json no_loss() { return {{"nic_seq_naks_rx", 0}, {"nic_ack_timeouts", 0}, {"nic_retries_exceeded", 0}}; }
+
+json with(json deltas, const json& more) {
+  deltas.update(more);
+  return deltas;
+}
+
+}  // namespace
+
+TEST(LosslessVerbs, TheHostOnALossyLinkIsNamedAloneByItsSendersSequenceNaksAndTimeouts) {
+  // h3's link drops both ways: h3's requests draw sequence NAKs, everyone's requests to h3 time out.
+  const auto v = by_host(judge_incast(verbs_run([](const std::string& host, const std::string& receiver) {
+                                        if (host == receiver) return no_loss();
+                                        if (host == "h3") return with(no_loss(), {{"nic_seq_naks_rx", 140}});
+                                        return receiver == "h3" ? with(no_loss(), {{"nic_ack_timeouts", 90}}) : no_loss();
+                                      }),
+                                      "verbs"));
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v.at("h3").verdict, "LOSSY");
+  for (const char* fine : {"h0", "h1", "h2"}) EXPECT_EQ(v.at(fine).verdict, "OK") << joined(v.at(fine).evidence);
+  const std::string evidence = joined(v.at("h3").evidence);
+  EXPECT_NE(evidence.find("h3: nic_seq_naks_rx (hw_counters/rcvd_seq_err) rose by 140 of 50000 nic_tx_packets while h3 sent to h0 "
+                          "(packets lost: the requester went back and resent them)"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("h1: nic_ack_timeouts (hw_counters/completer_retry_err) rose by 90 of 50000"), std::string::npos) << evidence;
+  EXPECT_NE(joined(v.at("h0").evidence).find("h0: nic_seq_naks_rx, nic_ack_timeouts, nic_retries_exceeded did not rise in any turn"),
+            std::string::npos)
+      << joined(v.at("h0").evidence);
+  // The same counters within the rule's share (0.1% of 50000 packets) are not loss.
+  const auto within = by_host(judge_incast(verbs_run([](const std::string& host, const std::string& receiver) {
+                                             return host != receiver && host == "h3" ? with(no_loss(), {{"nic_seq_naks_rx", 50}}) : no_loss();
+                                           }),
+                                           "verbs"));
+  EXPECT_EQ(within.at("h3").verdict, "OK");
+  // TCP records are not verbs evidence, and the other way round.
+  EXPECT_TRUE(judge_incast(verbs_run([](const std::string&, const std::string&) { return no_loss(); }), "tcp").empty());
+}
+
+TEST(LosslessVerbs, DiscardsOrAStoppedPauseStormAreLossOnTheHostThatCountsThem) {
+  // A ConnectX receiver drops for lack of buffer (PFC not holding the senders back): no sender resent
+  // more than the share, yet the discards are loss.
+  const auto v = by_host(judge_incast(verbs_run([](const std::string& host, const std::string& receiver) {
+                                        return host == "h2" && receiver == "h2" ? with(no_loss(), {{"nic_rx_discards_phy", 310}}) : no_loss();
+                                      }),
+                                      "verbs"));
+  EXPECT_EQ(v.at("h2").verdict, "LOSSY");
+  EXPECT_NE(joined(v.at("h2").evidence).find("h2: nic_rx_discards_phy rose by 310 over the incast (packets dropped)"), std::string::npos)
+      << joined(v.at("h2").evidence);
+  EXPECT_EQ(v.at("h1").verdict, "OK");
+  const auto storm = by_host(judge_incast(verbs_run([](const std::string& host, const std::string&) {
+                                            return host == "h1" ? with(no_loss(), {{"nic_pause_storm_error_events", 1}}) : no_loss();
+                                          }),
+                                          "verbs"));
+  EXPECT_EQ(storm.at("h1").verdict, "LOSSY");
+}
+
+TEST(LosslessVerbs, IgnoredCnpsAreCongestedAndMarksWithoutLossAreCongestionControlAtWork) {
+  const auto v = by_host(judge_incast(verbs_run([](const std::string& host, const std::string& receiver) {
+                                        if (host == "h1") return with(no_loss(), {{"nic_cnp_ignored", 12}});
+                                        if (host == receiver) return with(no_loss(), {{"nic_ecn_marked_rx", 800}, {"nic_cnp_sent", 800}});
+                                        return with(no_loss(), {{"nic_cnp_handled", 260}});
+                                      }),
+                                      "verbs"));
+  EXPECT_EQ(v.at("h1").verdict, "CONGESTED");
+  EXPECT_NE(joined(v.at("h1").evidence).find("h1: nic_cnp_ignored rose by 48 over the incast"), std::string::npos)
+      << joined(v.at("h1").evidence);
+  EXPECT_EQ(v.at("h0").verdict, "OK");
+  EXPECT_NE(joined(v.at("h0").evidence).find("h0: ECN marked (nic_cnp_handled +780, nic_cnp_sent +800, nic_ecn_marked_rx +800) and"),
+            std::string::npos)
+      << joined(v.at("h0").evidence);
+}
+
+TEST(LosslessVerbs, ADriverThatCountsNoLossIsUnverifiedNamingTheCounters) {
+  const auto v = by_host(judge_incast(verbs_run([](const std::string& host, const std::string&) {
+                                        return host == "h2" ? json::object() : no_loss();
+                                      }),
+                                      "verbs"));
+  EXPECT_EQ(v.at("h2").verdict, "unverified");
+  EXPECT_NE(joined(v.at("h2").evidence)
+                .find("h2: nic_seq_naks_rx, nic_ack_timeouts, nic_retries_exceeded were not read in the turn(s) of receiver h0, h1, h2, h3"),
+            std::string::npos)
+      << joined(v.at("h2").evidence);
+  EXPECT_EQ(v.at("h0").verdict, "OK");
 }

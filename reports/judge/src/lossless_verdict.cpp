@@ -14,19 +14,46 @@ namespace rocebench::reports {
 
 namespace {
 
-constexpr const char* kRetransmitted = "tcp_RetransSegs";
-constexpr const char* kSent = "tcp_OutSegs";
-// The kernel's ECN evidence: CE-marked packets in, and segments delivered with CE.
-constexpr const char* kEcnCounters[] = {"ipext_InCEPkts", "tcpext_TCPDeliveredCE"};
+// What each transport's counters say of loss, declared once. A turn's sender is lossy when its
+// `sender_loss` counters rose by more than the rule's share of `sent`: it went back and sent again.
+struct LossCounters {
+  std::vector<std::string> sender_loss;
+  std::string sent;
+  std::string meaning;                     // of sender_loss rising, in words
+  std::vector<std::string> marks;          // congestion signalled without loss (ECN, CNPs)
+  std::vector<std::string> host_loss;      // loss that needs no pair: on whichever host counts it
+  std::vector<std::string> host_congested; // congestion that needs no pair
+};
 
-bool is_tcp_incast(const json& r) {
+const LossCounters& loss_counters(const std::string& transport) {
+  static const LossCounters tcp{{"tcp_RetransSegs"}, "tcp_OutSegs", "segments lost and sent again",
+                                {"ipext_InCEPkts", "tcpext_TCPDeliveredCE"}, {}, {}};
+  // The NIC's, in the shared vocabulary (common/nic_counters.hpp), as microbench.incast records them.
+  static const LossCounters nic{{"nic_seq_naks_rx", "nic_ack_timeouts", "nic_retries_exceeded"},
+                                "nic_tx_packets",
+                                "packets lost: the requester went back and resent them",
+                                {"nic_ecn_marked_rx", "nic_cnp_sent", "nic_cnp_handled"},
+                                {"nic_rx_discards_phy", "nic_pause_storm_error_events"},
+                                {"nic_cnp_ignored", "nic_pause_storm_warning_events"}};
+  return transport == "tcp" ? tcp : nic;
+}
+
+bool is_incast(const json& r, const std::string& transport) {
   return r.value("kind", "") == "result" && r.value("step", "") == "microbench.incast" &&
-         r.value("status", "") == "ok" && r.contains("params") && r["params"].value("transport", "") == "tcp";
+         r.value("status", "") == "ok" && r.contains("params") && r["params"].value("transport", "") == transport;
+}
+
+// "nic_seq_naks_rx (hw_counters/rcvd_seq_err)": a NIC counter with the driver's own name it was read from.
+std::string labelled(const json& record, const std::string& metric) {
+  const std::string shared = metric.starts_with("nic_") ? metric.substr(4) : "";
+  const json sources = record.value("samples", json::object()).value("counter_sources", json::object());
+  return sources.contains(shared) ? fmt::format("{} ({})", metric, sources[shared].get<std::string>()) : metric;
 }
 
 }  // namespace
 
-std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, const LosslessRule& rule) {
+std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule) {
+  const LossCounters& c = loss_counters(transport);
   std::vector<std::string> hosts;  // first named first
   auto index_of = [&](const std::string& host) {
     const auto it = std::find(hosts.begin(), hosts.end(), host);
@@ -34,14 +61,16 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
     hosts.push_back(host);
     return static_cast<int>(hosts.size() - 1);
   };
+  using Deltas = std::map<std::string, std::int64_t>;                // counter -> delta
   std::set<std::string> receivers;                                    // every turn of the run
-  std::map<int, std::map<std::string, std::int64_t>> retransmitted;   // sender -> receiver -> delta
-  std::map<int, std::map<std::string, std::int64_t>> sent;            // sender -> receiver -> tcp_OutSegs
+  std::map<int, std::map<std::string, Deltas>> lost;                  // sender -> receiver -> its sender_loss deltas
+  std::map<int, std::map<std::string, std::int64_t>> sent;            // sender -> receiver -> c.sent
   std::map<int, std::set<std::string>> counted;                       // host -> turns its counters were read
-  std::map<int, std::map<std::string, std::int64_t>> ecn;             // host -> counter -> delta
+  std::map<int, Deltas> marks, host_loss, host_congested;             // host -> counter -> delta over the turns
+  std::map<std::string, std::string> labels;                          // counter -> with its source name
   std::map<int, std::vector<std::string>> stalls;                     // receiver -> evidence
   for (const json& r : records) {
-    if (!is_tcp_incast(r)) continue;
+    if (!is_incast(r, transport)) continue;
     const json& p = r["params"];
     const json metrics = r.value("metrics", json::object());
     const std::string receiver = p.value("receiver", "");
@@ -57,17 +86,40 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
       continue;
     }
     const int host = index_of(r.value("host", ""));
-    if (!metrics.contains(kRetransmitted)) continue;  // not read: the host stays unverified for this turn
+    const bool read = std::any_of(c.sender_loss.begin(), c.sender_loss.end(), [&](const std::string& m) { return metrics.contains(m); });
+    if (!read) continue;  // not read: the host stays unverified for this turn
     counted[host].insert(receiver);
+    auto add = [&](Deltas& into, const std::vector<std::string>& names) {
+      for (const auto& m : names) {
+        if (!metrics.contains(m)) continue;
+        into[m] += metrics[m].get<std::int64_t>();
+        labels.emplace(m, labelled(r, m));
+      }
+    };
     if (p.value("role", "") == "sender") {
-      retransmitted[host][receiver] += metrics[kRetransmitted].get<std::int64_t>();
-      sent[host][receiver] += metrics.value(kSent, std::int64_t{0});
+      add(lost[host][receiver], c.sender_loss);
+      sent[host][receiver] += metrics.value(c.sent, std::int64_t{0});
     }
-    for (const char* name : kEcnCounters) ecn[host][name] += metrics.value(name, std::int64_t{0});
+    add(marks[host], c.marks);
+    add(host_loss[host], c.host_loss);
+    add(host_congested[host], c.host_congested);
   }
   for (const std::string& receiver : receivers) index_of(receiver);
+  auto total = [](const Deltas& d) {
+    std::int64_t sum = 0;
+    for (const auto& [name, value] : d) sum += value;
+    return sum;
+  };
+  // "nic_rx_discards_phy (ethtool/rx_discards_phy) rose by 12 and …": the counters of `d` that rose.
+  auto rises = [&](const Deltas& d) {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : d) {
+      if (value > 0) out.push_back(fmt::format("{} rose by {}", labels[name], value));
+    }
+    return fmt::format("{}", fmt::join(out, " and "));
+  };
 
-  // The turns' (receiver, sender) pairs, and those in which the sender retransmitted. A pair's loss is on
+  // The turns' (receiver, sender) pairs, and those in which the sender sent again. A pair's loss is on
   // the receiver's link in or the sender's link out, so the bad-host rule sees each host twice, as its
   // link in (index h) and its link out (h + n): a receiver whose every sender lost is named even when it
   // sent without loss (an incast overflows the receiver's queue, not the senders').
@@ -78,7 +130,7 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
     for (int sender = 0; sender < n; ++sender) {
       if (sender == r || !counted[sender].count(receiver)) continue;
       measured.emplace_back(r, sender + n);
-      const auto again = static_cast<double>(retransmitted[sender][receiver]);
+      const auto again = static_cast<double>(total(lost[sender][receiver]));
       if (again > 0 && again > rule.retransmit_share * static_cast<double>(sent[sender][receiver])) {
         lossy.emplace_back(r, sender + n);
         lossy_hosts.emplace_back(r, sender);
@@ -94,40 +146,44 @@ std::vector<LosslessHost> judge_tcp_incast(const std::vector<json>& records, con
   std::vector<LosslessHost> out;
   for (int h = 0; h < static_cast<int>(hosts.size()); ++h) {
     LosslessHost v{hosts[static_cast<std::size_t>(h)], "OK", {}};
-    const bool is_lossy = std::find(named.begin(), named.end(), h) != named.end();
-    if (is_lossy) {
+    if (std::find(named.begin(), named.end(), h) != named.end()) {
       v.verdict = "LOSSY";
       for (const auto& [a, b] : lossy_hosts) {
         if (a != h && b != h) continue;
         const std::string& sender = hosts[static_cast<std::size_t>(b)];
         const std::string& receiver = hosts[static_cast<std::size_t>(a)];
-        v.evidence.push_back(fmt::format("{}: {} rose by {} of {} {} while {} sent to {} (segments lost and sent again)",
-                                         sender, kRetransmitted, retransmitted[b][receiver], sent[b][receiver], kSent,
-                                         sender, receiver));
+        v.evidence.push_back(fmt::format("{}: {} of {} {} while {} sent to {} ({})", sender, rises(lost[b][receiver]),
+                                         sent[b][receiver], c.sent, sender, receiver, c.meaning));
       }
+    }
+    if (total(host_loss[h]) > 0) {
+      v.verdict = "LOSSY";
+      v.evidence.push_back(fmt::format("{}: {} over the incast (packets dropped)", v.host, rises(host_loss[h])));
     }
     std::vector<std::string> unread;
     for (const std::string& receiver : receivers) {
       if (!counted[h].count(receiver)) unread.push_back(receiver);
     }
-    if (!is_lossy && !unread.empty()) {
+    if (v.verdict != "LOSSY" && !unread.empty()) {
       v.verdict = "unverified";
-      v.evidence.push_back(fmt::format("{}: {} was not read in the turn(s) of receiver {}: no loss verdict without it",
-                                       v.host, kRetransmitted, fmt::join(unread, ", ")));
+      v.evidence.push_back(fmt::format("{}: {} {} not read in the turn(s) of receiver {}: no loss verdict without it", v.host,
+                                       fmt::join(c.sender_loss, ", "), c.sender_loss.size() == 1 ? "was" : "were",
+                                       fmt::join(unread, ", ")));
     }
-    if (v.verdict == "OK" && stalls.count(h)) {
+    if (v.verdict == "OK" && (stalls.count(h) || total(host_congested[h]) > 0)) {
       v.verdict = "CONGESTED";
       v.evidence = stalls[h];
+      if (total(host_congested[h]) > 0) v.evidence.push_back(fmt::format("{}: {} over the incast", v.host, rises(host_congested[h])));
     }
     if (v.verdict == "OK") {
-      std::vector<std::string> marks;
-      for (const char* name : kEcnCounters) {
-        if (ecn[h][name] > 0) marks.push_back(fmt::format("{} +{}", name, ecn[h][name]));
+      std::vector<std::string> seen;
+      for (const auto& [name, value] : marks[h]) {
+        if (value > 0) seen.push_back(fmt::format("{} +{}", name, value));
       }
-      v.evidence.push_back(marks.empty()
-                               ? fmt::format("{}: {} did not rise in any turn", v.host, kRetransmitted)
-                               : fmt::format("{}: ECN marked ({}) and {} did not rise: congestion control at work",
-                                             v.host, fmt::join(marks, ", "), kRetransmitted));
+      const std::string loss = fmt::format("{}", fmt::join(c.sender_loss, ", "));
+      v.evidence.push_back(seen.empty() ? fmt::format("{}: {} did not rise in any turn", v.host, loss)
+                                        : fmt::format("{}: ECN marked ({}) and {} did not rise: congestion control at work",
+                                                      v.host, fmt::join(seen, ", "), loss));
     }
     out.push_back(std::move(v));
   }
