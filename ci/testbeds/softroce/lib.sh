@@ -20,16 +20,18 @@ softroce_host_ip() {
   awk -v h="$1" 'NR == h + 1 {print $2}' "${SOFTROCE_HOSTS:?not a bed host (guest.sh run --hosts)}"
 }
 
-# The server's side of the go-ahead: waits (up to $1 s, default 120) until the client has taken it.
+# The server's side of the go-ahead: waits (up to $1 s, default 120) until a client has taken it. The word
+# "go" is the go-ahead, not the connection: with more than one client, a second one connecting at once lands
+# in the listen backlog, and its connect succeeds although no one accepts it (it then reads nothing, and tries again).
 softroce_go_ahead() {
-  timeout "${1:-120}" busybox nc -l -p $SOFTROCE_READY_PORT -e true
+  timeout "${1:-120}" busybox nc -l -p $SOFTROCE_READY_PORT -e echo go
 }
 
 # The client's side: waits (up to $1 s, default 120) until the server at SOFTROCE_PEER gives the go-ahead.
 softroce_await_go_ahead() {
   _until=$(($(date +%s) + ${1:-120}))
   while [ "$(date +%s)" -lt $_until ]; do
-    busybox nc -w 2 "$SOFTROCE_PEER" $SOFTROCE_READY_PORT -e true 2>/dev/null && return 0
+    timeout 5 busybox nc -w 2 "$SOFTROCE_PEER" $SOFTROCE_READY_PORT -e sh -c 'read w; [ "$w" = go ]' 2>/dev/null && return 0
     sleep 0.2
   done
   echo "no go-ahead from $SOFTROCE_PEER:$SOFTROCE_READY_PORT after ${1:-120} s" >&2
