@@ -13,42 +13,11 @@ RB=$1
 . "$2"
 export ROCEBENCH_AGENT_TOKEN=$3
 SLOW=$4
-PORT=7411
-world=$(wc -l <"$SOFTROCE_HOSTS")
-failures=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-# on_every_host SECONDS WHAT ARGV...: host 0 runs ARGV on every other host through its agent, each until it
-# succeeds or SECONDS pass (an agent not yet up refuses the connection): the bed's barriers go through the
-# agents, as the runs do (lib.sh's one-shot go-ahead is for pairs: with 3 peers, two connecting at once both
-# pass the one listen).
-on_every_host() {
-  _seconds=$1 _what=$2
-  shift 2
-  k=1
-  while [ $k -lt "$world" ]; do
-    _until=$(($(date +%s) + _seconds))
-    until "$RB" agent --run "$(softroce_host_ip $k):$PORT" -- "$@" 2>>relay.log; do
-      [ "$(date +%s)" -lt $_until ] || { fail "$_what: host $k's agent did not run it within $_seconds s"; break; }
-      sleep 1
-    done
-    k=$((k + 1))
-  done
-}
-END=/tmp/softroce-agents-end
-
-cm=/sys/kernel/config/rdma_cm/$SOFTROCE_DEVICE
-mkdir -p $cm && echo 106 >$cm/ports/1/default_roce_tos || fail "cannot set rdma_cm's default ToS in $cm"
-"$RB" agent --listen "$SOFTROCE_IP:$PORT" 2>agent.log &
-agent=$!
-i=0
-while [ $i -lt 200 ] && ! grep -q "listening on" agent.log; do sleep 0.1; i=$((i + 1)); done
-grep -q "listening on" agent.log || fail "host $SOFTROCE_HOST's agent is not listening after 20 s"
+. "$(dirname "$2")/agents.sh"
+agents_up
 # The runs write into the guest's own /tmp (tmpfs): netcheck's capture of sysfs, thousands of small files,
 # crawls over the 9p share of the working directory under TCG (over 5 minutes for one host).
 if [ "$SOFTROCE_HOST" = 0 ]; then
-  on_every_host 300 "the agents" true
-  awk -v port=$PORT '{print $1, $2, "agent=" port}' "$SOFTROCE_HOSTS" >hosts-agents
   cat >verbs-profile.json <<JSON
 {"name": "softroce-verbs", "transport": "verbs", "rdma_required": true,
  "link": {"test": "bw", "bytes": 65536, "duration_s": 1, "fraction_of_best": 0.35},
@@ -102,20 +71,6 @@ print("models.scaling:", got)
 sys.exit(got != sorted((n, "verbs", "ok") for n in (1, 2, world)))
 PY
   mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl
-  on_every_host 60 "the end of the runs" touch $END
-else
-  i=0
-  while [ $i -lt 600 ] && [ ! -e $END ]; do sleep 1; i=$((i + 1)); done
-  [ -e $END ] || fail "host 0 did not end its runs within 600 s"
 fi
-grep "rank" agent.log
-i=0
-while [ $i -lt 100 ] && [ -n "$(pgrep -P $agent)" ]; do sleep 0.1; i=$((i + 1)); done
-left=$(pgrep -P $agent)
-if [ -z "$left" ]; then pass "no child of host $SOFTROCE_HOST's agent is left after the runs"; else fail "children left: $left"; fi
-kill -TERM $agent
-wait $agent
-rc=$?
-if [ $rc = 0 ]; then pass "host $SOFTROCE_HOST's agent ends on SIGTERM"; else fail "host $SOFTROCE_HOST's agent exited $rc on SIGTERM"; fi
-echo "== $failures failure(s)"
+agents_end
 [ $failures -eq 0 ]
