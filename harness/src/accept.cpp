@@ -143,6 +143,7 @@ class Acceptance {
     const std::vector<Node> reachable = hosts_stage();
     if (reachable.size() >= 2) {
       links_stage(reachable);
+      if (!options_.quick && profile_.lossless) lossless_stage(reachable);
       if (!options_.quick) allreduce_stage(reachable);
     } else {
       std::cout << "accept: fewer than 2 reachable nodes: no link or collective stage\n";
@@ -268,6 +269,14 @@ class Acceptance {
     launch_retried("links", group, one_step("microbench.allpairs", params));
   }
 
+  // Stage 2b, where the profile asks it: lossless under load. Each node is once the receiver of an
+  // incast from all the others, every node's counters read around each turn (over tcp the kernel's,
+  // over verbs the NIC's): the judge names the node whose link loses, and the one that stalls.
+  void lossless_stage(const std::vector<Node>& group) {
+    const json params = {{"transport", profile_.transport}, {"bytes", profile_.lossless_bytes}, {"duration_s", profile_.lossless_duration_s}};
+    launch_retried("lossless", group, one_step("microbench.incast", params));
+  }
+
   // Stage 3: allreduce over every reachable node, against the rated link or the median pair; the
   // search (retry, bisection, rounds) is the judge's, which says what to run next.
   void allreduce_stage(const std::vector<Node>& group) {
@@ -378,13 +387,15 @@ int accept_main(const Args& args) {
                 "Cluster acceptance: one verdict per node, PASS or FAIL with reason codes and evidence.\n"
                 "Stages, each a run of its own in <results>/<run-id>/stages/: (1) every node joins and runs netcheck;\n"
                 "a node that cannot join alone is UNREACHABLE, a failed check CONFIG; (2) the all-pairs link matrix,\n"
-                "slow pairs retested alone: LINK; (3) a ring allreduce over the reachable nodes, against the profile's\n"
+                "slow pairs retested alone: LINK; then, where the profile has a \"lossless\" section, an incast with every\n"
+                "node the receiver once and each node's loss counters read around it: LOSSY (resent or dropped\n"
+                "packets on its link), CONGESTED as a warning (its goodput stalled); (3) a ring allreduce over the reachable nodes, against the profile's\n"
                 "fraction of the median pair: when it is slow (also on retry), bisection isolates the node: SLOW;\n"
                 "(4) GEMM and host-to-device copies on every GPU of each node against the profile: GPU, naming the\n"
                 "GPU (a skip without a GPU, UNVERIFIED when the profile requires one); (5) a short data-parallel\n"
                 "training run over the reachable nodes: a node whose own compute delivers images/s below the\n"
                 "profile's fraction of the fleet's median: TRAIN.\n"
-                "Links, allreduce and training go over the profile's transport: tcp, or verbs (RC queue pairs).\n"
+                "Links, incast, allreduce and training go over the profile's transport: tcp, or verbs (RC queue pairs).\n"
                 "--quick runs (1), (2) with each node's two ring neighbours only, and (4), with shorter waits.\n"
                 "Writes accept.html, accept.md, accept.json and junit.xml (one suite per host); exit 1 when a node fails.");
     p.option("--hostfile", &o.hostfile, "the nodes ('host slots=N' lines); one rank per node", "FILE")
@@ -429,7 +440,7 @@ int accept_main(const Args& args) {
     else if (!o.run_id.empty()) refuse_used_results_dir("rocebench accept", dir, "--run-id", o.run_id);
     std::vector<Node> nodes = nodes_of(o);
     fs::create_directories(dir);
-    std::cout << fmt::format("accept{}: {} node(s), profile {} (links and allreduce over {}), results in {}\n", o.quick ? " --quick" : "",
+    std::cout << fmt::format("accept{}: {} node(s), profile {} (accepting over {}), results in {}\n", o.quick ? " --quick" : "",
                              nodes.size(), profile.file, profile.transport, dir.string());
     return Acceptance(o, std::move(nodes), dir, profile).run();
   });

@@ -7,6 +7,8 @@
 # Both write the same Kubernetes manifest and commands (--k8s, --k8s-commands), valid YAML with valid
 # labels, and the same Prometheus metrics (--metrics, checked by promtool); under the rated profile
 # every node is tainted and its metrics say why, its reason shortened to a valid label value.
+# With a profile asking lossless under load, the incast stage runs after the links and passes every node;
+# re-judged under a verbs profile, the tcp links and allreduce are UNVERIFIED, naming both transports.
 # A folder that is not an acceptance and a profile that does not exist: exit 2 naming the flag.
 # Exit 77 (skipped) without root or network namespaces.
 #   usage: test_accept_rejudge_netns.sh ROCEBENCH NETNS_SH
@@ -69,10 +71,21 @@ promtool check metrics <"$work/rated.prom" || fail "promtool refused the failing
 /usr/bin/python3 "$check_k8s" "$work/rated.k8s.yaml" $(verdicts fail) || fail "the failing manifest"
 [[ $(grep -c '"rocebench.io/accept-reason": "UNVERIFIED_against_0.850_Gb_s_' "$work/rated.k8s.yaml") == 3 ]] || fail "no shortened reason"
 grep -q "valid for 2 h" "$work/rated.k8s.yaml" || fail "--valid-hours 2 not written"
+# A profile that asks lossless under load adds the incast stage after the links: on healthy links no node
+# is LOSSY (a stalled receiver would only warn), and the records judge again to the same table.
+echo '{"name": "tcp-lossless", "lossless": {"duration_s": 0.5}}' >"$work/lossless.json"
+expect_rc 0 "$rb" accept --netns "$hosts" --profile "$work/lossless.json" --results-dir "$work/lossless" --deadline 20
+table "$work/out" >"$work/lossless.table"
+grep -q "^host .* links  *lossless  *allreduce" "$work/lossless.table" || fail "no lossless column after links"
+[[ $(grep -cE "^${prefix}[0-9] .* (ok \(no loss\)|ok \(ECN marked, no loss\)|warn CONGESTED) " "$work/lossless.table") == 3 ]] ||
+  fail "not every node's lossless cell is ok or a warning"
+[[ -f $work/lossless/stages/03-lossless/results.jsonl ]] || fail "the incast's records are not in stages/03-lossless"
+expect_rc 0 "$rb" report --accept "$work/lossless"
+table "$work/out" | diff "$work/lossless.table" - || fail "the lossless acceptance judged again gave another table"
 # The links and allreduce ran over tcp: a verbs profile finds no evidence in them, and says so.
 echo '{"name": "over-verbs", "transport": "verbs"}' >"$work/verbs.json"
 expect_rc 1 "$rb" report --accept "$work/acc" --profile "$work/verbs.json"
-expect_out "under profile $work/verbs.json \\(links and allreduce over verbs\\)"
+expect_out "under profile $work/verbs.json \\(accepting over verbs\\)"
 [[ $(grep -c "UNVERIFIED (links): the link matrix was measured over tcp, and profile $work/verbs.json accepts over verbs" "$work/out") == 3 ]] ||
   fail "not every node's links are UNVERIFIED under a verbs profile"
 expect_rc 2 "$rb" report --accept "$work/acc" --k8s "$work/no/such/k8s.yaml"

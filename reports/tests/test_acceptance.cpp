@@ -587,3 +587,66 @@ TEST(AcceptJudge, AQuickAcceptanceLeavesAllreduceAndTrainingOutAndAFullOneCannot
     EXPECT_EQ(n.findings.back().code, kUnverified) << verdict_table(f);
   }
 }
+
+namespace {
+
+// The lossless stage's microbench.incast records over tcp, as the step writes them: every node the
+// receiver once; a sender resends 40 of its 20,000 segments on a pair with `lossy` in it; the receiver
+// `stalled`'s 100 ms goodput p1 is a tenth of its p50.
+StageRun incast_stage(const std::vector<Node>& nodes, int number, const std::string& lossy, const std::string& stalled = "") {
+  std::vector<json> records;
+  const json series = {{"transport", "tcp"}, {"test", "bw"}, {"bytes", 65536}};
+  for (const auto& receiver : nodes) {
+    json params = series;
+    params["receiver"] = receiver.host;
+    records.push_back({{"kind", "result"}, {"step", "microbench.incast"}, {"status", "ok"}, {"host", nodes[0].host}, {"params", params},
+                       {"metrics", {{"interval_goodput_Gbps_p1", receiver.host == stalled ? 0.05 : 0.45}, {"interval_goodput_Gbps_p50", 0.5}}}});
+    for (const auto& n : nodes) {
+      params["role"] = n == receiver ? "receiver" : "sender";
+      const bool resent = n != receiver && (n.host == lossy || receiver.host == lossy);
+      records.push_back({{"kind", "result"}, {"step", "microbench.incast"}, {"status", "ok"}, {"host", n.host}, {"params", params},
+                         {"metrics", {{"tcp_RetransSegs", resent ? 40 : 0}, {"tcp_OutSegs", 20000}}}});
+    }
+  }
+  return stage_run("lossless", "lossless", number, nodes, 0, records);
+}
+
+}  // namespace
+
+TEST(AcceptJudge, WhereTheProfileAsksLosslessTheNodeWhoseLinkLosesIsLossyAndAStallOnlyWarns) {
+  const std::vector<Node> nodes{{"a", "a"}, {"b", "b"}, {"c", "c"}, {"d", "d"}};
+  const Profile lossless = profile_file(R"({"lossless": {"duration_s": 1}, "allreduce": {"busbw_fraction_of_median_pair": 0.4}})");
+  EXPECT_TRUE(lossless.lossless);
+  EXPECT_FALSE(load_profile("auto").lossless);
+  EXPECT_TRUE(load_profile("h100-sxm-400g").lossless);
+  std::vector<StageRun> runs = fleet_with_slow_d(nodes, lossless);
+  runs.push_back(incast_stage(nodes, static_cast<int>(runs.size()) + 1, "c", "b"));
+  const Acceptance a = load_acceptance(write_acceptance(nodes, lossless, runs));
+  const Verdicts v = judge_acceptance(a, lossless);
+  EXPECT_EQ(v.stages(), (std::vector<std::string>{"hosts", "netcheck", "links", "lossless", "allreduce", "gpu", "train"}));
+  const auto& c = v.nodes()[2];
+  ASSERT_EQ(c.findings.size(), 1u) << verdict_table(v);
+  EXPECT_EQ(c.findings[0].code, kLossy);
+  EXPECT_NE(c.findings[0].evidence.find("c: tcp_RetransSegs rose by 40 of 20000 tcp_OutSegs while c sent to a"), std::string::npos)
+      << c.findings[0].evidence;
+  // b stalled as a receiver: a warning, and b passes.
+  const auto& b = v.nodes()[1];
+  EXPECT_TRUE(b.pass()) << verdict_table(v);
+  ASSERT_EQ(b.warnings.size(), 1u) << verdict_table(v);
+  EXPECT_EQ(b.warnings[0].code, kCongested);
+  EXPECT_EQ(b.stages.at("lossless"), "warn CONGESTED");
+  EXPECT_NE(verdict_table(v).find("b warn CONGESTED (lossless): b as receiver: 100 ms goodput p1 0.050 Gb/s"), std::string::npos)
+      << verdict_table(v);
+  EXPECT_EQ(v.nodes()[0].stages.at("lossless"), "ok (no loss)");
+  // Without the stage's records, the profile that asks it finds no evidence; the one that does not, no column.
+  runs.pop_back();
+  const Acceptance without = load_acceptance(write_acceptance(nodes, lossless, runs));
+  const Verdicts unverified = judge_acceptance(without, lossless);
+  for (const auto& n : unverified.nodes()) {
+    ASSERT_FALSE(n.findings.empty());
+    EXPECT_EQ(n.findings[0].code, kUnverified);
+    EXPECT_EQ(n.findings[0].stage, "lossless");
+  }
+  const Verdicts by_auto = judge_acceptance(without, load_profile("auto"));
+  EXPECT_EQ(std::count(by_auto.stages().begin(), by_auto.stages().end(), "lossless"), 0);
+}

@@ -22,7 +22,7 @@ incast() {  # incast NAME: the incast on the bed, judged into $work/NAME.verdict
   "$judge" "$work/$1/results.jsonl" >"$work/$1.verdict" || { echo "FAIL: $1: judge exited $?"; exit 1; }
   echo "--- $1:"; cat "$work/$1.verdict"
 }
-verdict() { awk -v h="$1" '$1 == h { print $2 }' "$work/$2.verdict"; }
+verdict() { awk -v h="$1" '/^[^ ]/ && $1 == h { print $2 }' "$work/$2.verdict"; }
 
 hosts=$("$bed" up 4 --prefix "$prefix" --subnet 10.79.15 --rate $rate) || { echo "FAIL: bring-up"; exit 1; }
 if [ "$mode" = lossy ]; then

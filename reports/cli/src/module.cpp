@@ -67,7 +67,7 @@ int accept_report(const std::string& dir, const std::string& profile_name, const
       throw InputError(fmt::format("--profile: {}", e.what()));
     }
   }
-  std::cout << fmt::format("accept {} judged again from its records under profile {}{} (links and allreduce over {})\n", dir,
+  std::cout << fmt::format("accept {} judged again from its records under profile {}{} (accepting over {})\n", dir,
                            profile.file, profile_name.empty() ? " (the one it ran under)" : "", profile.transport);
   const accept::Verdicts verdicts = accept::judge_acceptance(recorded, profile);
   std::cout << "\n" << accept::verdict_table(verdicts);

@@ -15,14 +15,14 @@
 namespace rocebench::reports::accept {
 
 Verdicts::Verdicts(const std::vector<std::string>& hosts) {
-  for (const auto& h : hosts) nodes_.push_back({h, {}, {}, {}});
+  for (const auto& h : hosts) nodes_.push_back({h, {}, {}, {}, {}});
 }
 
 NodeVerdict& Verdicts::node(const std::string& host) {
   for (auto& n : nodes_) {
     if (n.host == host) return n;
   }
-  nodes_.push_back({host, {}, {}, {}});  // a host the stages met but the host list did not name
+  nodes_.push_back({host, {}, {}, {}, {}});  // a host the stages met but the host list did not name
   return nodes_.back();
 }
 
@@ -34,6 +34,11 @@ void Verdicts::stage(const std::string& host, const std::string& stage, const st
 void Verdicts::fail(const std::string& host, Finding finding) {
   stage(host, finding.stage, "FAIL " + finding.code);
   node(host).findings.push_back(std::move(finding));
+}
+
+void Verdicts::warn(const std::string& host, Finding finding) {
+  stage(host, finding.stage, "warn " + finding.code);
+  node(host).warnings.push_back(std::move(finding));
 }
 
 void Verdicts::figure(const std::string& host, const std::string& name, double value) { node(host).figures[name] = value; }
@@ -364,6 +369,18 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
   v.ran("links", hosts);
 }
 
+void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile) {
+  for (const auto& h : judge_incast(records, profile.transport, profile.lossless_rule)) {
+    if (std::find(hosts.begin(), hosts.end(), h.host) == hosts.end()) continue;
+    const std::string evidence = fmt::format("{}", fmt::join(h.evidence, "; "));
+    if (h.verdict == "LOSSY") v.fail(h.host, {kLossy, "lossless", evidence});
+    else if (h.verdict == "unverified") v.fail(h.host, {kUnverified, "lossless", evidence});
+    else if (h.verdict == "CONGESTED") v.warn(h.host, {kCongested, "lossless", evidence});
+    else v.stage(h.host, "lossless", evidence.find("ECN marked") != std::string::npos ? "ok (ECN marked, no loss)" : "ok (no loss)");
+  }
+  v.ran("lossless", hosts);
+}
+
 namespace {
 
 using detail::rows;
@@ -482,6 +499,17 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
       else if (!links_otherwise.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was " + links_otherwise});
     }
     if (!links.empty() && links.back()->completed() && links_otherwise.empty()) judge_links(v, links.back()->records, rows(reachable), profile);
+    // Lossless under load, where the profile asks it (a quick acceptance leaves it out, as the allreduce).
+    if (profile.lossless && !a.quick) {
+      const auto incast = runs_of(a, "lossless");
+      const std::string otherwise = incast.empty() ? "" : measured_otherwise({incast.back()}, profile);
+      for (const auto& n : reachable) {
+        if (incast.empty()) v.fail(n.host, {kUnverified, "lossless", "the incast was not recorded (the acceptance ran without it, or ended before it)"});
+        else if (!incast.back()->completed()) v.fail(n.host, {kUnverified, "lossless", "the incast did not complete " + exits(incast)});
+        else if (!otherwise.empty()) v.fail(n.host, {kUnverified, "lossless", "the incast was " + otherwise});
+      }
+      if (!incast.empty() && incast.back()->completed() && otherwise.empty()) judge_lossless(v, incast.back()->records, rows(reachable), profile);
+    }
     // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
     const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);
     const std::string allreduce_otherwise = measured_otherwise(runs_of(a, "allreduce"), profile);

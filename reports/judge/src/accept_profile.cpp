@@ -29,6 +29,11 @@ const json& profile_schema() {
         "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
         "bytes": {"type": "integer", "minimum": 1, "maximum": 1073741824},
         "fraction_of_best": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+      "lossless": {"type": "object", "additionalProperties": false, "properties": {
+        "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
+        "bytes": {"type": "integer", "minimum": 1, "maximum": 1073741824},
+        "retransmit_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "stall_share": {"type": "number", "minimum": 0, "maximum": 1}}},
       "allreduce": {"type": "object", "additionalProperties": false, "properties": {
         "bytes": {"type": "integer", "minimum": 8, "maximum": 17179869184},
         "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
@@ -83,6 +88,7 @@ const char* const kH100Profile = R"json({
   "rdma_required": true,
   "transport": "verbs",
   "link": {"test": "bw", "duration_s": 2, "bytes": 1048576, "fraction_of_best": 0.93},
+  "lossless": {"duration_s": 2, "bytes": 1048576},
   "allreduce": {"bytes": 268435456, "iters": 20, "rated_link_Gbps": 400, "busbw_fraction_of_rated": 0.85},
   "gpu": {"required": true, "gemm_type": "bf16", "gemm_tflops": 989, "h2d_GBps": 64, "fraction": 0.6},
   "train": {"model": "resnet50", "engine": "gpu", "precision": "bf16", "batch": 64, "iters": 20, "fraction_of_median": 0.9},
@@ -94,7 +100,8 @@ const char* const kH100Profile = R"json({
     "gpu.h2d_GBps": "PCIe Gen5 x16: 64 GB/s per direction (32 GT/s x 16 lanes, 128b/130b)",
     "gpu.fraction": "a margin below the datasheet peaks, chosen; not yet measured by rocebench on an H100",
     "link.fraction_of_best": "a pair 7% below the best pair, also when retested alone",
-    "transport": "the fabric is accepted for RDMA: links, allreduce and training over RC queue pairs, as NCCL would use them"
+    "transport": "the fabric is accepted for RDMA: links, allreduce and training over RC queue pairs, as NCCL would use them",
+    "lossless": "RoCE needs a fabric lossless under many-to-one load (DSCP-based PFC plus ECN/DCQCN end to end, as Alibaba's PAISoar runs it); the shares are the verdict's own (reports/judge lossless_verdict.hpp)"
   }
 })json";
 
@@ -114,6 +121,12 @@ Profile profile_from(const LocatedJson& doc) {
   p.link_duration_s = link.value("duration_s", p.link_duration_s);
   p.link_bytes = link.value("bytes", p.link_bytes);
   p.link_fraction = link.value("fraction_of_best", p.link_fraction);
+  p.lossless = j.contains("lossless");
+  const json lossless = j.value("lossless", json::object());
+  p.lossless_bytes = lossless.value("bytes", p.lossless_bytes);
+  p.lossless_duration_s = lossless.value("duration_s", p.lossless_duration_s);
+  p.lossless_rule.retransmit_share = lossless.value("retransmit_share", p.lossless_rule.retransmit_share);
+  p.lossless_rule.stall_share = lossless.value("stall_share", p.lossless_rule.stall_share);
   const json allreduce = j.value("allreduce", json::object());
   p.allreduce_bytes = allreduce.value("bytes", p.allreduce_bytes);
   p.allreduce_iters = allreduce.value("iters", p.allreduce_iters);

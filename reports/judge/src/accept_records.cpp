@@ -23,7 +23,7 @@ const JsonSchema& details_schema(const std::string& what) {
         "profile": {"type": "object", "required": ["file", "document"],
                     "properties": {"file": {"type": "string"}, "document": {"type": "object"}}}}},
       "stage": {"type": "object", "required": ["stage", "label", "folder", "group", "exit_code"], "properties": {
-        "stage": {"enum": ["hosts", "links", "allreduce", "gpu", "train"]},
+        "stage": {"enum": ["hosts", "links", "lossless", "allreduce", "gpu", "train"]},
         "label": {"type": "string", "minLength": 1},
         "folder": {"type": "string", "pattern": "^stages/[^/]+$"},
         "group": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},

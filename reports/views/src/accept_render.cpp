@@ -43,6 +43,7 @@ std::string verdict_table(const Verdicts& v) {
   }
   for (const auto& n : v.nodes()) {
     for (const auto& f : n.findings) out += fmt::format("{} {} ({}): {}\n", n.host, f.code, f.stage, f.evidence);
+    for (const auto& f : n.warnings) out += fmt::format("{} warn {} ({}): {}\n", n.host, f.code, f.stage, f.evidence);
   }
   for (const auto& f : v.cluster_findings()) out += fmt::format("cluster {} ({}): {}\n", f.code, f.stage, f.evidence);
   std::size_t failed = 0;
@@ -75,6 +76,7 @@ std::vector<Section> verdict_sections(const Verdicts& v) {
   for (const auto& f : v.cluster_findings()) evidence.notes.push_back(fmt::format("cluster {} ({}): {}", f.code, f.stage, f.evidence));
   for (const auto& n : v.nodes()) {
     for (const auto& f : n.findings) evidence.notes.push_back(fmt::format("{} {} ({}): {}", n.host, f.code, f.stage, f.evidence));
+    for (const auto& f : n.warnings) evidence.notes.push_back(fmt::format("{} warn {} ({}): {}", n.host, f.code, f.stage, f.evidence));
   }
   if (evidence.notes.empty()) evidence.notes.push_back("Every node passed every stage.");
   return {verdict, evidence};
@@ -102,7 +104,10 @@ json verdict_json(const Verdicts& v) {
   for (const auto& n : v.nodes()) {
     json findings = json::array();
     for (const auto& f : n.findings) findings.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
+    json warnings = json::array();
+    for (const auto& f : n.warnings) warnings.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
     nodes.push_back({{"host", n.host}, {"verdict", n.pass() ? "PASS" : "FAIL"}, {"stages", n.stages}, {"findings", findings}});
+    if (!warnings.empty()) nodes.back()["warnings"] = warnings;
   }
   json cluster = json::array();
   for (const auto& f : v.cluster_findings()) cluster.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});

@@ -34,6 +34,10 @@ void judge_training(Verdicts& v, const std::vector<json>& records, const std::ve
 // with their pairs' figures against the best pair's, which it names. A host with a pair the rule would retest alone,
 // which the step never did (a stricter profile than it ran under), is UNVERIFIED, naming the pair.
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
+// microbench.incast's records over the profile's transport, judged by judge_incast (lossless_verdict.hpp)
+// under the profile's rule: LOSSY fails a node, unverified is UNVERIFIED, CONGESTED warns, each with its
+// counter evidence; `hosts` the records do not name are UNVERIFIED.
+void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
 double median_pair_bandwidth(const std::vector<json>& records);
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "rocebench/common/record.hpp"
+#include "rocebench/reports/lossless_verdict.hpp"
 
 namespace rocebench::reports::accept {
 
@@ -22,6 +23,12 @@ struct Profile {
   double link_duration_s = 1;
   std::size_t link_bytes = 131072;
   double link_fraction = 0.8;      // a pair below this fraction of the best pair is bad
+  // Lossless under load (microbench.incast, after the links): judged when the profile has a "lossless"
+  // section. TCP recovers lost segments itself; RoCE without PFC and ECN end to end does not.
+  bool lossless = false;
+  std::size_t lossless_bytes = 65536;
+  double lossless_duration_s = 1;
+  LosslessRule lossless_rule;
   std::size_t allreduce_bytes = 1 << 20;
   int allreduce_iters = 5;
   double busbw_fraction = 0.7;     // of the median pair bandwidth: below it the group is slow

@@ -16,6 +16,9 @@ inline constexpr const char* kGpu = "GPU";                  // below its GPU's r
 inline constexpr const char* kTrain = "TRAIN";              // its images/s in data-parallel training are below the fleet's
 inline constexpr const char* kUnverified = "UNVERIFIED";    // a required check could not run
 inline constexpr const char* kUnreachable = "UNREACHABLE";  // never arrived, or was lost
+inline constexpr const char* kLossy = "LOSSY";              // loss under incast: resent packets, or drops
+// A warning: the node passes, and the report says why it was looked at twice.
+inline constexpr const char* kCongested = "CONGESTED";      // goodput stalled under incast, CNPs ignored
 
 struct Finding {
   std::string code;
@@ -34,6 +37,7 @@ struct NodeVerdict {
   std::string host;
   std::map<std::string, std::string> stages;  // stage -> what it found on this node ("ok", "FAIL", "skip")
   std::vector<Finding> findings;
+  std::vector<Finding> warnings;              // do not fail the node
   std::map<std::string, double> figures;      // kPairGbps ... -> value
   bool pass() const { return findings.empty(); }
 };
@@ -44,6 +48,7 @@ class Verdicts {
   explicit Verdicts(const std::vector<std::string>& hosts);
   void stage(const std::string& host, const std::string& stage, const std::string& cell);
   void fail(const std::string& host, Finding finding);
+  void warn(const std::string& host, Finding finding);
   void figure(const std::string& host, const std::string& name, double value);
   // The stage ran on `hosts`: its column stays, and each of them it gave no evidence of (no cell:
   // no record names it) is UNVERIFIED. No evidence is never a pass.
