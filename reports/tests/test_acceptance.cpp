@@ -638,6 +638,9 @@ TEST(AcceptJudge, WhereTheProfileAsksLosslessTheNodeWhoseLinkLosesIsLossyAndASta
   EXPECT_NE(verdict_table(v).find("b warn CONGESTED (lossless): b as receiver: 100 ms goodput p1 0.050 Gb/s"), std::string::npos)
       << verdict_table(v);
   EXPECT_EQ(v.nodes()[0].stages.at("lossless"), "ok (no loss)");
+  // Each node's PFC priorities, as its netcheck read them, for the judge of priorities.
+  EXPECT_EQ(pfc_priorities({check("a", "roce.pfc.enabled_priorities", "ok", json::array({3, 4})), check("b", "link.mtu", "ok", 9000)}),
+            (reports::PfcPriorities{{"a", {3, 4}}}));
   // Without the stage's records, the profile that asks it finds no evidence; the one that does not, no column.
   runs.pop_back();
   const Acceptance without = load_acceptance(write_acceptance(nodes, lossless, runs));

@@ -165,6 +165,7 @@ std::vector<json> verbs_run(Nic nic) {
                                          {{"goodput_Gbps", 0.47}, {"interval_goodput_Gbps_p1", 0.45}, {"interval_goodput_Gbps_p50", 0.48}});
     receiver_record["params"]["transport"] = "verbs";
     receiver_record["params"]["test"] = "write_bw";
+    receiver_record["params"]["duration_s"] = 2;
     out.push_back(receiver_record);
     for (const auto& host : kHosts) {
       json metrics = {{"nic_tx_packets", 50000}};
@@ -172,6 +173,7 @@ std::vector<json> verbs_run(Nic nic) {
       json r = incast_record(host, {{"receiver", receiver}, {"role", host == receiver ? "receiver" : "sender"}, {"counters", "nic"}}, metrics);
       r["params"]["transport"] = "verbs";
       r["params"]["test"] = "write_bw";
+      r["params"]["duration_s"] = 2;
       r["samples"] = {{"counter_sources", {{"seq_naks_rx", "hw_counters/rcvd_seq_err"}, {"ack_timeouts", "hw_counters/completer_retry_err"}}}};
       out.push_back(r);
     }
@@ -262,5 +264,44 @@ TEST(LosslessVerbs, ADriverThatCountsNoLossIsUnverifiedNamingTheCounters) {
                 .find("h2: nic_seq_naks_rx, nic_ack_timeouts, nic_retries_exceeded were not read in the turn(s) of receiver h0, h1, h2, h3"),
             std::string::npos)
       << joined(v.at("h2").evidence);
+  EXPECT_EQ(v.at("h0").verdict, "OK");
+}
+
+TEST(LosslessVerbs, RoceOnAPriorityWithoutPfcIsLossyWithTheFixAndDiscardsOnThePfcPriorityToo) {
+  // ConnectX hosts with PFC on priority 3; h2's traffic class lands on priority 0 (DSCP 26 not mapped).
+  const PfcPriorities pfc{{"h0", {3}}, {"h1", {3}}, {"h2", {3}}, {"h3", {3}}};
+  const auto run = verbs_run([](const std::string& host, const std::string&) {
+    return with(no_loss(), host == "h2" ? json{{"nic_tx_bytes_prio0", 9000000}, {"nic_tx_bytes_prio3", 1000}}
+                                        : json{{"nic_tx_bytes_prio3", 9000000}, {"nic_rx_bytes_prio3", 3000000}});
+  });
+  const auto v = by_host(judge_incast(run, "verbs", {}, pfc));
+  EXPECT_EQ(v.at("h2").verdict, "LOSSY");
+  EXPECT_NE(joined(v.at("h2").evidence)
+                .find("h2: RoCE traffic on priority 0 (36000000 of 36004000 bytes), PFC is on 3: DSCP 26 is not mapped to a lossless "
+                      "priority; `mlnx_qos -i <netdev> --dscp2prio set,26,3`"),
+            std::string::npos)
+      << joined(v.at("h2").evidence);
+  for (const char* fine : {"h0", "h1", "h3"}) EXPECT_EQ(v.at(fine).verdict, "OK") << joined(v.at(fine).evidence);
+  // Where the PFC setup is not known, the priority is not judged.
+  EXPECT_EQ(by_host(judge_incast(run, "verbs")).at("h2").verdict, "OK");
+  // Discards on the lossless priority: PFC did not hold the senders back.
+  const auto dropped = by_host(judge_incast(verbs_run([](const std::string& host, const std::string& receiver) {
+                                              return host == "h1" && receiver == "h1" ? with(no_loss(), {{"nic_rx_discards_prio3", 77}}) : no_loss();
+                                            }),
+                                            "verbs", {}, pfc));
+  EXPECT_EQ(dropped.at("h1").verdict, "LOSSY");
+  EXPECT_NE(joined(dropped.at("h1").evidence).find("h1: nic_rx_discards_prio3 rose by 77 on lossless priority 3"), std::string::npos)
+      << joined(dropped.at("h1").evidence);
+}
+
+TEST(LosslessVerbs, APriorityPausedBeyondTheShareOfTheIncastIsCongested) {
+  // 4 turns of 2 s: 8 s of incast; h3 paused 300 ms in each turn (1.2 s, 15%), h0 50 ms each (2.5%).
+  const auto v = by_host(judge_incast(verbs_run([](const std::string& host, const std::string&) {
+                                        return with(no_loss(), {{"nic_rx_pause_duration_us_prio3", host == "h3" ? 300000 : host == "h0" ? 50000 : 0}});
+                                      }),
+                                      "verbs"));
+  EXPECT_EQ(v.at("h3").verdict, "CONGESTED");
+  EXPECT_NE(joined(v.at("h3").evidence).find("h3: priority 3 paused 1200 ms of the incast's 8000 ms (above 0.1 of it)"), std::string::npos)
+      << joined(v.at("h3").evidence);
   EXPECT_EQ(v.at("h0").verdict, "OK");
 }

@@ -369,8 +369,23 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
   v.ran("links", hosts);
 }
 
-void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile) {
-  for (const auto& h : judge_incast(records, profile.transport, profile.lossless_rule)) {
+PfcPriorities pfc_priorities(const std::vector<json>& records) {
+  PfcPriorities out;
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "check" || r.value("check", "") != "roce.pfc.enabled_priorities") continue;
+    const json observed = r.value("observed", json());
+    if (!observed.is_array()) continue;  // not read: the priority is not judged
+    auto& on = out[r.value("host", "")];
+    for (const auto& n : observed) {
+      if (n.is_number_integer()) on.insert(n.get<int>());
+    }
+  }
+  return out;
+}
+
+void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile,
+                    const PfcPriorities& pfc) {
+  for (const auto& h : judge_incast(records, profile.transport, profile.lossless_rule, pfc)) {
     if (std::find(hosts.begin(), hosts.end(), h.host) == hosts.end()) continue;
     const std::string evidence = fmt::format("{}", fmt::join(h.evidence, "; "));
     if (h.verdict == "LOSSY") v.fail(h.host, {kLossy, "lossless", evidence});
@@ -508,7 +523,7 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
         else if (!incast.back()->completed()) v.fail(n.host, {kUnverified, "lossless", "the incast did not complete " + exits(incast)});
         else if (!otherwise.empty()) v.fail(n.host, {kUnverified, "lossless", "the incast was " + otherwise});
       }
-      if (!incast.empty() && incast.back()->completed() && otherwise.empty()) judge_lossless(v, incast.back()->records, rows(reachable), profile);
+      if (!incast.empty() && incast.back()->completed() && otherwise.empty()) judge_lossless(v, incast.back()->records, rows(reachable), profile, pfc_priorities(hosts.records));
     }
     // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
     const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);

@@ -50,9 +50,52 @@ std::string labelled(const json& record, const std::string& metric) {
   return sources.contains(shared) ? fmt::format("{} ({})", metric, sources[shared].get<std::string>()) : metric;
 }
 
+// What a host's NIC counted per priority over the incast (verbs only; a counter not read stays out).
+struct PerPriority {
+  std::map<int, std::int64_t> bytes, discards, paused_us;
+};
+
+void add_per_priority(PerPriority& into, const json& metrics) {
+  for (int n = 0; n < 8; ++n) {
+    auto value = [&](const std::string& name) { return metrics.value(fmt::format(fmt::runtime(name), n), std::int64_t{0}); };
+    into.bytes[n] += value("nic_tx_bytes_prio{}") + value("nic_rx_bytes_prio{}");
+    into.discards[n] += value("nic_rx_discards_prio{}");
+    into.paused_us[n] += value("nic_rx_pause_duration_us_prio{}") + value("nic_tx_pause_duration_us_prio{}");
+  }
+}
+
+// The per-priority findings of one host: LOSSY ones (`lossy`), CONGESTED ones (`congested`).
+void judge_priorities(const std::string& host, const PerPriority& p, const std::set<int>* pfc, double incast_us, int dscp,
+                      const LosslessRule& rule, std::vector<std::string>& lossy, std::vector<std::string>& congested) {
+  std::int64_t all = 0;
+  for (const auto& [n, bytes] : p.bytes) all += bytes;
+  if (pfc && !pfc->empty()) {
+    const std::string on = fmt::format("{}", fmt::join(*pfc, ","));
+    for (const auto& [n, bytes] : p.bytes) {
+      if (pfc->count(n) || bytes <= 0 || static_cast<double>(bytes) <= rule.off_pfc_share * static_cast<double>(all)) continue;
+      lossy.push_back(fmt::format("{}: RoCE traffic on priority {} ({} of {} bytes), PFC is on {}: DSCP {} is not mapped to a "
+                                  "lossless priority; `mlnx_qos -i <netdev> --dscp2prio set,{},{}`",
+                                  host, n, bytes, all, on, dscp, dscp, *pfc->begin()));
+    }
+    for (const auto& [n, dropped] : p.discards) {
+      if (pfc->count(n) && dropped > 0) {
+        lossy.push_back(fmt::format("{}: nic_rx_discards_prio{} rose by {} on lossless priority {} (PFC did not hold the senders back)",
+                                    host, n, dropped, n));
+      }
+    }
+  }
+  for (const auto& [n, us] : p.paused_us) {
+    if (incast_us > 0 && static_cast<double>(us) > rule.pause_share * incast_us) {
+      congested.push_back(fmt::format("{}: priority {} paused {:.0f} ms of the incast's {:.0f} ms (above {} of it)", host, n, us / 1e3,
+                                      incast_us / 1e3, rule.pause_share));
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule) {
+std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule,
+                                       const PfcPriorities& pfc) {
   const LossCounters& c = loss_counters(transport);
   std::vector<std::string> hosts;  // first named first
   auto index_of = [&](const std::string& host) {
@@ -69,12 +112,17 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   std::map<int, Deltas> marks, host_loss, host_congested;             // host -> counter -> delta over the turns
   std::map<std::string, std::string> labels;                          // counter -> with its source name
   std::map<int, std::vector<std::string>> stalls;                     // receiver -> evidence
+  std::map<int, PerPriority> priorities;                              // host -> its NIC's per-priority counts
+  std::map<std::string, double> turn_s;                               // receiver -> its turn's duration
+  int dscp = 26;                                                      // the traffic class's, where the records give it
   for (const json& r : records) {
     if (!is_incast(r, transport)) continue;
     const json& p = r["params"];
     const json metrics = r.value("metrics", json::object());
     const std::string receiver = p.value("receiver", "");
     receivers.insert(receiver);
+    turn_s[receiver] = p.value("duration_s", 0.0);
+    if (p.contains("tos")) dscp = p["tos"].get<int>() >> 2;
     if (!p.contains("role")) {  // the receiver's own record of its turn
       const int host = index_of(receiver);
       const double p1 = metrics.value("interval_goodput_Gbps_p1", -1.0), p50 = metrics.value("interval_goodput_Gbps_p50", -1.0);
@@ -103,7 +151,10 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
     add(marks[host], c.marks);
     add(host_loss[host], c.host_loss);
     add(host_congested[host], c.host_congested);
+    add_per_priority(priorities[host], metrics);
   }
+  double incast_us = 0;
+  for (const auto& [receiver, s] : turn_s) incast_us += s * 1e6;
   for (const std::string& receiver : receivers) index_of(receiver);
   auto total = [](const Deltas& d) {
     std::int64_t sum = 0;
@@ -160,6 +211,13 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
       v.verdict = "LOSSY";
       v.evidence.push_back(fmt::format("{}: {} over the incast (packets dropped)", v.host, rises(host_loss[h])));
     }
+    std::vector<std::string> priority_loss, paused;
+    const auto known = pfc.find(v.host);
+    judge_priorities(v.host, priorities[h], known == pfc.end() ? nullptr : &known->second, incast_us, dscp, rule, priority_loss, paused);
+    if (!priority_loss.empty()) {
+      v.verdict = "LOSSY";
+      v.evidence.insert(v.evidence.end(), priority_loss.begin(), priority_loss.end());
+    }
     std::vector<std::string> unread;
     for (const std::string& receiver : receivers) {
       if (!counted[h].count(receiver)) unread.push_back(receiver);
@@ -170,10 +228,11 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
                                        fmt::join(c.sender_loss, ", "), c.sender_loss.size() == 1 ? "was" : "were",
                                        fmt::join(unread, ", ")));
     }
-    if (v.verdict == "OK" && (stalls.count(h) || total(host_congested[h]) > 0)) {
+    if (v.verdict == "OK" && (stalls.count(h) || total(host_congested[h]) > 0 || !paused.empty())) {
       v.verdict = "CONGESTED";
       v.evidence = stalls[h];
       if (total(host_congested[h]) > 0) v.evidence.push_back(fmt::format("{}: {} over the incast", v.host, rises(host_congested[h])));
+      v.evidence.insert(v.evidence.end(), paused.begin(), paused.end());
     }
     if (v.verdict == "OK") {
       std::vector<std::string> seen;

@@ -35,9 +35,13 @@ void judge_training(Verdicts& v, const std::vector<json>& records, const std::ve
 // which the step never did (a stricter profile than it ran under), is UNVERIFIED, naming the pair.
 void judge_links(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
 // microbench.incast's records over the profile's transport, judged by judge_incast (lossless_verdict.hpp)
-// under the profile's rule: LOSSY fails a node, unverified is UNVERIFIED, CONGESTED warns, each with its
-// counter evidence; `hosts` the records do not name are UNVERIFIED.
-void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile);
+// under the profile's rule, each node's PFC priorities as its netcheck read them (`pfc`): LOSSY fails a
+// node, unverified is UNVERIFIED, CONGESTED warns, each with its counter evidence; `hosts` the records do
+// not name are UNVERIFIED.
+void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile,
+                    const PfcPriorities& pfc = {});
+// The priorities each host has PFC on, from netcheck's roce.pfc.enabled_priorities records.
+PfcPriorities pfc_priorities(const std::vector<json>& records);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
 double median_pair_bandwidth(const std::vector<json>& records);
 

@@ -8,9 +8,13 @@
 // receiver whose every sender lost is named alone; or every host of a lossy pair when no one host
 // explains them; or when a drop no pair needs rose on it (receive discards, a pause storm stopped).
 // CONGESTED (warn) when, as the receiver, its 100 ms goodput p1 fell below a share of its p50 (goodput
-// stalled), or CNPs were ignored or pause storms warned of. unverified when its loss counters were not
+// stalled), or CNPs were ignored or pause storms warned of, or a priority was paused longer than a share
+// of the incast; per priority, LOSSY for RDMA bytes on a priority without PFC (with the fix: map the
+// traffic class's DSCP to the PFC priority) and for discards on a PFC priority. unverified when its loss counters were not
 // read for every turn (never OK); OK otherwise, saying when ECN marks or CNPs rose without loss
 // (congestion control at work).
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +29,11 @@ struct LosslessRule {
   // on the netns bed (4 hosts, 200-500 Mbit/s tbf): the shaper's own tail drops under incast cost 0-3
   // segments of ~20,000 (up to 0.02%), 1% netem loss on one link 0.9-1.9%.
   double retransmit_share = 0.001;
+  // Over verbs, per priority: CONGESTED when a priority was paused (either way) longer than this share of
+  // the incast's time; LOSSY when more than `off_pfc_share` of the RDMA bytes went on a priority without
+  // PFC while the host has PFC on another (its traffic class is not mapped to the lossless priority).
+  double pause_share = 0.1;
+  double off_pfc_share = 0.01;
 };
 
 struct LosslessHost {
@@ -33,8 +42,13 @@ struct LosslessHost {
   std::vector<std::string> evidence;  // in words, each naming the host, the counter and its delta
 };
 
+// The priorities each host has PFC on (netcheck's roce.pfc.enabled_priorities), where known.
+using PfcPriorities = std::map<std::string, std::set<int>>;
+
 // Every host of the incast records over `transport` (microbench.incast: tcp or verbs), in the order the
-// records first name them.
-std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule = {});
+// records first name them. With `pfc`, a host's RDMA bytes on a priority without PFC, and its discards on
+// one with it, are judged too.
+std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule = {},
+                                       const PfcPriorities& pfc = {});
 
 }  // namespace rocebench::reports
