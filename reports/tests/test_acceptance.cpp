@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "rocebench/reports/acceptance.hpp"
+#include "rocebench/reports/accept_actions.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/schema.hpp"
 #include "rocebench/reports/netcheck_verdict.hpp"
@@ -638,6 +639,12 @@ TEST(AcceptJudge, WhereTheProfileAsksLosslessTheNodeWhoseLinkLosesIsLossyAndASta
   EXPECT_NE(verdict_table(v).find("b warn CONGESTED (lossless): b as receiver: 100 ms goodput p1 0.050 Gb/s"), std::string::npos)
       << verdict_table(v);
   EXPECT_EQ(v.nodes()[0].stages.at("lossless"), "ok (no loss)");
+  EXPECT_DOUBLE_EQ(c.figures.at(kLossResent), 120);  // 40 to each of 3 receivers
+  EXPECT_DOUBLE_EQ(v.nodes()[0].figures.at(kLossResent), 40);  // to c
+  const std::string metrics = prometheus_metrics(v, stamp_of(a, 24));
+  EXPECT_NE(metrics.find("rocebench_accept_lossless_resent{node=\"c\",run="), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("rocebench_accept_warning{node=\"b\",run=\"" + a.run + "\",code=\"CONGESTED\",stage=\"lossless\""), std::string::npos)
+      << metrics;
   // Each node's PFC priorities, as its netcheck read them, for the judge of priorities.
   EXPECT_EQ(pfc_priorities({check("a", "roce.pfc.enabled_priorities", "ok", json::array({3, 4})), check("b", "link.mtu", "ok", 9000)}),
             (reports::PfcPriorities{{"a", {3, 4}}}));

@@ -387,6 +387,8 @@ void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::ve
                     const PfcPriorities& pfc) {
   for (const auto& h : judge_incast(records, profile.transport, profile.lossless_rule, pfc)) {
     if (std::find(hosts.begin(), hosts.end(), h.host) == hosts.end()) continue;
+    if (h.resent >= 0) v.figure(h.host, kLossResent, static_cast<double>(h.resent));
+    if (profile.transport == "verbs") v.figure(h.host, kLossPaused, h.paused_s);
     const std::string evidence = fmt::format("{}", fmt::join(h.evidence, "; "));
     if (h.verdict == "LOSSY") v.fail(h.host, {kLossy, "lossless", evidence});
     else if (h.verdict == "unverified") v.fail(h.host, {kUnverified, "lossless", evidence});

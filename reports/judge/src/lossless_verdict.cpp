@@ -197,6 +197,11 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   std::vector<LosslessHost> out;
   for (int h = 0; h < static_cast<int>(hosts.size()); ++h) {
     LosslessHost v{hosts[static_cast<std::size_t>(h)], "OK", {}};
+    if (!counted[h].empty()) {
+      v.resent = 0;
+      for (const auto& [receiver, deltas] : lost[h]) v.resent += total(deltas);
+    }
+    for (const auto& [priority, us] : priorities[h].paused_us) v.paused_s += static_cast<double>(us) / 1e6;
     if (std::find(named.begin(), named.end(), h) != named.end()) {
       v.verdict = "LOSSY";
       for (const auto& [a, b] : lossy_hosts) {

@@ -164,11 +164,21 @@ std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
     }
   }
   if (!reasons.empty()) out += family("reason", "1 for each reason a node failed for (code, stage, evidence)") + reasons;
+  std::string warnings;
+  for (const auto& n : v.nodes()) {
+    for (const auto& f : n.warnings) {
+      warnings += fmt::format("rocebench_accept_warning{{{},code=\"{}\",stage=\"{}\",evidence=\"{}\"}} 1\n", labels(n),
+                              prom_label_value(f.code), prom_label_value(f.stage), prom_label_value(f.evidence));
+    }
+  }
+  if (!warnings.empty()) out += family("warning", "1 for each warning on a node that passed or failed (code, stage, evidence)") + warnings;
   const std::pair<const char*, const char*> figures[] = {
       {kPairGbps, "the median bandwidth of the node's pairs in the link matrix, Gb/s"},
       {kPairLatency, "the median latency of the node's pairs in the link matrix, seconds"},
       {kBusbwGbps, "the bus bandwidth of the ring allreduce the node last ran in, Gb/s"},
-      {kImagesPerS, "images/s the node's own compute delivered in the data-parallel training run"}};
+      {kImagesPerS, "images/s the node's own compute delivered in the data-parallel training run"},
+      {kLossResent, "what the node sent again under incast, over every turn (TCP segments, or RDMA sequence NAKs, ACK timeouts and retries exhausted)"},
+      {kLossPaused, "the time the node's NIC priorities were paused under incast, both ways, seconds"}};
   for (const auto& [name, help] : figures) {
     std::string series;
     for (const auto& n : v.nodes()) {

@@ -32,6 +32,8 @@ inline constexpr const char* kPairGbps = "pair_Gbps";                     // the
 inline constexpr const char* kPairLatency = "pair_latency_seconds";       // the same, of a latency link test
 inline constexpr const char* kBusbwGbps = "allreduce_busbw_Gbps";         // the allreduce of the group it ran in
 inline constexpr const char* kImagesPerS = "train_images_per_second";     // from its own compute
+inline constexpr const char* kLossResent = "lossless_resent";             // what it sent again under incast
+inline constexpr const char* kLossPaused = "lossless_paused_seconds";     // its priorities' pause time under incast
 
 struct NodeVerdict {
   std::string host;

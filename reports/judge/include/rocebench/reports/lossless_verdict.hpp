@@ -13,6 +13,7 @@
 // traffic class's DSCP to the PFC priority) and for discards on a PFC priority. unverified when its loss counters were not
 // read for every turn (never OK); OK otherwise, saying when ECN marks or CNPs rose without loss
 // (congestion control at work).
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -40,6 +41,8 @@ struct LosslessHost {
   std::string host;
   std::string verdict;                // "LOSSY", "CONGESTED", "unverified" or "OK"
   std::vector<std::string> evidence;  // in words, each naming the host, the counter and its delta
+  std::int64_t resent = -1;           // what it sent again as a sender, over every turn (-1: not read)
+  double paused_s = 0;                // its priorities' pause time, both ways, over the incast (verbs)
 };
 
 // The priorities each host has PFC on (netcheck's roce.pfc.enabled_priorities), where known.
