@@ -436,6 +436,20 @@ std::string exits(const std::vector<const StageRun*>& runs) {
   return fmt::format("(exit {}{})", runs.back()->exit_code, runs.size() > 1 ? ", twice" : "");
 }
 
+// The run a stage is judged from: its last, when it completed over the profile's transport; else every
+// node is UNVERIFIED for the stage, saying why (`what`: "the link matrix"), and there is none.
+const StageRun* judged_run(Verdicts& v, const Acceptance& a, const std::string& stage, const std::string& what,
+                           const std::vector<Node>& nodes, const Profile& profile) {
+  const auto runs = runs_of(a, stage);
+  std::string why;
+  if (runs.empty()) why = what + " was not recorded (the acceptance ended before it, or its profile did not ask it)";
+  else if (!runs.back()->completed()) why = what + " did not complete " + exits(runs);
+  else if (const std::string otherwise = measured_otherwise({runs.back()}, profile); !otherwise.empty()) why = what + " was " + otherwise;
+  if (why.empty()) return runs.back();
+  for (const auto& n : nodes) v.fail(n.host, {kUnverified, stage, why});
+  return nullptr;
+}
+
 // Stage 1: every node in one run; when it does not complete, each node in a run alone.
 struct HostsStage {
   std::vector<Node> reachable;
@@ -508,24 +522,14 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
   judge_netcheck(v, hosts.records, rows(reachable));
   // Stages 2 and 3: the link matrix, and the allreduce against it (or against the rated link).
   if (reachable.size() >= 2) {
-    const auto links = runs_of(a, "links");
-    const std::string links_otherwise = links.empty() ? "" : measured_otherwise({links.back()}, profile);
-    for (const auto& n : reachable) {
-      if (links.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was not recorded (the acceptance ended before it)"});
-      else if (!links.back()->completed()) v.fail(n.host, {kUnverified, "links", "the link matrix did not complete " + exits(links)});
-      else if (!links_otherwise.empty()) v.fail(n.host, {kUnverified, "links", "the link matrix was " + links_otherwise});
+    if (const StageRun* links = judged_run(v, a, "links", "the link matrix", reachable, profile)) {
+      judge_links(v, links->records, rows(reachable), profile);
     }
-    if (!links.empty() && links.back()->completed() && links_otherwise.empty()) judge_links(v, links.back()->records, rows(reachable), profile);
     // Lossless under load, where the profile asks it (a quick acceptance leaves it out, as the allreduce).
     if (profile.lossless && !a.quick) {
-      const auto incast = runs_of(a, "lossless");
-      const std::string otherwise = incast.empty() ? "" : measured_otherwise({incast.back()}, profile);
-      for (const auto& n : reachable) {
-        if (incast.empty()) v.fail(n.host, {kUnverified, "lossless", "the incast was not recorded (the acceptance ran without it, or ended before it)"});
-        else if (!incast.back()->completed()) v.fail(n.host, {kUnverified, "lossless", "the incast did not complete " + exits(incast)});
-        else if (!otherwise.empty()) v.fail(n.host, {kUnverified, "lossless", "the incast was " + otherwise});
+      if (const StageRun* incast = judged_run(v, a, "lossless", "the incast", reachable, profile)) {
+        judge_lossless(v, incast->records, rows(reachable), profile, pfc_priorities(hosts.records));
       }
-      if (!incast.empty() && incast.back()->completed() && otherwise.empty()) judge_lossless(v, incast.back()->records, rows(reachable), profile, pfc_priorities(hosts.records));
     }
     // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
     const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);
