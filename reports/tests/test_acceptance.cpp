@@ -620,6 +620,7 @@ TEST(AcceptJudge, WhereTheProfileAsksLosslessTheNodeWhoseLinkLosesIsLossyAndASta
   EXPECT_TRUE(lossless.lossless);
   EXPECT_FALSE(load_profile("auto").lossless);
   EXPECT_TRUE(load_profile("h100-sxm-400g").lossless);
+  EXPECT_DOUBLE_EQ(profile_file(R"({"lossless": {"pause_share": 0.2, "off_pfc_share": 0.05}})").lossless_rule.off_pfc_share, 0.05);
   std::vector<StageRun> runs = fleet_with_slow_d(nodes, lossless);
   runs.push_back(incast_stage(nodes, static_cast<int>(runs.size()) + 1, "c", "b"));
   const Acceptance a = load_acceptance(write_acceptance(nodes, lossless, runs));

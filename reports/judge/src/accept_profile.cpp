@@ -33,7 +33,9 @@ const json& profile_schema() {
         "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
         "bytes": {"type": "integer", "minimum": 1, "maximum": 1073741824},
         "retransmit_share": {"type": "number", "minimum": 0, "maximum": 1},
-        "stall_share": {"type": "number", "minimum": 0, "maximum": 1}}},
+        "stall_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "pause_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "off_pfc_share": {"type": "number", "minimum": 0, "maximum": 1}}},
       "allreduce": {"type": "object", "additionalProperties": false, "properties": {
         "bytes": {"type": "integer", "minimum": 8, "maximum": 17179869184},
         "iters": {"type": "integer", "minimum": 1, "maximum": 100000},
@@ -127,6 +129,8 @@ Profile profile_from(const LocatedJson& doc) {
   p.lossless_duration_s = lossless.value("duration_s", p.lossless_duration_s);
   p.lossless_rule.retransmit_share = lossless.value("retransmit_share", p.lossless_rule.retransmit_share);
   p.lossless_rule.stall_share = lossless.value("stall_share", p.lossless_rule.stall_share);
+  p.lossless_rule.pause_share = lossless.value("pause_share", p.lossless_rule.pause_share);
+  p.lossless_rule.off_pfc_share = lossless.value("off_pfc_share", p.lossless_rule.off_pfc_share);
   const json allreduce = j.value("allreduce", json::object());
   p.allreduce_bytes = allreduce.value("bytes", p.allreduce_bytes);
   p.allreduce_iters = allreduce.value("iters", p.allreduce_iters);

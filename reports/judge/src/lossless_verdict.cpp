@@ -50,7 +50,7 @@ std::string labelled(const json& record, const std::string& metric) {
   return sources.contains(shared) ? fmt::format("{} ({})", metric, sources[shared].get<std::string>()) : metric;
 }
 
-// What a host's NIC counted per priority over the incast (verbs only; a counter not read stays out).
+// What a host's NIC counted per priority over the incast (verbs; a counter its driver lacks counts 0).
 struct PerPriority {
   std::map<int, std::int64_t> bytes, discards, paused_us;
 };
