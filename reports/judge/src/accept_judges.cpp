@@ -393,7 +393,7 @@ void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::ve
     if (h.verdict == "LOSSY") v.fail(h.host, {kLossy, "lossless", evidence});
     else if (h.verdict == "unverified") v.fail(h.host, {kUnverified, "lossless", evidence});
     else if (h.verdict == "CONGESTED") v.warn(h.host, {kCongested, "lossless", evidence});
-    else v.stage(h.host, "lossless", evidence.find("ECN marked") != std::string::npos ? "ok (ECN marked, no loss)" : "ok (no loss)");
+    else v.stage(h.host, "lossless", h.marked ? "ok (ECN marked, no loss)" : "ok (no loss)");
   }
   v.ran("lossless", hosts);
 }
@@ -533,12 +533,12 @@ Verdicts judge_acceptance(const Acceptance& a, const Profile& profile) {
     }
     // A quick acceptance (a health check between jobs) measures no collective: it is left out, not UNVERIFIED.
     const AllreduceThreshold t = a.quick ? AllreduceThreshold{} : allreduce_threshold(profile, a);
-    const std::string allreduce_otherwise = measured_otherwise(runs_of(a, "allreduce"), profile);
-    if (t.defined() && !allreduce_otherwise.empty()) {
-      for (const auto& n : reachable) v.fail(n.host, {kUnverified, "allreduce", "the allreduce was " + allreduce_otherwise});
-      v.ran("allreduce", rows(reachable));
-    } else if (t.defined()) {
-      judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);
+    if (t.defined()) {
+      const std::string otherwise = measured_otherwise(runs_of(a, "allreduce"), profile);
+      if (otherwise.empty()) judge_allreduce(v, allreduce_search(reachable, t, recorded_allreduce(a)), t);
+      for (const auto& n : reachable) {
+        if (!otherwise.empty()) v.fail(n.host, {kUnverified, "allreduce", "the allreduce was " + otherwise});
+      }
       v.ran("allreduce", rows(reachable));
     }
   }

@@ -202,6 +202,7 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
       for (const auto& [receiver, deltas] : lost[h]) v.resent += total(deltas);
     }
     for (const auto& [priority, us] : priorities[h].paused_us) v.paused_s += static_cast<double>(us) / 1e6;
+    v.marked = total(marks[h]) > 0;
     if (std::find(named.begin(), named.end(), h) != named.end()) {
       v.verdict = "LOSSY";
       for (const auto& [a, b] : lossy_hosts) {

@@ -154,24 +154,21 @@ std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
   auto labels = [&](const NodeVerdict& n) { return fmt::format("node=\"{}\",run=\"{}\"", prom_label_value(n.host), prom_label_value(s.run)); };
   std::string out = family("pass", "1 when the node passed rocebench accept, 0 when it failed");
   for (const auto& n : v.nodes()) out += fmt::format("rocebench_accept_pass{{{}}} {}\n", labels(n), n.pass() ? 1 : 0);
-  std::string reasons;
-  for (const auto& n : v.nodes()) {
-    std::set<std::string> seen;  // one series per distinct finding
-    for (const auto& f : n.findings) {
-      const std::string series = fmt::format("rocebench_accept_reason{{{},code=\"{}\",stage=\"{}\",evidence=\"{}\"}} 1\n", labels(n),
+  // One series per distinct finding (code, stage, evidence) of `family_name`: a node's reasons or warnings.
+  auto finding_series = [&](const std::string& family_name, const std::string& help, std::vector<Finding> NodeVerdict::*which) {
+    std::string series;
+    for (const auto& n : v.nodes()) {
+      std::set<std::string> seen;
+      for (const auto& f : n.*which) {
+        const std::string line = fmt::format("rocebench_accept_{}{{{},code=\"{}\",stage=\"{}\",evidence=\"{}\"}} 1\n", family_name, labels(n),
                                              prom_label_value(f.code), prom_label_value(f.stage), prom_label_value(f.evidence));
-      if (seen.insert(series).second) reasons += series;
+        if (seen.insert(line).second) series += line;
+      }
     }
-  }
-  if (!reasons.empty()) out += family("reason", "1 for each reason a node failed for (code, stage, evidence)") + reasons;
-  std::string warnings;
-  for (const auto& n : v.nodes()) {
-    for (const auto& f : n.warnings) {
-      warnings += fmt::format("rocebench_accept_warning{{{},code=\"{}\",stage=\"{}\",evidence=\"{}\"}} 1\n", labels(n),
-                              prom_label_value(f.code), prom_label_value(f.stage), prom_label_value(f.evidence));
-    }
-  }
-  if (!warnings.empty()) out += family("warning", "1 for each warning on a node that passed or failed (code, stage, evidence)") + warnings;
+    return series.empty() ? "" : family(family_name, help) + series;
+  };
+  out += finding_series("reason", "1 for each reason a node failed for (code, stage, evidence)", &NodeVerdict::findings);
+  out += finding_series("warning", "1 for each warning on a node that passed or failed (code, stage, evidence)", &NodeVerdict::warnings);
   const std::pair<const char*, const char*> figures[] = {
       {kPairGbps, "the median bandwidth of the node's pairs in the link matrix, Gb/s"},
       {kPairLatency, "the median latency of the node's pairs in the link matrix, seconds"},

@@ -24,6 +24,20 @@ std::string cell(const NodeVerdict& n, const std::string& stage) {
   return it == n.stages.end() ? "—" : it->second;
 }
 
+// "b LOSSY (lossless): …", and a warning's "b warn CONGESTED (lossless): …": each finding of a node, in words.
+std::vector<std::string> finding_lines(const NodeVerdict& n) {
+  std::vector<std::string> out;
+  for (const auto& f : n.findings) out.push_back(fmt::format("{} {} ({}): {}", n.host, f.code, f.stage, f.evidence));
+  for (const auto& f : n.warnings) out.push_back(fmt::format("{} warn {} ({}): {}", n.host, f.code, f.stage, f.evidence));
+  return out;
+}
+
+json findings_json(const std::vector<Finding>& findings) {
+  json out = json::array();
+  for (const auto& f : findings) out.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
+  return out;
+}
+
 }  // namespace
 
 std::string verdict_table(const Verdicts& v) {
@@ -42,8 +56,7 @@ std::string verdict_table(const Verdicts& v) {
     for (std::size_t i = 0; i < row.size(); ++i) out += fmt::format("{:<{}}{}", row[i], width[i], i + 1 < row.size() ? "  " : "\n");
   }
   for (const auto& n : v.nodes()) {
-    for (const auto& f : n.findings) out += fmt::format("{} {} ({}): {}\n", n.host, f.code, f.stage, f.evidence);
-    for (const auto& f : n.warnings) out += fmt::format("{} warn {} ({}): {}\n", n.host, f.code, f.stage, f.evidence);
+    for (const auto& line : finding_lines(n)) out += line + "\n";
   }
   for (const auto& f : v.cluster_findings()) out += fmt::format("cluster {} ({}): {}\n", f.code, f.stage, f.evidence);
   std::size_t failed = 0;
@@ -75,8 +88,7 @@ std::vector<Section> verdict_sections(const Verdicts& v) {
   Section evidence{"Evidence", {}, {}, {}};
   for (const auto& f : v.cluster_findings()) evidence.notes.push_back(fmt::format("cluster {} ({}): {}", f.code, f.stage, f.evidence));
   for (const auto& n : v.nodes()) {
-    for (const auto& f : n.findings) evidence.notes.push_back(fmt::format("{} {} ({}): {}", n.host, f.code, f.stage, f.evidence));
-    for (const auto& f : n.warnings) evidence.notes.push_back(fmt::format("{} warn {} ({}): {}", n.host, f.code, f.stage, f.evidence));
+    for (const auto& line : finding_lines(n)) evidence.notes.push_back(line);
   }
   if (evidence.notes.empty()) evidence.notes.push_back("Every node passed every stage.");
   return {verdict, evidence};
@@ -102,15 +114,10 @@ std::string verdict_junit(const Verdicts& v) {
 json verdict_json(const Verdicts& v) {
   json nodes = json::array();
   for (const auto& n : v.nodes()) {
-    json findings = json::array();
-    for (const auto& f : n.findings) findings.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
-    json warnings = json::array();
-    for (const auto& f : n.warnings) warnings.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
-    nodes.push_back({{"host", n.host}, {"verdict", n.pass() ? "PASS" : "FAIL"}, {"stages", n.stages}, {"findings", findings}});
-    if (!warnings.empty()) nodes.back()["warnings"] = warnings;
+    nodes.push_back({{"host", n.host}, {"verdict", n.pass() ? "PASS" : "FAIL"}, {"stages", n.stages}, {"findings", findings_json(n.findings)}});
+    if (!n.warnings.empty()) nodes.back()["warnings"] = findings_json(n.warnings);
   }
-  json cluster = json::array();
-  for (const auto& f : v.cluster_findings()) cluster.push_back({{"code", f.code}, {"stage", f.stage}, {"evidence", f.evidence}});
+  const json cluster = findings_json(v.cluster_findings());
   return {{"cluster", v.pass() ? "PASS" : "FAIL"}, {"stages", v.stages()}, {"nodes", nodes}, {"cluster_findings", cluster}};
 }
 

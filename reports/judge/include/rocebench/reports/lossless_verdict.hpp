@@ -43,6 +43,7 @@ struct LosslessHost {
   std::vector<std::string> evidence;  // in words, each naming the host, the counter and its delta
   std::int64_t resent = -1;           // what it sent again as a sender, over every turn (-1: not read)
   double paused_s = 0;                // its priorities' pause time, both ways, over the incast (verbs)
+  bool marked = false;                // ECN marks or CNPs rose on it
 };
 
 // The priorities each host has PFC on (netcheck's roce.pfc.enabled_priorities), where known.
