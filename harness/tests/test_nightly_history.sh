@@ -4,11 +4,13 @@
 #     CPU each rank was pinned to, and the ranks' threads really are on that CPU alone;
 #  2. a history of earlier nights like it: a run is not flagged (exit 0);
 #  3. a history whose nights were 4x faster until two nights ago: the run is the third night of the
-#     step and is flagged REGRESSED (exit 1), in the summary and in history-junit.xml;
+#     step and is flagged REGRESSED (exit 1), in the summary and in history-junit.xml; its reruns
+#     decide when the run landed in this machine's other regime (both vCPUs busy halves barrier p50);
 #  4. fewer CPUs than ranks (taskset -c 0): recorded as shared, not refused;
 #  5. a corrupt database: exit 2, the file left as it was;
-#  6. a rerun (--rerun-of): joins the night it repeats; one of a run the history lacks is refused
-#     before any rank starts;
+#  6. a rerun (--rerun-of): joins the night it repeats, so the check judges it with that night's runs
+#     (REGRESSED, or an outlier when it landed in the other regime); one of a run the history lacks is
+#     refused before any rank starts;
 #  7. --reruns N: a night whose step is UNKNOWN reruns the step itself (only the steps behind UNKNOWN
 #     series, each rerun joining the night) until the check decides or N is spent, and exits with the
 #     decision; --steps runs only a plan's steps of a kind, and refuses a kind the plan lacks.
@@ -92,10 +94,12 @@ expect_out "history: added this run to $work/same.sqlite"
 expect_out "0 REGRESSED"
 
 # 3. Nights 1-8 four times faster, 9 and 10 like this machine: the run is the step's third night.
+# Nights 9 and 10 copy the first run; a run made while both vCPUs are busy has half its barrier p50
+# (no vCPU halts between rounds) and reads as an outlier nearer the old level: reruns decide then.
 nights step 1 8 0.25
 nights step 9 10 1.0
 expect_rc 0 "$rb" history add --db "$work/step.sqlite" "$work"/step*.jsonl
-expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow --history "$work/step.sqlite"
+expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow --history "$work/step.sqlite" --reruns 3
 expect_out "REGRESSED .*harness.rendezvous barrier_us_p50"
 expect_out "from run step09 \(revision [^,]*, 2026-01-09\)"
 expect_out "[1-9][0-9]* REGRESSED"
@@ -124,9 +128,16 @@ expect_out "--rerun-of nosuch: no such run in $work/step.sqlite"
 sed 's/ "history": "history.sqlite",//' "$work/plan.json" >"$work/plain.json"
 expect_rc 2 "$rb" run "$work/plain.json" --results "$work/res" --run-id norun --rerun-of slow
 expect_out "--rerun-of slow: the run adds itself to no history"
-expect_rc 1 "$rb" run "$work/plan.json" --results "$work/res" --run-id slow-rerun --history "$work/step.sqlite" --rerun-of slow
-expect_out "REGRESSED .*harness.rendezvous barrier_us_p50"
+rc=0
+"$rb" run "$work/plan.json" --results "$work/res" --run-id slow-rerun --history "$work/step.sqlite" --rerun-of slow >"$work/out" 2>&1 || rc=$?
+cat "$work/out"
 [[ $(sqlite3 "$work/step.sqlite" "SELECT night FROM runs WHERE run = 'slow-rerun'") == slow ]] || fail "the rerun did not join night 'slow'"
+# Judged with its night: the step still starts at night 9, and every run of night 'slow' counts.
+runs=$((2 + $(sqlite3 "$work/step.sqlite" "SELECT count(*) FROM runs WHERE night = 'slow' OR run = 'slow'")))
+grep -A1 -E "^ +(REGRESSED|UNKNOWN) .*harness.rendezvous barrier_us_p50" "$work/out" |
+  grep -qE "(over the last $runs runs|$runs run\(s\) .*an outlier or a step\?).*from run step09" ||
+  fail "barrier_us_p50 is not judged over the step's $runs runs from night 9 on, REGRESSED or an outlier"
+if grep -qE "^ +REGRESSED " "$work/out"; then [[ $rc == 1 ]] || fail "REGRESSED, yet exit $rc"; else [[ $rc == 0 ]] || fail "nothing REGRESSED, yet exit $rc"; fi
 
 # 7. Twenty-five nights 4x faster, then this machine: the first slow night is UNKNOWN (a step or an
 # outlier?); with --reruns 3 the run reruns the step, in the night, until it is REGRESSED (exit 1).
