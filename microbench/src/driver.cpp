@@ -48,9 +48,11 @@ BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int
 }
 
 std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, std::int64_t origin,
-                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns) {
-  if (completed_ns.empty() || interval_ns <= 0) return {};
-  const auto whole = static_cast<std::size_t>(std::max<std::int64_t>(0, (completed_ns.back() - origin) / interval_ns));
+                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns,
+                                              std::int64_t until_ns) {
+  if ((completed_ns.empty() && until_ns == 0) || interval_ns <= 0) return {};
+  const std::int64_t end = std::max(until_ns, completed_ns.empty() ? until_ns : completed_ns.back());
+  const auto whole = static_cast<std::size_t>(std::max<std::int64_t>(0, (end - origin) / interval_ns));
   std::vector<std::uint64_t> out(whole, 0);
   for (const std::int64_t t : completed_ns) {
     const auto k = static_cast<std::size_t>(std::max<std::int64_t>(0, t - origin) / interval_ns);
@@ -142,55 +144,72 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
 }
 
 // perftest's run_iter_bw: keep up to tx_depth messages in flight; the post time of every message and
-// the time its completion was seen. A warm-up (untimed) fills and drains the window first.
+// the time its completion was seen. A warm-up (untimed) fills and drains the window first. With
+// drain_s, a window that stops completing is given up at duration_s + drain_s: its messages are left
+// in flight (`abandoned`) and the loop ends.
 struct WindowTimes {
   std::vector<std::int64_t> posted, completed;
+  std::size_t abandoned = 0;  // messages still in flight when the loop gave up on them
+  std::int64_t gave_up_ns = 0;
 };
 
 WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));
   const std::size_t moderation = cq_moderation(o);
   const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
-  std::size_t warm_done = 0;
+  const std::int64_t give_up =
+      o.duration_s > 0 && o.drain_s > 0 ? now_ns() + static_cast<std::int64_t>((o.duration_s + o.drain_s) * 1e9) : 0;
+  WindowTimes t;
+  auto& [posted, completed, abandoned, gave_up_ns] = t;
+  // Completes messages until at most `in_flight` of `sent` remain; false once the give-up time has passed.
+  auto complete_until = [&](std::vector<std::int64_t>& done, std::size_t sent, std::size_t in_flight) {
+    while (sent - done.size() > in_flight) {
+      if (const std::size_t n = probe.poll(give_up == 0)) {
+        done.insert(done.end(), n, now_ns());
+      } else if (give_up && now_ns() > give_up) {
+        abandoned = sent - done.size();
+        gave_up_ns = now_ns();
+        return false;
+      }
+    }
+    return true;
+  };
+  std::vector<std::int64_t> warm;
   for (int i = 0; i < warmup; ++i) {
-    while (static_cast<std::size_t>(i) - warm_done >= depth) warm_done += probe.poll(true);
+    if (!complete_until(warm, static_cast<std::size_t>(i), depth - 1)) return t;
     probe.post(false, (i + 1) % moderation == 0 || i + 1 == warmup);
   }
-  while (warm_done < static_cast<std::size_t>(warmup)) warm_done += probe.poll(true);
+  if (!complete_until(warm, static_cast<std::size_t>(warmup), 0)) return t;
 
-  WindowTimes t;
-  auto& [posted, completed] = t;
   LoopBound bound{o.iterations > 0 ? o.iterations : kBandwidthIterations, o.duration_s};
   bool last = false;
   while (!last) {
-    while (posted.size() - completed.size() >= depth) {
-      const std::size_t n = probe.poll(true);
-      const std::int64_t now = now_ns();
-      completed.insert(completed.end(), n, now);
-    }
+    if (!complete_until(completed, posted.size(), depth - 1)) return t;
     last = !bound.more(posted.size());
     posted.push_back(now_ns());
     probe.post(last, last || posted.size() % moderation == 0);
     const std::size_t n = probe.poll(false);
     if (n) completed.insert(completed.end(), n, now_ns());
   }
-  while (completed.size() < posted.size()) {
-    const std::size_t n = probe.poll(true);
-    completed.insert(completed.end(), n, now_ns());
-  }
+  complete_until(completed, posted.size(), 0);
   return t;
 }
 
 ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t bytes) {
   ResultRecord r = base_record(probe, o, bytes);
-  const auto [posted, completed] = run_windows(probe, o);
-  const BandwidthFigures f = bandwidth_figures(bytes, posted, completed, cq_moderation(o));
+  const auto [posted, completed, abandoned, gave_up_ns] = run_windows(probe, o);
+  BandwidthFigures f = bandwidth_figures(bytes, posted, completed, cq_moderation(o));
+  if (abandoned > 0 && !posted.empty()) {  // what got through, over the whole time it was waited for
+    const auto ns = static_cast<double>(gave_up_ns - posted.front());
+    f.avg_Gbps = static_cast<double>(bytes * completed.size()) * 8.0 / ns;
+    f.msg_rate_Mpps = static_cast<double>(completed.size()) / ns * 1e3;
+  }
   r.metrics = {{"bw_peak_Gbps", f.peak_Gbps}, {"bw_avg_Gbps", f.avg_Gbps}, {"msg_rate_Mpps", f.msg_rate_Mpps}};
 
-  // The spread: Gb/s of each of up to 20 consecutive slices of the run.
+  // The spread: Gb/s of each of up to 20 consecutive slices of the run (of its messages that completed).
   std::vector<double> slices;
-  const std::size_t per = std::max<std::size_t>(1, posted.size() / kBandwidthChunks);
-  for (std::size_t i = 0; i + per <= posted.size(); i += per) {
+  const std::size_t per = std::max<std::size_t>(1, completed.size() / kBandwidthChunks);
+  for (std::size_t i = 0; i + per <= completed.size(); i += per) {
     const double ns = static_cast<double>(completed[i + per - 1] - (i ? completed[i - 1] : posted[0]));
     if (ns > 0) slices.push_back(static_cast<double>(bytes * per) * 8.0 / ns);
   }
@@ -199,10 +218,11 @@ ResultRecord measure_bandwidth(Probe& probe, const DriverOptions& o, std::size_t
     r.samples["unit"] = "Gbps per slice";
   }
   r.samples["messages"] = posted.size();
+  if (abandoned > 0) r.samples["abandoned_messages"] = abandoned;
   if (o.interval_ns > 0) {
     r.samples["interval_ns"] = o.interval_ns;
-    const std::int64_t origin = o.interval_origin_ns > 0 ? o.interval_origin_ns : posted.front();
-    r.samples["interval_bytes"] = bytes_per_interval(bytes, origin, completed, o.interval_ns);
+    const std::int64_t origin = o.interval_origin_ns > 0 || posted.empty() ? o.interval_origin_ns : posted.front();
+    r.samples["interval_bytes"] = bytes_per_interval(bytes, origin, completed, o.interval_ns, gave_up_ns);
   }
   return r;
 }
@@ -237,8 +257,8 @@ int run_passive(Probe& probe) {
   int served = 0;
   while (const std::size_t bytes = probe.next_size()) {
     if (const auto loop = probe.reverse_loop()) {  // bidirectional: this side sends its own windows
-      const auto [posted, completed] = run_windows(probe, *loop);
-      probe.set_reverse_figures(bandwidth_figures(bytes, posted, completed, cq_moderation(*loop)));
+      const WindowTimes t = run_windows(probe, *loop);
+      probe.set_reverse_figures(bandwidth_figures(bytes, t.posted, t.completed, cq_moderation(*loop)));
     }
     probe.serve(bytes);
     ++served;

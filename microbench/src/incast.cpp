@@ -150,6 +150,7 @@ IncastParams incast_params(const json& params) {
   ip.spec = spec_from_params(probe);
   if (ip.spec.driver.sizes.size() != 1) throw InputError("microbench.incast measures one message size");
   ip.spec.driver.interval_ns = kIncastIntervalNs;
+  if (transport == "verbs") ip.spec.driver.drain_s = kIncastDrainS;
   ip.receivers = o.find<std::string>(params, "receivers").value_or("");
   ip.link_gbps = o.find<double>(params, "link_gbps");
   return ip;
@@ -305,7 +306,8 @@ json send(StepContext& ctx, const ProbeSpec& spec, const std::string& key, std::
     run_active(*probes[i], driver, [&](const ResultRecord& r) {
       measured[i] = {{"bw_avg_Gbps", r.metrics.value("bw_avg_Gbps", 0.0)},
                      {"interval_bytes", r.samples.value("interval_bytes", json::array())},
-                     {"messages", r.samples.value("messages", 0)}};
+                     {"messages", r.samples.value("messages", 0)},
+                     {"abandoned_messages", r.samples.value("abandoned_messages", 0)}};
       if (r.params.contains("tcp_congestion")) measured[i]["tcp_congestion"] = r.params["tcp_congestion"];
     });
   });
@@ -389,7 +391,7 @@ void run_incast_step(StepContext& ctx) {
 
     if (ctx.rank != 0) continue;
     // Rank 0 puts the receiver's record together from what each sender measured.
-    json per_sender = json::object();
+    json per_sender = json::object(), abandoned = json::object();
     std::vector<double> goodputs;
     std::vector<std::vector<std::uint64_t>> intervals;
     std::string congestion;
@@ -401,6 +403,9 @@ void run_incast_step(StepContext& ctx) {
         goodput += s.value("bw_avg_Gbps", 0.0);
         intervals.push_back(s.value("interval_bytes", json::array()).get<std::vector<std::uint64_t>>());
         congestion = s.value("tcp_congestion", congestion);
+        if (const int left = s.value("abandoned_messages", 0)) {
+          abandoned[hosts[static_cast<std::size_t>(r)]] = abandoned.value(hosts[static_cast<std::size_t>(r)], 0) + left;
+        }
       }
       per_sender[hosts[static_cast<std::size_t>(r)]] = goodput;
       goodputs.push_back(goodput);
@@ -431,6 +436,10 @@ void run_incast_step(StepContext& ctx) {
     r.samples["unit"] = "Gbps per 100 ms interval (the first, ramp-up, left out)";
     r.samples["values"] = per_interval;
     r.samples["per_sender_Gbps"] = per_sender;
+    if (!abandoned.empty()) {
+      r.samples["abandoned_messages"] = abandoned;
+      r.samples["drain_s"] = spec.driver.drain_s;
+    }
     if (per_interval.empty()) {
       r.status = Status::error;
       r.reason = fmt::format("no whole 100 ms interval after the first in {} s: give a longer --duration",
@@ -443,6 +452,11 @@ void run_incast_step(StepContext& ctx) {
                              r.metrics.value("fairness_jain", 0.0), r.metrics.value("interval_goodput_Gbps_p1", 0.0),
                              r.metrics.value("interval_goodput_Gbps_p50", 0.0))
               << std::flush;
+    for (const auto& [sender, left] : abandoned.items()) {
+      std::cout << fmt::format("{:>16} {} message(s) from {} still in flight {} s after the turn: given up (the stream stalled)\n",
+                               "", left.get<int>(), sender, spec.driver.drain_s)
+                << std::flush;
+    }
     ctx.record(r);
   }
 }

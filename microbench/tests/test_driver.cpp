@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <numeric>
 #include <utility>
 
 #include "rocebench/common/cli.hpp"
@@ -190,6 +192,51 @@ TEST(Bandwidth, EveryCqModThMessageAndTheLastOfEachLoopAreSignaled) {
   ModeratedProbe deep;
   run_active(deep, DriverOptions{.sizes = {4096}, .iterations = 10, .warmup = 0, .tx_depth = 4, .cq_mod = 100}, [](const ResultRecord&) {});
   EXPECT_EQ(deep.signaled_at, (std::vector<std::size_t>{3, 7, 9}));
+}
+
+namespace {
+// A queue that completes its first `completes` messages at once, then nothing: an RC stream whose
+// resends no longer get through. Waiting on it (poll(true)) would hang until the probe's deadline.
+class StallingProbe final : public FakeBandwidthProbe {
+ public:
+  explicit StallingProbe(std::size_t completes) : completes_(completes) {}
+  void post(bool, bool) override { ++posted; }
+  std::size_t poll(bool wait) override {
+    if (wait) throw std::runtime_error("waited on a stalled queue");
+    const std::size_t done = std::min(posted, completes_);
+    return done - std::exchange(reported_, done);
+  }
+  std::size_t posted = 0;
+
+ private:
+  std::size_t completes_, reported_ = 0;
+};
+}  // namespace
+
+TEST(Bandwidth, AWindowThatStopsCompletingIsGivenUpDrainSecondsAfterTheDuration) {
+  StallingProbe probe(300);
+  const DriverOptions o{.sizes = {4096}, .warmup = 0, .duration_s = 0.05, .tx_depth = 16, .interval_ns = 10'000'000, .drain_s = 0.1};
+  std::vector<ResultRecord> records;
+  const auto start = std::chrono::steady_clock::now();
+  run_active(probe, o, [&](const ResultRecord& r) { records.push_back(r); });
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(took_s, 0.15);  // duration + drain, not the probe's deadline
+  EXPECT_LT(took_s, 5.0);
+  ASSERT_EQ(records.size(), 1u);
+  const ResultRecord& r = records[0];
+  EXPECT_EQ(probe.posted, 316u);  // 300 completed, then one full window
+  EXPECT_EQ(r.samples["messages"], 316);
+  EXPECT_EQ(r.samples["abandoned_messages"], 16);
+  // Goodput over the whole wait, and the 10 ms intervals run to the give-up, empty after the stall.
+  EXPECT_NEAR(r.metrics["bw_avg_Gbps"].get<double>(), 300 * 4096 * 8 / (took_s * 1e9), 300 * 4096 * 8 / (took_s * 1e9) * 0.5);
+  const auto intervals = r.samples["interval_bytes"].get<std::vector<std::uint64_t>>();
+  ASSERT_GE(intervals.size(), 14u);
+  EXPECT_EQ(intervals.back(), 0u);
+  EXPECT_EQ(std::accumulate(intervals.begin(), intervals.end(), std::uint64_t{0}), 300u * 4096);
+  // Without drain_s the driver waits on the queue as before (the probe's own deadline bounds it).
+  StallingProbe waits(300);
+  EXPECT_THROW(run_active(waits, DriverOptions{.sizes = {4096}, .warmup = 0, .duration_s = 0.05, .tx_depth = 16}, [](const ResultRecord&) {}),
+               std::runtime_error);
 }
 
 TEST(GpuBuffers, ForTheVerbsBandwidthTestsAndReadLatOnly) {

@@ -65,6 +65,9 @@ TEST(Incast, BytesPerIntervalFromTheOrigin) {
   // A stream that started late, counted from the others' origin: nothing in its first intervals.
   EXPECT_EQ(bytes_per_interval(10, 800, completed, 100), (std::vector<std::uint64_t>{0, 0, 20, 10, 10}));
   EXPECT_TRUE(bytes_per_interval(10, 1000, {}, 100).empty());
+  // A stream given up at 1560: its intervals run to then, empty after its last completion.
+  EXPECT_EQ(bytes_per_interval(10, 1000, completed, 100, 1560), (std::vector<std::uint64_t>{20, 10, 10, 10, 0}));
+  EXPECT_EQ(bytes_per_interval(10, 1000, {}, 100, 1250), (std::vector<std::uint64_t>{0, 0}));
 }
 
 TEST(Incast, ReceiversInTurn) {

@@ -220,6 +220,26 @@ TEST(LosslessVerbs, TheHostOnALossyLinkIsNamedAloneByItsSendersSequenceNaksAndTi
   EXPECT_TRUE(judge_incast(verbs_run([](const std::string&, const std::string&) { return no_loss(); }), "tcp").empty());
 }
 
+TEST(LosslessVerbs, StreamsThatStalledAndWereGivenUpAreLossOnTheHostTheyShare) {
+  // h3's link drops so much that its senders' RC streams to it stop completing: each was given up 5 s
+  // after the turn (the receiver's record names them), while the counters read stay within the share.
+  std::vector<json> records = verbs_run([](const std::string&, const std::string&) { return no_loss(); });
+  for (json& r : records) {
+    if (!r["params"].contains("role") && r["params"]["receiver"] == "h3") {
+      r["samples"] = {{"abandoned_messages", {{"h0", 128}, {"h1", 96}, {"h2", 128}}}, {"drain_s", 5.0}};
+    }
+  }
+  const auto v = by_host(judge_incast(records, "verbs"));
+  EXPECT_EQ(v.at("h3").verdict, "LOSSY");
+  for (const char* fine : {"h0", "h1", "h2"}) EXPECT_EQ(v.at(fine).verdict, "OK") << joined(v.at(fine).evidence);
+  const std::string evidence = joined(v.at("h3").evidence);
+  EXPECT_NE(evidence.find("h1: 96 message(s) to h3 still unacknowledged 5 s after the turn: the stream stalled (its resends did "
+                          "not get through) and was given up"),
+            std::string::npos)
+      << evidence;
+  EXPECT_EQ(v.at("h3").evidence.size(), 3u) << evidence;  // its three stalled pairs, no counter line
+}
+
 TEST(LosslessVerbs, DiscardsOrAStoppedPauseStormAreLossOnTheHostThatCountsThem) {
   // A ConnectX receiver drops for lack of buffer (PFC not holding the senders back): no sender resent
   // more than the share, yet the discards are loss.

@@ -112,6 +112,8 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   std::map<int, Deltas> marks, host_loss, host_congested;             // host -> counter -> delta over the turns
   std::map<std::string, std::string> labels;                          // counter -> with its source name
   std::map<int, std::vector<std::string>> stalls;                     // receiver -> evidence
+  std::map<int, std::map<std::string, std::int64_t>> abandoned;       // sender -> receiver -> messages given up
+  double drain_s = 0;                                                 // how long after its turn a sender gave up
   std::map<int, PerPriority> priorities;                              // host -> its NIC's per-priority counts
   std::map<std::string, double> turn_s;                               // receiver -> its turn's duration
   int dscp = 26;                                                      // the traffic class's, where the records give it
@@ -125,6 +127,12 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
     if (p.contains("tos")) dscp = p["tos"].get<int>() >> 2;
     if (!p.contains("role")) {  // the receiver's own record of its turn
       const int host = index_of(receiver);
+      const json samples = r.value("samples", json::object());
+      const json given_up = samples.value("abandoned_messages", json::object());  // named: items() of a temporary would dangle
+      for (const auto& [sender, left] : given_up.items()) {
+        abandoned[index_of(sender)][receiver] += left.get<std::int64_t>();
+        drain_s = samples.value("drain_s", drain_s);
+      }
       const double p1 = metrics.value("interval_goodput_Gbps_p1", -1.0), p50 = metrics.value("interval_goodput_Gbps_p50", -1.0);
       if (p1 >= 0 && p50 > 0 && p1 < rule.stall_share * p50) {
         stalls[host].push_back(fmt::format("{} as receiver: 100 ms goodput p1 {:.3f} Gb/s is below {} of its p50 "
@@ -179,10 +187,11 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   for (const std::string& receiver : receivers) {
     const int r = index_of(receiver);
     for (int sender = 0; sender < n; ++sender) {
-      if (sender == r || !counted[sender].count(receiver)) continue;
+      const bool stalled = abandoned[sender].count(receiver) > 0;
+      if (sender == r || (!counted[sender].count(receiver) && !stalled)) continue;
       measured.emplace_back(r, sender + n);
       const auto again = static_cast<double>(total(lost[sender][receiver]));
-      if (again > 0 && again > rule.retransmit_share * static_cast<double>(sent[sender][receiver])) {
+      if (stalled || (again > 0 && again > rule.retransmit_share * static_cast<double>(sent[sender][receiver]))) {
         lossy.emplace_back(r, sender + n);
         lossy_hosts.emplace_back(r, sender);
       }
@@ -209,8 +218,15 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
         if (a != h && b != h) continue;
         const std::string& sender = hosts[static_cast<std::size_t>(b)];
         const std::string& receiver = hosts[static_cast<std::size_t>(a)];
-        v.evidence.push_back(fmt::format("{}: {} of {} {} while {} sent to {} ({})", sender, rises(lost[b][receiver]),
-                                         sent[b][receiver], c.sent, sender, receiver, c.meaning));
+        if (total(lost[b][receiver]) > 0) {
+          v.evidence.push_back(fmt::format("{}: {} of {} {} while {} sent to {} ({})", sender, rises(lost[b][receiver]),
+                                           sent[b][receiver], c.sent, sender, receiver, c.meaning));
+        }
+        if (const auto left = abandoned[b].find(receiver); left != abandoned[b].end()) {
+          v.evidence.push_back(fmt::format("{}: {} message(s) to {} still unacknowledged {} s after the turn: the stream "
+                                           "stalled (its resends did not get through) and was given up",
+                                           sender, left->second, receiver, drain_s));
+        }
       }
     }
     if (total(host_loss[h]) > 0) {

@@ -25,6 +25,10 @@ struct DriverOptions {
   int cq_mod = 100;          // bandwidth: one WR in cq_mod is signaled, as perftest -Q (at most tx_depth)
   std::int64_t interval_ns = 0;  // bandwidth, > 0: the record's samples keep the bytes completed per interval
   std::int64_t interval_origin_ns = 0;  // where those intervals start (now_ns()'s clock); 0: at the first post
+  // bandwidth with duration_s, > 0: messages still in flight this long after the duration are given up
+  // (recorded as samples.abandoned_messages) instead of waited for. Only for a probe whose end is told
+  // over its control socket (verbs), not by its last message (TCP).
+  double drain_s = 0;
   std::string step = "microbench.probe";
 };
 
@@ -77,12 +81,14 @@ std::vector<std::size_t> sweep_sizes(std::size_t from = 2, std::size_t to = std:
 BandwidthFigures bandwidth_figures(std::size_t bytes, const std::vector<std::int64_t>& posted_ns,
                                    const std::vector<std::int64_t>& completed_ns, std::size_t cq_mod);
 
-// Bytes completed in each whole interval of `interval_ns` from `origin_ns` to the last completion; a
-// partial interval at the end is left out, a completion before the origin counts in the first. Completions
-// are counted when they were seen, so a moderated queue (cq_mod), or a sender the CPU left waiting, puts a
-// burst of messages in one interval.
+// Bytes completed in each whole interval of `interval_ns` from `origin_ns` to the last completion, or to
+// `until_ns` when that is later (a stream that stalled: its empty intervals count); a partial interval at
+// the end is left out, a completion before the origin counts in the first. Completions are counted when
+// they were seen, so a moderated queue (cq_mod), or a sender the CPU left waiting, puts a burst of
+// messages in one interval.
 std::vector<std::uint64_t> bytes_per_interval(std::size_t bytes, std::int64_t origin_ns,
-                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns);
+                                              const std::vector<std::int64_t>& completed_ns, std::int64_t interval_ns,
+                                              std::int64_t until_ns = 0);
 
 // A bidirectional record as perftest -b reports it: bw_avg_Gbps, bw_peak_Gbps and msg_rate_Mpps become
 // the sums of both directions; this side's own figures stay as fwd_*, the peer's are the rev_* ones.
