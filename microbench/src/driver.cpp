@@ -145,8 +145,9 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
 
 // perftest's run_iter_bw: keep up to tx_depth messages in flight; the post time of every message and
 // the time its completion was seen. A warm-up (untimed) fills and drains the window first. With
-// drain_s, a window that stops completing is given up at duration_s + drain_s: its messages are left
-// in flight (`abandoned`) and the loop ends.
+// drain_s, a window that completes nothing for drain_s once duration_s is over is given up: its
+// messages are left in flight (`abandoned`) and the loop ends. A slow window that still completes is
+// waited for.
 struct WindowTimes {
   std::vector<std::int64_t> posted, completed;
   std::size_t abandoned = 0;  // messages still in flight when the loop gave up on them
@@ -157,16 +158,19 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const std::size_t depth = static_cast<std::size_t>(std::max(1, o.tx_depth));
   const std::size_t moderation = cq_moderation(o);
   const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
-  const std::int64_t give_up =
-      o.duration_s > 0 && o.drain_s > 0 ? now_ns() + static_cast<std::int64_t>((o.duration_s + o.drain_s) * 1e9) : 0;
+  const bool may_give_up = o.duration_s > 0 && o.drain_s > 0;
+  const auto drain_ns = static_cast<std::int64_t>(o.drain_s * 1e9);
+  std::int64_t quiet_from = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);  // the duration's end, or the last completion after it
   WindowTimes t;
   auto& [posted, completed, abandoned, gave_up_ns] = t;
-  // Completes messages until at most `in_flight` of `sent` remain; false once the give-up time has passed.
+  // Completes messages until at most `in_flight` of `sent` remain; false once given up.
   auto complete_until = [&](std::vector<std::int64_t>& done, std::size_t sent, std::size_t in_flight) {
     while (sent - done.size() > in_flight) {
-      if (const std::size_t n = probe.poll(give_up == 0)) {
-        done.insert(done.end(), n, now_ns());
-      } else if (give_up && now_ns() > give_up) {
+      if (const std::size_t n = probe.poll(!may_give_up)) {
+        const std::int64_t now = now_ns();
+        done.insert(done.end(), n, now);
+        quiet_from = std::max(quiet_from, now);
+      } else if (may_give_up && now_ns() - quiet_from > drain_ns) {
         abandoned = sent - done.size();
         gave_up_ns = now_ns();
         return false;

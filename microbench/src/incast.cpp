@@ -453,7 +453,7 @@ void run_incast_step(StepContext& ctx) {
                              r.metrics.value("interval_goodput_Gbps_p50", 0.0))
               << std::flush;
     for (const auto& [sender, left] : abandoned.items()) {
-      std::cout << fmt::format("{:>16} {} message(s) from {} still in flight {} s after the turn: given up (the stream stalled)\n",
+      std::cout << fmt::format("{:>16} {} message(s) from {} given up, none completing for {} s after the turn (the stream stalled)\n",
                                "", left.get<int>(), sender, spec.driver.drain_s)
                 << std::flush;
     }

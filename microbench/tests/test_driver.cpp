@@ -211,9 +211,27 @@ class StallingProbe final : public FakeBandwidthProbe {
  private:
   std::size_t completes_, reported_ = 0;
 };
+
+// A queue that completes one message every 20 ms.
+class TrickleProbe final : public FakeBandwidthProbe {
+ public:
+  void post(bool, bool) override { ++posted; }
+  std::size_t poll(bool) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (reported_ == posted || now - last_ < std::chrono::milliseconds(20)) return 0;
+    last_ = now;
+    ++reported_;
+    return 1;
+  }
+  std::size_t posted = 0;
+
+ private:
+  std::size_t reported_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
 }  // namespace
 
-TEST(Bandwidth, AWindowThatStopsCompletingIsGivenUpDrainSecondsAfterTheDuration) {
+TEST(Bandwidth, AWindowThatStopsCompletingIsGivenUpAfterDrainSecondsWithoutACompletion) {
   StallingProbe probe(300);
   const DriverOptions o{.sizes = {4096}, .warmup = 0, .duration_s = 0.05, .tx_depth = 16, .interval_ns = 10'000'000, .drain_s = 0.1};
   std::vector<ResultRecord> records;
@@ -233,6 +251,14 @@ TEST(Bandwidth, AWindowThatStopsCompletingIsGivenUpDrainSecondsAfterTheDuration)
   ASSERT_GE(intervals.size(), 14u);
   EXPECT_EQ(intervals.back(), 0u);
   EXPECT_EQ(std::accumulate(intervals.begin(), intervals.end(), std::uint64_t{0}), 300u * 4096);
+  // A window that still completes, one message every 20 ms, is waited for: 16 of them take longer than
+  // drain_s, none of the gaps does.
+  TrickleProbe trickle;
+  std::vector<ResultRecord> slow;
+  run_active(trickle, o, [&](const ResultRecord& rec) { slow.push_back(rec); });
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_FALSE(slow[0].samples.contains("abandoned_messages"));
+  EXPECT_EQ(slow[0].samples["messages"], trickle.posted);
   // Without drain_s the driver waits on the queue as before (the probe's own deadline bounds it).
   StallingProbe waits(300);
   EXPECT_THROW(run_active(waits, DriverOptions{.sizes = {4096}, .warmup = 0, .duration_s = 0.05, .tx_depth = 16}, [](const ResultRecord&) {}),

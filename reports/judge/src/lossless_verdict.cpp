@@ -223,8 +223,8 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
                                            sent[b][receiver], c.sent, sender, receiver, c.meaning));
         }
         if (const auto left = abandoned[b].find(receiver); left != abandoned[b].end()) {
-          v.evidence.push_back(fmt::format("{}: {} message(s) to {} still unacknowledged {} s after the turn: the stream "
-                                           "stalled (its resends did not get through) and was given up",
+          v.evidence.push_back(fmt::format("{}: {} message(s) to {} given up, none acknowledged for {} s after the turn: the "
+                                           "stream stalled (its resends did not get through)",
                                            sender, left->second, receiver, drain_s));
         }
       }

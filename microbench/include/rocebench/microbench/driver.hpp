@@ -25,9 +25,9 @@ struct DriverOptions {
   int cq_mod = 100;          // bandwidth: one WR in cq_mod is signaled, as perftest -Q (at most tx_depth)
   std::int64_t interval_ns = 0;  // bandwidth, > 0: the record's samples keep the bytes completed per interval
   std::int64_t interval_origin_ns = 0;  // where those intervals start (now_ns()'s clock); 0: at the first post
-  // bandwidth with duration_s, > 0: messages still in flight this long after the duration are given up
-  // (recorded as samples.abandoned_messages) instead of waited for. Only for a probe whose end is told
-  // over its control socket (verbs), not by its last message (TCP).
+  // bandwidth with duration_s, > 0: once the duration is over, messages still in flight when none has
+  // completed for this long are given up (samples.abandoned_messages) instead of waited for. Only for
+  // a probe whose end is told over its control socket (verbs), not by its last message (TCP).
   double drain_s = 0;
   std::string step = "microbench.probe";
 };

@@ -19,9 +19,9 @@ namespace rocebench::microbench {
 // Goodput is sampled per interval of this length (the 100 ms: a fabric that stalls shows there).
 inline constexpr std::int64_t kIncastIntervalNs = 100'000'000;
 
-// A verbs sender gives up on its messages still in flight this long after its turn: an RC stream whose
-// resends do not get through (heavy loss) ends its turn and is recorded as stalled, instead of holding
-// every host until the step's deadline. A healthy window drains far sooner, even on emulated hosts.
+// A verbs sender gives up on its messages still in flight when none has completed for this long after
+// its turn: an RC stream whose resends do not get through (heavy loss) ends its turn and is recorded as
+// stalled, instead of holding every host until the step's deadline. A slow one that completes is waited for.
 inline constexpr double kIncastDrainS = 5.0;
 
 // Jain's fairness index of the senders' goodputs, (sum x)^2 / (n sum x^2): 1 when all get the same,
