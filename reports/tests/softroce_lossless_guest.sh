@@ -1,7 +1,8 @@
 # Runs in each host of a soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts N [--loss-of LOSSY=P] THIS OUT --
 # ROCEBENCH LIB TOKEN LOSSLESS_JUDGE LOSSY): every host starts `rocebench agent` (ci/testbeds/softroce/agents.sh),
 # and host 0 runs the verbs incast across the bed through the agents, every host the receiver once, each reading
-# its rxe0's counters before and after every turn; LOSSLESS_JUDGE (reports' judge_incast over verbs) then gives
+# its rxe0's counters before and after every turn; the run judges itself (exit 1 when a host is LOSSY, naming
+# it); LOSSLESS_JUDGE (reports' judge_incast over verbs) then gives
 # each host's verdict: host LOSSY (its link drops, netem) LOSSY with the counters that rose, every other host
 # not LOSSY; with LOSSY -1 (no lossy link), no host LOSSY. The records stay in kept/incast.jsonl.
 RB=$1
@@ -17,7 +18,13 @@ if [ "$SOFTROCE_HOST" = 0 ]; then
   rc=$?
   cat incast.out
   echo "the incast took $(($(date +%s) - start)) s"
-  if [ $rc = 0 ]; then pass "rocebench probe verbs incast across $world hosts: exit 0"; else fail "rocebench probe verbs incast: exit $rc"; fi
+  # The run judges its own records: exit 1 with the lossy host's verdict, 0 with none.
+  want=$([ "$LOSSY" -ge 0 ] && echo 1 || echo 0)
+  if [ $rc = "$want" ]; then pass "rocebench probe verbs incast across $world hosts: exit $rc"; else fail "rocebench probe verbs incast: exit $rc, not $want"; fi
+  if [ "$LOSSY" -ge 0 ]; then
+    grep -q "^fail: host$LOSSY under verbs incast: LOSSY" incast.out && pass "the run's own verdict fails host$LOSSY, LOSSY" ||
+      fail "the run's output does not fail host$LOSSY as LOSSY"
+  fi
   mkdir -p kept && cp /tmp/incast/results.jsonl kept/incast.jsonl
   "$JUDGE" kept/incast.jsonl verbs >verdict.txt
   cat verdict.txt

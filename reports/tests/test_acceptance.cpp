@@ -647,7 +647,7 @@ TEST(AcceptJudge, WhereTheProfileAsksLosslessTheNodeWhoseLinkLosesIsLossyAndASta
   EXPECT_NE(metrics.find("rocebench_accept_warning{node=\"b\",run=\"" + a.run + "\",code=\"CONGESTED\",stage=\"lossless\""), std::string::npos)
       << metrics;
   // Each node's PFC priorities, as its netcheck read them, for the judge of priorities.
-  EXPECT_EQ(pfc_priorities({check("a", "roce.pfc.enabled_priorities", "ok", json::array({3, 4})), check("b", "link.mtu", "ok", 9000)}),
+  EXPECT_EQ(reports::pfc_priorities({check("a", "roce.pfc.enabled_priorities", "ok", json::array({3, 4})), check("b", "link.mtu", "ok", 9000)}),
             (reports::PfcPriorities{{"a", {3, 4}}}));
   // Without the stage's records, the profile that asks it finds no evidence; the one that does not, no column.
   runs.pop_back();

@@ -16,9 +16,11 @@ rate=200mbit
 failures=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi; }
 
-incast() {  # incast NAME: the incast on the bed, judged into $work/NAME.verdict
+incast() {  # incast NAME RC: the incast on the bed, exiting RC (1: the run's own verdict found a host LOSSY), judged into $work/NAME.verdict
+  local rc=0
   "$rocebench" probe tcp incast --netns "$hosts" --ranks 4 --duration 1.5 --size 64K --link-gbps 0.2 \
-    --results-dir "$work/$1" --deadline 30 >"$work/$1.out" 2>&1 || { echo "FAIL: $1: incast exited $?"; tail "$work/$1.out"; exit 1; }
+    --results-dir "$work/$1" --deadline 30 >"$work/$1.out" 2>&1 || rc=$?
+  [ "$rc" = "$2" ] || { echo "FAIL: $1: incast exited $rc, not $2"; tail "$work/$1.out"; exit 1; }
   "$judge" "$work/$1/results.jsonl" >"$work/$1.verdict" || { echo "FAIL: $1: judge exited $?"; exit 1; }
   echo "--- $1:"; cat "$work/$1.verdict"
 }
@@ -30,7 +32,8 @@ if [ "$mode" = lossy ]; then
 # tbf is what the bed has), where the others' hold 50 ms.
 ip netns exec "${prefix}3" tc qdisc replace dev eth0 root handle 1: tbf rate $rate burst $link_burst limit 15kb || exit 1
 tc qdisc replace dev "${prefix}3h" root handle 1: tbf rate $rate burst $link_burst limit 15kb || exit 1
-incast lossy
+incast lossy 1
+check "the run's own verdict fails host 3, LOSSY" 'grep -q "^fail: ${prefix}3 under tcp incast: LOSSY" "$work/lossy.out"'
 check "host 3 is LOSSY" '[ "$(verdict ${prefix}3 lossy)" = LOSSY ]'
 for i in 0 1 2; do check "host $i is not LOSSY" '[ "$(verdict ${prefix}$i lossy)" != LOSSY ] && [ -n "$(verdict ${prefix}$i lossy)" ]'; done
 check "the evidence names the counter that rose towards host 3" 'grep -q "tcp_RetransSegs rose by [1-9][0-9]* of [0-9]* tcp_OutSegs while ${prefix}[0-2] sent to ${prefix}3" "$work/lossy.verdict"'
@@ -46,7 +49,7 @@ for i in 0 1 2 3; do
   ip netns exec "${prefix}$i" tc qdisc replace dev eth0 parent 1:1 handle 10: fq_codel ecn || exit 1
   tc qdisc replace dev "${prefix}${i}h" parent 1:1 handle 10: fq_codel ecn || exit 1
 done
-incast ecn
+incast ecn 0
 for i in 0 1 2 3; do check "host $i is not LOSSY under ECN" '[ "$(verdict ${prefix}$i ecn)" != LOSSY ] && [ -n "$(verdict ${prefix}$i ecn)" ]'; done
 check "ECN marks are in the evidence" 'grep -q "ECN marked" "$work/ecn.verdict"'
 exit $((failures > 0))

@@ -2,11 +2,14 @@
 // the lossy host named alone, ECN marks without loss OK, a stall CONGESTED, unread counters unverified.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "rocebench/reports/lossless_verdict.hpp"
+#include "rocebench/reports/report.hpp"
 
 using namespace rocebench;
 using namespace rocebench::reports;
@@ -324,4 +327,53 @@ TEST(LosslessVerbs, APriorityPausedBeyondTheShareOfTheIncastIsCongested) {
   EXPECT_NE(joined(v.at("h3").evidence).find("h3: priority 3 paused 1200 ms of the incast's 8000 ms (above 0.1 of it)"), std::string::npos)
       << joined(v.at("h3").evidence);
   EXPECT_EQ(v.at("h0").verdict, "OK");
+}
+
+TEST(LosslessReport, ARunsReportJudgesItsIncastAndShowsTheReceiversAndTheHostByPriorityTable) {
+  // A ConnectX run as `rocebench run` leaves it: h2's traffic class on priority 0 while PFC is on 3.
+  auto run = verbs_run([](const std::string& host, const std::string&) {
+    return with(no_loss(), host == "h2" ? json{{"nic_tx_bytes_prio0", 9000000}, {"nic_tx_bytes_prio3", 1000}}
+                                        : json{{"nic_tx_bytes_prio3", 9000000}, {"nic_rx_pause_duration_us_prio3", 1500}});
+  });
+  for (const auto& host : kHosts) {
+    run.push_back({{"kind", "check"}, {"host", host}, {"check", "roce.pfc.enabled_priorities"}, {"subject", "mlx5_0/1"},
+                   {"status", "ok"}, {"observed", json::array({3})}, {"expected", json::array({3})}});
+  }
+  run.front()["samples"] = {{"abandoned_messages", {{"h3", 7}}}, {"drain_s", 5.0}};  // h0's turn: a stalled pair, LOSSY both
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "results.jsonl");
+    int rank = 0;
+    for (json r : run) {
+      r.update({{"schema", "rocebench.result/1"}, {"run", "r1"}, {"time", "2026-12-05T02:00:00Z"}});
+      if (r["kind"] == "result") r.update({{"rank", rank++ % 4}, {"world", 4}, {"samples", r.value("samples", json::object())}});
+      out << r.dump() << "\n";
+    }
+  }
+  ReportRequest request;
+  request.inputs = {(dir / "results.jsonl").string()};
+  request.out_dir = dir / "report";
+  request.plots = false;
+  const ReportResult result = write_report(request);
+  EXPECT_EQ(result.exit_code, 1);  // a LOSSY host fails the run
+  std::map<std::string, Verdict> lossless;
+  for (const auto& v : result.verdicts) {
+    if (v.suite == "lossless") lossless[v.name] = v;
+  }
+  ASSERT_EQ(lossless.size(), 4u);
+  EXPECT_EQ(lossless["h2 under verbs incast"].outcome, Outcome::fail);
+  EXPECT_NE(lossless["h2 under verbs incast"].message.find("LOSSY\nh2: RoCE traffic on priority 0"), std::string::npos)
+      << lossless["h2 under verbs incast"].message;
+  EXPECT_EQ(lossless["h1 under verbs incast"].outcome, Outcome::pass);
+  EXPECT_NE(result.summary.find("fail: h2 under verbs incast: LOSSY\n    h2: RoCE traffic on priority 0"), std::string::npos)
+      << result.summary;
+  std::ifstream md(dir / "report" / "report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("## Lossless under load (incast)"), std::string::npos) << report;
+  EXPECT_NE(report.find("| h0 | verbs | 0.47 |"), std::string::npos) << report;
+  EXPECT_NE(report.find("**h3 (7 messages)**"), std::string::npos) << report;
+  EXPECT_NE(report.find("| host | priority 0 | priority 3 |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| h2 | 36 MB | 0.004 MB |"), std::string::npos) << report;
+  EXPECT_NE(report.find("paused 6 ms"), std::string::npos) << report;
 }

@@ -369,20 +369,6 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
   v.ran("links", hosts);
 }
 
-PfcPriorities pfc_priorities(const std::vector<json>& records) {
-  PfcPriorities out;
-  for (const auto& r : records) {
-    if (r.value("kind", "") != "check" || r.value("check", "") != "roce.pfc.enabled_priorities") continue;
-    const json observed = r.value("observed", json());
-    if (!observed.is_array()) continue;  // not read: the priority is not judged
-    auto& on = out[r.value("host", "")];
-    for (const auto& n : observed) {
-      if (n.is_number_integer()) on.insert(n.get<int>());
-    }
-  }
-  return out;
-}
-
 void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile,
                     const PfcPriorities& pfc) {
   for (const auto& h : judge_incast(records, profile.transport, profile.lossless_rule, pfc)) {

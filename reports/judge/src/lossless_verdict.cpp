@@ -50,42 +50,29 @@ std::string labelled(const json& record, const std::string& metric) {
   return sources.contains(shared) ? fmt::format("{} ({})", metric, sources[shared].get<std::string>()) : metric;
 }
 
-// What a host's NIC counted per priority over the incast (verbs; a counter its driver lacks counts 0).
-struct PerPriority {
-  std::map<int, std::int64_t> bytes, discards, paused_us;
-};
-
-void add_per_priority(PerPriority& into, const json& metrics) {
-  for (int n = 0; n < 8; ++n) {
-    auto value = [&](const std::string& name) { return metrics.value(fmt::format(fmt::runtime(name), n), std::int64_t{0}); };
-    into.bytes[n] += value("nic_tx_bytes_prio{}") + value("nic_rx_bytes_prio{}");
-    into.discards[n] += value("nic_rx_discards_prio{}");
-    into.paused_us[n] += value("nic_rx_pause_duration_us_prio{}") + value("nic_tx_pause_duration_us_prio{}");
-  }
-}
-
 // The per-priority findings of one host: LOSSY ones (`lossy`), CONGESTED ones (`congested`).
-void judge_priorities(const std::string& host, const PerPriority& p, const std::set<int>* pfc, double incast_us, int dscp,
+void judge_priorities(const std::string& host, const std::map<int, PriorityCounts>& p, const std::set<int>* pfc, double incast_us, int dscp,
                       const LosslessRule& rule, std::vector<std::string>& lossy, std::vector<std::string>& congested) {
   std::int64_t all = 0;
-  for (const auto& [n, bytes] : p.bytes) all += bytes;
+  for (const auto& [n, c] : p) all += c.bytes;
   if (pfc && !pfc->empty()) {
     const std::string on = fmt::format("{}", fmt::join(*pfc, ","));
-    for (const auto& [n, bytes] : p.bytes) {
+    for (const auto& [n, c] : p) {
+      const std::int64_t bytes = c.bytes;
       if (pfc->count(n) || bytes <= 0 || static_cast<double>(bytes) <= rule.off_pfc_share * static_cast<double>(all)) continue;
       lossy.push_back(fmt::format("{}: RoCE traffic on priority {} ({} of {} bytes), PFC is on {}: DSCP {} is not mapped to a "
                                   "lossless priority; `mlnx_qos -i <netdev> --dscp2prio set,{},{}`",
                                   host, n, bytes, all, on, dscp, dscp, *pfc->begin()));
     }
-    for (const auto& [n, dropped] : p.discards) {
-      if (pfc->count(n) && dropped > 0) {
+    for (const auto& [n, c] : p) {
+      if (const std::int64_t dropped = c.discards; pfc->count(n) && dropped > 0) {
         lossy.push_back(fmt::format("{}: nic_rx_discards_prio{} rose by {} on lossless priority {} (PFC did not hold the senders back)",
                                     host, n, dropped, n));
       }
     }
   }
-  for (const auto& [n, us] : p.paused_us) {
-    if (incast_us > 0 && static_cast<double>(us) > rule.pause_share * incast_us) {
+  for (const auto& [n, c] : p) {
+    if (const auto us = c.paused_us; incast_us > 0 && static_cast<double>(us) > rule.pause_share * incast_us) {
       congested.push_back(fmt::format("{}: priority {} paused {:.0f} ms of the incast's {:.0f} ms (above {} of it)", host, n, us / 1e3,
                                       incast_us / 1e3, rule.pause_share));
     }
@@ -93,6 +80,16 @@ void judge_priorities(const std::string& host, const PerPriority& p, const std::
 }
 
 }  // namespace
+
+void add_priority_counts(std::map<int, PriorityCounts>& into, const json& metrics) {
+  for (int n = 0; n < 8; ++n) {
+    auto value = [&](const char* name) { return metrics.value(fmt::format(fmt::runtime(name), n), std::int64_t{0}); };
+    PriorityCounts& c = into[n];
+    c.bytes += value("nic_tx_bytes_prio{}") + value("nic_rx_bytes_prio{}");
+    c.discards += value("nic_rx_discards_prio{}");
+    c.paused_us += value("nic_rx_pause_duration_us_prio{}") + value("nic_tx_pause_duration_us_prio{}");
+  }
+}
 
 std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule,
                                        const PfcPriorities& pfc) {
@@ -114,7 +111,7 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   std::map<int, std::vector<std::string>> stalls;                     // receiver -> evidence
   std::map<int, std::map<std::string, std::int64_t>> abandoned;       // sender -> receiver -> messages given up
   double drain_s = 0;                                                 // how long after its turn a sender gave up
-  std::map<int, PerPriority> priorities;                              // host -> its NIC's per-priority counts
+  std::map<int, std::map<int, PriorityCounts>> priorities;           // host -> its NIC's per-priority counts
   std::map<std::string, double> turn_s;                               // receiver -> its turn's duration
   int dscp = 26;                                                      // the traffic class's, where the records give it
   for (const json& r : records) {
@@ -159,7 +156,7 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
     add(marks[host], c.marks);
     add(host_loss[host], c.host_loss);
     add(host_congested[host], c.host_congested);
-    add_per_priority(priorities[host], metrics);
+    add_priority_counts(priorities[host], metrics);
   }
   double incast_us = 0;
   for (const auto& [receiver, s] : turn_s) incast_us += s * 1e6;
@@ -210,7 +207,7 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
       v.resent = 0;
       for (const auto& [receiver, deltas] : lost[h]) v.resent += total(deltas);
     }
-    for (const auto& [priority, us] : priorities[h].paused_us) v.paused_s += static_cast<double>(us) / 1e6;
+    for (const auto& [priority, counts] : priorities[h]) v.paused_s += static_cast<double>(counts.paused_us) / 1e6;
     v.marked = total(marks[h]) > 0;
     if (std::find(named.begin(), named.end(), h) != named.end()) {
       v.verdict = "LOSSY";
@@ -267,6 +264,32 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
                                                       v.host, fmt::join(seen, ", "), loss));
     }
     out.push_back(std::move(v));
+  }
+  return out;
+}
+
+PfcPriorities pfc_priorities(const std::vector<json>& records) {
+  PfcPriorities out;
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "check" || r.value("check", "") != "roce.pfc.enabled_priorities") continue;
+    const json observed = r.value("observed", json());
+    if (!observed.is_array()) continue;  // not read: the priority is not judged
+    auto& on = out[r.value("host", "")];
+    for (const auto& n : observed) {
+      if (n.is_number_integer()) on.insert(n.get<int>());
+    }
+  }
+  return out;
+}
+
+std::vector<Verdict> lossless_verdicts(const std::vector<json>& incast, const PfcPriorities& pfc) {
+  std::vector<Verdict> out;
+  for (const char* transport : {"tcp", "verbs"}) {
+    for (const LosslessHost& h : judge_incast(incast, transport, {}, pfc)) {
+      const Outcome outcome = h.verdict == "LOSSY" ? Outcome::fail : h.verdict == "unverified" ? Outcome::missing : Outcome::pass;
+      out.push_back({"lossless", fmt::format("{} under {} incast", h.host, transport), outcome,
+                     fmt::format("{}\n{}", h.verdict, fmt::join(h.evidence, "\n"))});
+    }
   }
   return out;
 }

@@ -15,7 +15,7 @@ h2 { margin-top: 2.2rem; border-bottom: 1px solid #d6dae3; padding-bottom: .2rem
 h3 { margin-bottom: .3rem; font-size: 1rem; }
 nav a { margin-right: 1rem; }
 table { border-collapse: collapse; margin: .4rem 0 1.2rem; font-size: .85rem; }
-th, td { border: 1px solid #d6dae3; padding: .25rem .55rem; text-align: right; vertical-align: top; }
+th, td { border: 1px solid #d6dae3; padding: .25rem .55rem; text-align: right; vertical-align: top; white-space: pre-line; }
 th { background: #f1f3f8; }
 td:first-child, th:first-child { text-align: left; }
 td.good { background: #e3f6e8; color: #17652f; }

@@ -13,6 +13,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/reports/baseline.hpp"
 #include "rocebench/reports/exit_code.hpp"
+#include "rocebench/reports/lossless_verdict.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 #include "rocebench/reports/thresholds.hpp"
@@ -201,7 +202,9 @@ std::string console_summary(const Dataset& data, const Aggregate& agg, const std
   for (const auto& v : verdicts) {
     if (v.outcome == Outcome::pass) continue;
     ++failed;
-    out += fmt::format("{}: {}: {}\n", to_string(v.outcome), v.name, v.message);
+    std::string message = v.message;  // a message of several lines: each further line indented under the first
+    for (std::size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 5)) message.replace(at, 1, "\n    ");
+    out += fmt::format("{}: {}: {}\n", to_string(v.outcome), v.name, message);
   }
   out += verdicts.empty() ? "verdicts: no thresholds or baseline given, nothing was judged\n"
                           : fmt::format("verdicts: {} of {} pass\n", verdicts.size() - failed, verdicts.size());
@@ -224,6 +227,10 @@ ReportResult write_report(const ReportRequest& request) {
   ReportResult result;
   result.thresholds_from = thresholds_file_of(request);
   if (!result.thresholds_from.empty()) result.verdicts = judge(load_thresholds(result.thresholds_from), data, agg);
+  std::vector<json> checks;
+  for (const auto& c : data.checks) checks.push_back(c.record);
+  const auto lossless = lossless_verdicts(data.incast, pfc_priorities(checks));
+  result.verdicts.insert(result.verdicts.end(), lossless.begin(), lossless.end());
   if (!request.baseline_file.empty()) {
     const auto against = verdicts_of_compare(read_baseline(request.baseline_file, request.machine), collect_evidence(data),
                                              request.min_effect);
@@ -234,7 +241,7 @@ ReportResult write_report(const ReportRequest& request) {
   Plots plots;
   if (!request.plots) plots.missing = "--no-plots was given";
   else plots = draw_plots(agg, request.out_dir / "plots", std::chrono::minutes(5));
-  const auto sections = build_sections({&agg, &result.verdicts, &data.issues, &data.files, &plots});
+  const auto sections = build_sections({&agg, &result.verdicts, &data.issues, &data.files, &plots, &data.incast});
   write_file_atomically(request.out_dir / "report.md", render_markdown(request.title, sections, "plots"));
   write_file_atomically(request.out_dir / "report.html", render_html(request.title, sections));
   write_file_atomically(request.out_dir / "junit.xml", render_junit(request.title, result.verdicts));

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "rocebench/reports/lossless_verdict.hpp"
 #include "rocebench/reports/text.hpp"
 
 namespace rocebench::reports {
@@ -34,7 +35,7 @@ Section verdict_section(const ReportInput& in) {
   Table t{"", "", {"suite", "verdict", "outcome", "detail"}, {}};
   for (const auto& v : *in.verdicts) {
     failed += v.outcome != Outcome::pass;
-    t.rows.push_back({{v.suite}, {v.name}, {to_string(v.outcome), outcome_mark(v.outcome)}, {v.message}});
+    t.rows.push_back({{v.suite}, {v.name}, {to_string(v.outcome), outcome_mark(v.outcome)}, {v.message, Mark::words}});
   }
   if (in.verdicts->empty()) s.notes.push_back("No thresholds or baseline were given: nothing was judged.");
   else s.notes.push_back(fmt::format("{} of {} verdicts pass.", in.verdicts->size() - failed, in.verdicts->size()));
@@ -265,6 +266,68 @@ Section netcheck_section(const ReportInput& in) {
   return s;
 }
 
+// Each receiver's turn (goodput, fairness, its 100 ms tail, the senders that stalled) and each host's
+// NIC counts per priority over the incast; the verdicts section judges them.
+Section incast_section(const std::vector<json>& incast) {
+  Section s{"Lossless under load (incast)", {}, {}, {}};
+  s.notes.push_back("Every host receives from all the others at once, in turn; each host's counters are read around every turn. "
+                    "The lossless verdict per host is in the Verdicts section, with its evidence.");
+  Table turns{"Receivers", "goodput per 100 ms: p1 (the stalls) and p50; a stalled sender's messages were given up after its turn",
+              {"receiver", "transport", "goodput [Gb/s]", "of link", "fairness", "p1 100ms [Gb/s]", "p50 100ms [Gb/s]", "stalled senders"}, {}};
+  std::map<std::string, std::map<int, PriorityCounts>> priorities;  // host -> what its NIC counted per priority, every turn
+  auto metric_cell = [](const json& m, const char* name) -> TableCell {
+    return m.contains(name) ? TableCell{number(m[name].get<double>())} : TableCell{"—", Mark::missing};
+  };
+  for (const json& r : incast) {
+    const json& p = r["params"];
+    const json metrics = r.value("metrics", json::object());
+    if (!p.contains("role")) {
+      std::vector<std::string> stalled;
+      const json given_up = r.value("samples", json::object()).value("abandoned_messages", json::object());  // named: items() of a temporary would dangle
+      for (const auto& [sender, left] : given_up.items()) {
+        stalled.push_back(fmt::format("{} ({} messages)", sender, left.get<std::int64_t>()));
+      }
+      const bool low_tail = metrics.value("interval_goodput_Gbps_p1", 1.0) < 0.5 * metrics.value("interval_goodput_Gbps_p50", 0.0);
+      turns.rows.push_back({{p.value("receiver", "")}, {p.value("transport", "")}, metric_cell(metrics, "goodput_Gbps"),
+                            metric_cell(metrics, "link_share"), metric_cell(metrics, "fairness_jain"),
+                            {metrics.contains("interval_goodput_Gbps_p1") ? number(metrics["interval_goodput_Gbps_p1"].get<double>()) : "—",
+                             low_tail ? Mark::bad : Mark::none},
+                            metric_cell(metrics, "interval_goodput_Gbps_p50"),
+                            {stalled.empty() ? "none" : fmt::format("{}", fmt::join(stalled, "\n")), stalled.empty() ? Mark::good : Mark::bad}});
+      continue;
+    }
+    add_priority_counts(priorities[r.value("host", "")], metrics);
+  }
+  s.tables.push_back(std::move(turns));
+  std::set<int> used;  // the priorities any host counted anything on
+  for (const auto& [host, by_priority] : priorities) {
+    for (const auto& [n, c] : by_priority) {
+      if (c.bytes || c.paused_us || c.discards) used.insert(n);
+    }
+  }
+  if (used.empty()) {
+    s.notes.push_back("No host's NIC counted per priority (rxe and TCP do not): no host x priority table.");
+    return s;
+  }
+  Table t{"Host x priority", "what each host's NIC counted on each priority over the incast, both ways: bytes, pause time, receive discards",
+          {"host"}, {}};
+  for (int n : used) t.columns.push_back(fmt::format("priority {}", n));
+  for (const auto& [host, by_priority] : priorities) {
+    std::vector<TableCell> row{{host}};
+    for (int n : used) {
+      const PriorityCounts& c = by_priority.at(n);
+      std::vector<std::string> parts;
+      if (c.bytes) parts.push_back(fmt::format("{} MB", number(static_cast<double>(c.bytes) / 1e6)));
+      if (c.paused_us) parts.push_back(fmt::format("paused {} ms", number(static_cast<double>(c.paused_us) / 1e3)));
+      if (c.discards) parts.push_back(fmt::format("{} discarded", c.discards));
+      row.push_back({parts.empty() ? "·" : fmt::format("{}", fmt::join(parts, "\n")), c.discards ? Mark::bad : Mark::none});
+    }
+    t.rows.push_back(std::move(row));
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
 Section trends_section(const ReportInput& in) {
   Section s{"Trends across runs", {}, {}, plots_named(in.plots, "trends")};
   s.notes.push_back(in.agg->runs_by_time ? "Runs are ordered by the time of their run record."
@@ -299,6 +362,7 @@ std::vector<Section> build_sections(const ReportInput& in) {
   if (!a.probes.rows.empty()) out.push_back(probe_section(in));
   if (!a.pairs.empty()) out.push_back(pairs_section(in));
   if (!a.netcheck.rows.empty()) out.push_back(netcheck_section(in));
+  if (in.incast && !in.incast->empty()) out.push_back(incast_section(*in.incast));
   if (!a.trends.empty()) out.push_back(trends_section(in));
   return out;
 }

@@ -40,8 +40,6 @@ void judge_links(Verdicts& v, const std::vector<json>& records, const std::vecto
 // not name are UNVERIFIED.
 void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::vector<std::string>& hosts, const Profile& profile,
                     const PfcPriorities& pfc = {});
-// The priorities each host has PFC on, from netcheck's roce.pfc.enabled_priorities records.
-PfcPriorities pfc_priorities(const std::vector<json>& records);
 // The median bandwidth of the pairs microbench.allpairs measured (0 when none).
 double median_pair_bandwidth(const std::vector<json>& records);
 

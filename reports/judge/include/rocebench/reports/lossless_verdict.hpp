@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rocebench/common/record.hpp"
+#include "rocebench/reports/verdict.hpp"
 
 namespace rocebench::reports {
 
@@ -46,13 +47,28 @@ struct LosslessHost {
   bool marked = false;                // ECN marks or CNPs rose on it
 };
 
+// What a host's NIC counted on one priority, both ways (verbs; a counter its driver lacks counts 0).
+struct PriorityCounts {
+  std::int64_t bytes = 0, discards = 0, paused_us = 0;
+};
+// Adds one incast record's per-priority counters (nic_*_prio{N}) to `into`, priorities 0-7.
+void add_priority_counts(std::map<int, PriorityCounts>& into, const json& metrics);
+
 // The priorities each host has PFC on (netcheck's roce.pfc.enabled_priorities), where known.
 using PfcPriorities = std::map<std::string, std::set<int>>;
+
+// Those priorities, from netcheck's roce.pfc.enabled_priorities check records (other records are left out).
+PfcPriorities pfc_priorities(const std::vector<json>& records);
 
 // Every host of the incast records over `transport` (microbench.incast: tcp or verbs), in the order the
 // records first name them. With `pfc`, a host's RDMA bytes on a priority without PFC, and its discards on
 // one with it, are judged too.
 std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const std::string& transport, const LosslessRule& rule = {},
                                        const PfcPriorities& pfc = {});
+
+// A run's incast records judged as a report judges (suite "lossless"), one verdict per host and transport:
+// LOSSY fails, unverified is missing (never a pass), CONGESTED and OK pass; each message is the verdict
+// and its evidence, a line each.
+std::vector<Verdict> lossless_verdicts(const std::vector<json>& incast, const PfcPriorities& pfc = {});
 
 }  // namespace rocebench::reports

@@ -84,6 +84,7 @@ class Dataset {
   std::vector<CheckObservation> checks;    // kind "check"
   std::vector<json> runs;                  // kind "run"
   std::vector<json> events;                // kind "event": a rank lost, a run interrupted (nothing to aggregate)
+  std::vector<json> incast;                // microbench.incast results, whole: the lossless verdict reads their samples
   std::vector<std::string> files;          // by Observation::file
   std::vector<LoadIssue> issues;
 

@@ -37,6 +37,7 @@ struct ReportInput {
   const std::vector<LoadIssue>* issues = nullptr;
   const std::vector<std::string>* files = nullptr;
   const Plots* plots = nullptr;
+  const std::vector<json>* incast = nullptr;  // microbench.incast records, whole (Dataset::incast)
 };
 
 std::vector<Section> build_sections(const ReportInput& in);
