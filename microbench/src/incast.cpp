@@ -381,6 +381,7 @@ void run_incast_step(StepContext& ctx) {
     counters.params["receiver"] = hosts[static_cast<std::size_t>(receiver)];
     counters.params["role"] = ctx.rank == receiver ? "receiver" : "sender";
     counters.params["counters"] = spec.transport == "tcp" ? "kernel_tcp" : "nic";
+    counters.params["counters_of"] = ctx.host;  // one series per host: a history or an export keeps whose counters they are
     counters.metrics = json::object();
     for (const auto& [name, value] : deltas.items()) {
       if (value.is_number()) counters.metrics[name] = value;

@@ -71,6 +71,15 @@ if /usr/bin/python3 "$work/check.py" "$work/out/results.jsonl" "$prefix" 0.25 >"
 fi
 echo "ok: the same records fail against a 0.25 Gb/s link ($(grep -c '^FAIL' "$work/half.out") checks)"
 
+# In a history, and exported for Prometheus, each host's counters stay its own series (counters_of).
+"$rocebench" history add --db "$work/h.sqlite" "$work/out/results.jsonl" >/dev/null || { echo "FAIL: history add"; exit 1; }
+"$rocebench" history export --db "$work/h.sqlite" >"$work/export.prom" || { echo "FAIL: history export"; exit 1; }
+for i in 0 1 2 3; do
+  n=$(grep -c "^rocebench_tcp_RetransSegs{.*counters_of=\"${prefix}$i\".*receiver=\"${prefix}0\"" "$work/export.prom")
+  [ "$n" = 1 ] || { echo "FAIL: ${prefix}$i's tcp_RetransSegs in host ${prefix}0's turn: $n exported series, not 1"; exit 1; }
+done
+echo "ok: history export keeps each host's counters in a series of its own (counters_of)"
+
 # verbs: no RDMA device in the emulated hosts, so one skip record that names each host's reason.
 "$rocebench" probe verbs incast --netns "$hosts" --ranks 4 --duration 0.5 --results-dir "$work/verbs" --deadline 20 \
   >"$work/verbs.out" 2>&1 || { echo "FAIL: verbs incast exited $?"; cat "$work/verbs.out"; exit 1; }
