@@ -144,7 +144,8 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
 }
 
 // perftest's run_iter_bw: keep up to tx_depth messages in flight; the post time of every message and
-// the time its completion was seen. A warm-up (untimed) fills and drains the window first. With
+// the time its completion was seen. A warm-up (untimed) fills and drains the window first (in duration
+// mode for at most duration_s). With
 // drain_s, a window that completes nothing for drain_s once duration_s is over is given up: its
 // messages are left in flight (`abandoned`) and the loop ends. A slow window that still completes is
 // waited for.
@@ -178,13 +179,20 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
     }
     return true;
   };
+  // In duration mode the warm-up lasts no longer than the measurement: on a slow link its two windows
+  // would take far longer than duration_s (and hold every other pair of an all-pairs round).
+  const std::int64_t warm_until = o.duration_s > 0 ? now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9) : 0;
   std::vector<std::int64_t> warm;
-  for (int i = 0; i < warmup; ++i) {
-    if (!complete_until(warm, static_cast<std::size_t>(i), depth - 1)) return t;
-    probe.post(false, (i + 1) % moderation == 0 || i + 1 == warmup);
+  std::size_t warm_posted = 0;
+  for (bool last_warm = warmup <= 0; !last_warm;) {
+    if (!complete_until(warm, warm_posted, depth - 1)) return t;
+    last_warm = warm_posted + 1 == static_cast<std::size_t>(warmup) || (warm_until && now_ns() > warm_until);
+    probe.post(false, (warm_posted + 1) % moderation == 0 || last_warm);
+    ++warm_posted;
   }
-  if (!complete_until(warm, static_cast<std::size_t>(warmup), 0)) return t;
+  if (!complete_until(warm, warm_posted, 0)) return t;
 
+  quiet_from = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
   LoopBound bound{o.iterations > 0 ? o.iterations : kBandwidthIterations, o.duration_s};
   bool last = false;
   while (!last) {
