@@ -175,11 +175,13 @@ void run_allpairs_step(StepContext& ctx) {
                                     ? ", also when retested alone"
                                     : fmt::format(", also in {} retests alone", history[i].retests.size());
       r.status = Status::fail;
-      r.reason = a.policy.rule.higher_is_better
-                     ? fmt::format("{:.3f} Gb/s is below {:.0f}% of the best pair's {:.3f} Gb/s{}", history[i].first,
-                                   a.policy.rule.bw_fraction * 100, best, again)
-                     : fmt::format("{:.2f} us is above {}x the best pair's {:.2f} us{}", history[i].first,
-                                   a.policy.rule.lat_factor, best, again);
+      // The pair first: the record is rank 0's, whichever hosts the pair joined.
+      const std::string pair = fmt::format("{} -> {}: ", r.params["src"].get<std::string>(), r.params["dst"].get<std::string>());
+      r.reason = pair + (a.policy.rule.higher_is_better
+                             ? fmt::format("{:.3f} Gb/s is below {:.0f}% of the best pair's {:.3f} Gb/s{}", history[i].first,
+                                           a.policy.rule.bw_fraction * 100, best, again)
+                             : fmt::format("{:.2f} us is above {}x the best pair's {:.2f} us{}", history[i].first,
+                                           a.policy.rule.lat_factor, best, again));
     }
     ctx.record(r);
   }

@@ -63,3 +63,8 @@ grep -E "^ +all pairs|bad hosts" "$work/lossy.out"
 [ "$rc" = 1 ] || { echo "FAIL: the run exited $rc, not 1 (the matrix completes and fails host 2's pairs)"; tail -20 "$work/lossy.out"; exit 1; }
 grep -q "bad hosts: ${prefix}2$" "$work/lossy.out" || { echo "FAIL: the summary does not name ${prefix}2 alone"; exit 1; }
 echo "ok: the matrix completes over a dropping link and names ${prefix}2"
+# Each failed pair's line names its pair (the record is rank 0's); the report's matrix cell does not repeat it.
+[ "$(grep -cE "^  fail microbench.allpairs .*: ${prefix}[0-2] -> ${prefix}[0-2]: 0\.[0-9]+ Gb/s is below" "$work/lossy.out")" = 2 ] ||
+  { echo "FAIL: the two failed pairs' lines do not name their pairs"; grep "^  fail" "$work/lossy.out"; exit 1; }
+! grep -q " ✗ ${prefix}" "$work/lossy/report/report.md" || { echo "FAIL: a matrix cell repeats its pair"; exit 1; }
+echo "ok: each failed pair's line names the pair"

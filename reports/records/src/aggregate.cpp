@@ -542,7 +542,11 @@ class Builder {
         }
       }
       cell.flagged = o->status != Status::ok;
-      if (cell.flagged) cell.reason = reason(*o);
+      if (cell.flagged) {  // the matrix's row and column name the pair its reason begins with
+        cell.reason = reason(*o);
+        const std::string pair = param_text(p, "src") + " -> " + param_text(p, "dst") + ": ";
+        if (cell.reason.starts_with(pair)) cell.reason.erase(0, pair.size());
+      }
     }
     std::vector<PairMatrix> out;
     for (auto& [test, m] : by_test) {
