@@ -144,11 +144,10 @@ ResultRecord measure_latency(Probe& probe, const DriverOptions& o, std::size_t b
 }
 
 // perftest's run_iter_bw: keep up to tx_depth messages in flight; the post time of every message and
-// the time its completion was seen. A warm-up (untimed) fills and drains the window first (in duration
-// mode for at most duration_s). With
-// drain_s, a window that completes nothing for drain_s once duration_s is over is given up: its
-// messages are left in flight (`abandoned`) and the loop ends. A slow window that still completes is
-// waited for.
+// the time its completion was seen. A warm-up (untimed) fills and drains the window first, in duration
+// mode for at most duration_s. With drain_s, a window that completes nothing for drain_s once
+// duration_s is over is given up: its messages are left in flight (`abandoned`) and the loop ends. A
+// slow window that still completes is waited for.
 struct WindowTimes {
   std::vector<std::int64_t> posted, completed;
   std::size_t abandoned = 0;  // messages still in flight when the loop gave up on them
@@ -161,7 +160,8 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   const int warmup = o.warmup >= 0 ? o.warmup : static_cast<int>(depth) * 2;
   const bool may_give_up = o.duration_s > 0 && o.drain_s > 0;
   const auto drain_ns = static_cast<std::int64_t>(o.drain_s * 1e9);
-  std::int64_t quiet_from = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);  // the duration's end, or the last completion after it
+  // Silence counts from here: the duration's end, or the last completion after it.
+  std::int64_t quiet_from = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
   WindowTimes t;
   auto& [posted, completed, abandoned, gave_up_ns] = t;
   // Completes messages until at most `in_flight` of `sent` remain; false once given up.

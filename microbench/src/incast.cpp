@@ -405,7 +405,8 @@ void run_incast_step(StepContext& ctx) {
         intervals.push_back(s.value("interval_bytes", json::array()).get<std::vector<std::uint64_t>>());
         congestion = s.value("tcp_congestion", congestion);
         if (const int left = s.value("abandoned_messages", 0)) {
-          abandoned[hosts[static_cast<std::size_t>(r)]] = abandoned.value(hosts[static_cast<std::size_t>(r)], 0) + left;
+          const std::string& sender = hosts[static_cast<std::size_t>(r)];
+          abandoned[sender] = abandoned.value(sender, 0) + left;
         }
       }
       per_sender[hosts[static_cast<std::size_t>(r)]] = goodput;

@@ -287,7 +287,8 @@ Section incast_section(const std::vector<json>& incast) {
       for (const auto& [sender, left] : given_up.items()) {
         stalled.push_back(fmt::format("{} ({} messages)", sender, left.get<std::int64_t>()));
       }
-      const bool low_tail = metrics.value("interval_goodput_Gbps_p1", 1.0) < 0.5 * metrics.value("interval_goodput_Gbps_p50", 0.0);
+      const bool low_tail =  // as the lossless verdict calls a stall
+          metrics.value("interval_goodput_Gbps_p1", 1.0) < LosslessRule{}.stall_share * metrics.value("interval_goodput_Gbps_p50", 0.0);
       turns.rows.push_back({{p.value("receiver", "")}, {p.value("transport", "")}, metric_cell(metrics, "goodput_Gbps"),
                             metric_cell(metrics, "link_share"), metric_cell(metrics, "fairness_jain"),
                             {metrics.contains("interval_goodput_Gbps_p1") ? number(metrics["interval_goodput_Gbps_p1"].get<double>()) : "—",
