@@ -163,7 +163,8 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
   // Silence counts from here: the duration's end, or the last completion after it.
   std::int64_t quiet_from = now_ns() + static_cast<std::int64_t>(o.duration_s * 1e9);
   WindowTimes t;
-  auto& [posted, completed, abandoned, gave_up_ns] = t;
+  auto& posted = t.posted;
+  auto& completed = t.completed;
   // Completes messages until at most `in_flight` of `sent` remain; false once given up.
   auto complete_until = [&](std::vector<std::int64_t>& done, std::size_t sent, std::size_t in_flight) {
     while (sent - done.size() > in_flight) {
@@ -172,8 +173,8 @@ WindowTimes run_windows(Probe& probe, const DriverOptions& o) {
         done.insert(done.end(), n, now);
         quiet_from = std::max(quiet_from, now);
       } else if (may_give_up && now_ns() - quiet_from > drain_ns) {
-        abandoned = sent - done.size();
-        gave_up_ns = now_ns();
+        t.abandoned = sent - done.size();
+        t.gave_up_ns = now_ns();
         return false;
       }
     }
