@@ -72,6 +72,7 @@ CounterSnapshot read_counters(const std::string& root, const std::string& device
   out.raw = read_port_counters(host, device, port);
   const auto netdev = host.read(fmt::format("/sys/class/infiniband/{}/ports/{}/gid_attrs/ndevs/0", device, port));
   if (!netdev || netdev->empty()) return out;
+  out.netdev = *netdev;
   std::string text;
   if (!ethtool_capture.empty()) {
     text = HostFs(ethtool_capture).read_all("/ethtool-S-" + *netdev + ".txt").value_or("");
@@ -114,6 +115,7 @@ nlohmann::json counter_deltas(const CounterSnapshot& before, const CounterSnapsh
   nlohmann::json& notes = out["samples"];
   notes["nic_driver"] = {{"name", after.driver.name.empty() ? "unknown" : after.driver.name},
                          {"found_by", after.driver.found_by}};
+  if (!after.netdev.empty()) notes["nic_driver"]["netdev"] = after.netdev;
   if (!sources.empty()) notes["counter_sources"] = sources;
   if (!reset.empty()) notes["counters_reset"] = reset;
   if (!now.unavailable.empty()) notes["counters_unavailable"] = now.unavailable;

@@ -375,20 +375,8 @@ void run_incast_step(StepContext& ctx) {
     const HostCounters after = read_host_counters(ip, device);
 
     // Every host records its own counters over the turn (the record's host is this rank's).
-    const json deltas = counter_record_body(ip, before, after);
-    ResultRecord counters;
-    counters.params = series_params(ip, senders);
-    counters.params["receiver"] = hosts[static_cast<std::size_t>(receiver)];
-    counters.params["role"] = ctx.rank == receiver ? "receiver" : "sender";
-    counters.params["counters"] = spec.transport == "tcp" ? "kernel_tcp" : "nic";
-    counters.params["counters_of"] = ctx.host;  // one series per host: a history or an export keeps whose counters they are
-    counters.metrics = json::object();
-    for (const auto& [name, value] : deltas.items()) {
-      if (value.is_number()) counters.metrics[name] = value;
-    }
-    counters.samples = deltas.value("samples", json::object());
-    counters.samples["n"] = 1;
-    ctx.record(counters);
+    ctx.record(incast_counter_record(series_params(ip, senders), hosts[static_cast<std::size_t>(receiver)],
+                                     ctx.rank == receiver, ctx.host, counter_record_body(ip, before, after)));
 
     if (ctx.rank != 0) continue;
     // Rank 0 puts the receiver's record together from what each sender measured.
@@ -493,6 +481,24 @@ int incast_main(const std::string& transport, const Args& args) {
     params["transport"] = transport;
     return run_step_as_plan(kStep, params, launcher.to_args(), {program, incast_options().flag_of()});
   });
+}
+
+ResultRecord incast_counter_record(const json& series, const std::string& receiver, bool is_receiver, const std::string& host,
+                                   const json& deltas) {
+  ResultRecord r;
+  r.step = "microbench.incast";
+  r.host = host;
+  r.params = series;
+  r.params["receiver"] = receiver;
+  r.params["role"] = is_receiver ? "receiver" : "sender";
+  r.params["counters"] = series.value("transport", "") == "tcp" ? "kernel_tcp" : "nic";
+  r.params["counters_of"] = host;  // one series per host: a history or an export keeps whose counters they are
+  for (const auto& [name, value] : deltas.items()) {
+    if (value.is_number()) r.metrics[name] = value;
+  }
+  r.samples = deltas.value("samples", json::object());
+  r.samples["n"] = 1;
+  return r;
 }
 
 }  // namespace rocebench::microbench

@@ -1,5 +1,6 @@
 // NIC counters in one vocabulary (issue #41): fixture hosts of mlx5, bnxt_re and rxe made from the
-// drivers' documented names (microbench/tests/fixtures), an unknown driver, counters going back.
+// drivers' documented names (microbench/tests/fixtures), an unknown driver, counters going back; and a
+// ConnectX host's trees through the incast's record to the lossless verdict.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,10 +9,15 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "process_util.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
 #include "rocebench/microbench/counters.hpp"
+#include "rocebench/microbench/incast.hpp"
+#include "rocebench/reports/lossless_verdict.hpp"
 
 using namespace rocebench;
 using namespace rocebench::microbench;
@@ -420,4 +426,74 @@ TEST(TcpCounters, ReadsThisHostsProcThroughTheHostReader) {
   EXPECT_TRUE(s.values.count("tcp_RetransSegs"));
   EXPECT_TRUE(s.values.count("tcpext_TCPTimeouts"));
   EXPECT_TRUE(s.values.count("ipext_InCEPkts"));
+}
+
+// ---- from a ConnectX host's trees to its lossless verdict --------------------------------------
+
+namespace {
+
+// One ConnectX host's turn of a verbs incast, as the step records it: the mlx5 fixture read, `moves`
+// written over it ("hw_counters/NAME" or "counters/NAME" files, "ethtool/NAME" lines of the capture),
+// read again; the record as the run's results hold it.
+nlohmann::json connectx_turn(const std::string& host, const std::string& receiver, const std::map<std::string, std::uint64_t>& moves) {
+  const fs::path tree = copy_of("mlx5");
+  const CounterSnapshot before = read_fixture(tree, "mlx5_0");
+  const fs::path ethtool = tree / "capture/ethtool-S-ens1f0np0.txt";
+  for (const auto& [source, value] : moves) {
+    const std::string name = source.substr(source.find('/') + 1);
+    if (source.starts_with("ethtool/")) {
+      std::string text = rbtest::slurp(ethtool);
+      const auto at = text.find(" " + name + ": ");
+      if (at == std::string::npos) throw std::logic_error("the mlx5 fixture's capture has no " + name);
+      text.replace(at, text.find('\n', at) - at, fmt::format(" {}: {}", name, value));
+      write_file(ethtool, text);
+    } else {
+      write_file(fs::path(port_of(tree, "mlx5_0")) / source, std::to_string(value));
+    }
+  }
+  const nlohmann::json series = {{"transport", "verbs"}, {"test", "write_bw"}, {"bytes", 65536}, {"duration_s", 2},
+                                 {"qps", 1},            {"senders", 4},        {"tos", 106}};
+  const ResultRecord r =
+      incast_counter_record(series, receiver, host == receiver, host, counter_deltas(before, read_fixture(tree, "mlx5_0")));
+  fs::remove_all(tree);
+  return to_json(r, "run-1");
+}
+
+std::string joined(const std::vector<std::string>& lines) { return fmt::format("{}", fmt::join(lines, "\n")); }
+
+}  // namespace
+
+TEST(CountersToVerdict, ConnectXTreesGiveEachHostItsLosslessVerdictAndTheFix) {
+  // Five ConnectX hosts with PFC on priority 3; h0 receives from the others. The fixture counts 1 on
+  // packet_seq_err, 4,096 / 2,048 bytes on priority 0 and ~1.8 GB on priority 3 before the turn.
+  const std::vector<nlohmann::json> run = {
+      // The receiver: its reaction point ignored CNPs.
+      connectx_turn("h0", "h0", {{"ethtool/rx_prio3_bytes", 3855000000}, {"hw_counters/rp_cnp_ignored", 40}}),
+      // Clean, on the lossless priority.
+      connectx_turn("h1", "h0", {{"ethtool/tx_prio3_bytes", 2811000000}, {"counters/port_xmit_packets", 700000}}),
+      // Its traffic class lands on priority 0 (DSCP 26 is not mapped to 3).
+      connectx_turn("h2", "h0", {{"ethtool/tx_prio0_bytes", 1000002048}, {"counters/port_xmit_packets", 700000}}),
+      // A pause storm the NIC stopped: it dropped what it held.
+      connectx_turn("h3", "h0", {{"ethtool/tx_prio3_bytes", 2811000000}, {"ethtool/tx_pause_storm_error_events", 1}}),
+      // The driver was reloaded during the turn: packet_seq_err went back from 1 to 0.
+      connectx_turn("h4", "h0", {{"ethtool/tx_prio3_bytes", 2811000000}, {"hw_counters/packet_seq_err", 0}}),
+  };
+  const reports::PfcPriorities pfc{{"h0", {3}}, {"h1", {3}}, {"h2", {3}}, {"h3", {3}}, {"h4", {3}}};
+  std::map<std::string, reports::LosslessHost> v;
+  for (auto& h : reports::judge_incast(run, "verbs", {}, pfc)) v[h.host] = h;
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ(v["h0"].verdict, "CONGESTED") << joined(v["h0"].evidence);
+  EXPECT_EQ(joined(v["h0"].evidence), "h0: nic_cnp_ignored (hw_counters/rp_cnp_ignored) rose by 40 over the incast");
+  EXPECT_EQ(v["h1"].verdict, "OK") << joined(v["h1"].evidence);
+  EXPECT_EQ(v["h2"].verdict, "LOSSY");
+  EXPECT_EQ(joined(v["h2"].evidence),
+            "h2: RoCE traffic on priority 0 (1000000000 of 1000000000 bytes), PFC is on 3: DSCP 26 is not mapped to a lossless "
+            "priority; `mlnx_qos -i ens1f0np0 --dscp2prio set,26,3`");
+  EXPECT_EQ(v["h3"].verdict, "LOSSY");
+  EXPECT_EQ(joined(v["h3"].evidence),
+            "h3: nic_pause_storm_error_events (ethtool/tx_pause_storm_error_events) rose by 1 over the incast (packets dropped)");
+  EXPECT_EQ(v["h4"].verdict, "unverified");
+  EXPECT_EQ(joined(v["h4"].evidence),
+            "h4: nic_seq_naks_rx (hw_counters/packet_seq_err) went back in the turn of receiver h0 (a driver reload or a counter "
+            "wrap): no delta to judge");
 }

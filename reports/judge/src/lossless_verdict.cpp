@@ -50,19 +50,36 @@ std::string labelled(const json& record, const std::string& metric) {
   return sources.contains(shared) ? fmt::format("{} ({})", metric, sources[shared].get<std::string>()) : metric;
 }
 
-// The per-priority findings of one host: LOSSY ones (`lossy`), CONGESTED ones (`congested`).
-void judge_priorities(const std::string& host, const std::map<int, PriorityCounts>& p, const std::set<int>* pfc, double incast_us, int dscp,
-                      const LosslessRule& rule, std::vector<std::string>& lossy, std::vector<std::string>& congested) {
+// The loss counters of `record` that went back over its turn (a driver reload or a wrap), which the
+// probe recorded no delta for, each with its source name.
+std::vector<std::string> went_back(const json& record, const std::vector<std::string>& loss) {
+  const json samples = record.value("samples", json::object());
+  const json reset = samples.value("counters_reset", json::array());
+  const json sources = samples.value("counter_sources", json::object());
+  std::vector<std::string> out;
+  for (const std::string& metric : loss) {
+    const std::string shared = metric.starts_with("nic_") ? metric.substr(4) : metric;
+    const std::string source = sources.contains(shared) ? sources[shared].get<std::string>() : metric;
+    if (std::find(reset.begin(), reset.end(), source) != reset.end()) out.push_back(labelled(record, metric));
+  }
+  return out;
+}
+
+// The per-priority findings of one host: LOSSY ones (`lossy`), CONGESTED ones (`congested`). `netdev`
+// names the host's RoCE interface in the fix, where the records give it.
+void judge_priorities(const std::string& host, const std::string& netdev, const std::map<int, PriorityCounts>& p,
+                      const std::set<int>* pfc, double incast_us, int dscp, const LosslessRule& rule,
+                      std::vector<std::string>& lossy, std::vector<std::string>& congested) {
   std::int64_t all = 0;
   for (const auto& [n, c] : p) all += c.bytes;
   if (pfc && !pfc->empty()) {
     const std::string on = fmt::format("{}", fmt::join(*pfc, ","));
     for (const auto& [n, c] : p) {
       const std::int64_t bytes = c.bytes;
-      if (pfc->count(n) || bytes <= 0 || static_cast<double>(bytes) <= rule.off_pfc_share * static_cast<double>(all)) continue;
+      if (!off_pfc(p, n, *pfc, rule)) continue;
       lossy.push_back(fmt::format("{}: RoCE traffic on priority {} ({} of {} bytes), PFC is on {}: DSCP {} is not mapped to a "
-                                  "lossless priority; `mlnx_qos -i <netdev> --dscp2prio set,{},{}`",
-                                  host, n, bytes, all, on, dscp, dscp, *pfc->begin()));
+                                  "lossless priority; `mlnx_qos -i {} --dscp2prio set,{},{}`",
+                                  host, n, bytes, all, on, dscp, netdev.empty() ? "<netdev>" : netdev, dscp, *pfc->begin()));
     }
     for (const auto& [n, c] : p) {
       if (const std::int64_t dropped = c.discards; pfc->count(n) && dropped > 0) {
@@ -80,6 +97,14 @@ void judge_priorities(const std::string& host, const std::map<int, PriorityCount
 }
 
 }  // namespace
+
+bool off_pfc(const std::map<int, PriorityCounts>& counts, int n, const std::set<int>& pfc, const LosslessRule& rule) {
+  const auto it = counts.find(n);
+  if (pfc.empty() || pfc.count(n) || it == counts.end() || it->second.bytes <= 0) return false;
+  std::int64_t all = 0;
+  for (const auto& [priority, c] : counts) all += c.bytes;
+  return static_cast<double>(it->second.bytes) > rule.off_pfc_share * static_cast<double>(all);
+}
 
 void add_priority_counts(std::map<int, PriorityCounts>& into, const json& metrics) {
   for (int n = 0; n < 8; ++n) {
@@ -113,6 +138,8 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
   double drain_s = 0;                                                 // how long after its turn a sender gave up
   std::map<int, std::map<int, PriorityCounts>> priorities;           // host -> its NIC's per-priority counts
   std::map<std::string, double> turn_s;                               // receiver -> its turn's duration
+  std::map<int, std::string> netdevs;                                 // host -> its RoCE interface (verbs)
+  std::map<int, std::map<std::string, std::vector<std::string>>> reset;  // host -> receiver -> loss counters that went back
   int dscp = 26;                                                      // the traffic class's, where the records give it
   for (const json& r : records) {
     if (!is_incast(r, transport)) continue;
@@ -139,8 +166,12 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
       continue;
     }
     const int host = index_of(r.value("host", ""));
+    const json driver = r.value("samples", json::object()).value("nic_driver", json::object());
+    if (driver.contains("netdev")) netdevs[host] = driver["netdev"].get<std::string>();
     const bool read = std::any_of(c.sender_loss.begin(), c.sender_loss.end(), [&](const std::string& m) { return metrics.contains(m); });
-    if (!read) continue;  // not read: the host stays unverified for this turn
+    const std::vector<std::string> back = went_back(r, c.sender_loss);
+    if (!back.empty()) reset[host][receiver] = back;
+    if (!read || !back.empty()) continue;  // not read, or not all of it: the host stays unverified for this turn
     counted[host].insert(receiver);
     auto add = [&](Deltas& into, const std::vector<std::string>& names) {
       for (const auto& m : names) {
@@ -232,7 +263,8 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
     }
     std::vector<std::string> priority_loss, paused;
     const auto known = pfc.find(v.host);
-    judge_priorities(v.host, priorities[h], known == pfc.end() ? nullptr : &known->second, incast_us, dscp, rule, priority_loss, paused);
+    judge_priorities(v.host, netdevs[h], priorities[h], known == pfc.end() ? nullptr : &known->second, incast_us, dscp, rule,
+                     priority_loss, paused);
     if (!priority_loss.empty()) {
       v.verdict = "LOSSY";
       v.evidence.insert(v.evidence.end(), priority_loss.begin(), priority_loss.end());
@@ -243,9 +275,20 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
     }
     if (v.verdict != "LOSSY" && !unread.empty()) {
       v.verdict = "unverified";
-      v.evidence.push_back(fmt::format("{}: {} {} not read in the turn(s) of receiver {}: no loss verdict without it", v.host,
-                                       fmt::join(c.sender_loss, ", "), c.sender_loss.size() == 1 ? "was" : "were",
-                                       fmt::join(unread, ", ")));
+      for (const auto& [receiver, counters] : reset[h]) {
+        v.evidence.push_back(fmt::format("{}: {} went back in the turn of receiver {} (a driver reload or a counter wrap): no "
+                                         "delta to judge",
+                                         v.host, fmt::join(counters, ", "), receiver));
+      }
+      std::vector<std::string> missing;
+      for (const std::string& receiver : unread) {
+        if (!reset[h].count(receiver)) missing.push_back(receiver);
+      }
+      if (!missing.empty()) {
+        v.evidence.push_back(fmt::format("{}: {} {} not read in the turn(s) of receiver {}: no loss verdict without it", v.host,
+                                         fmt::join(c.sender_loss, ", "), c.sender_loss.size() == 1 ? "was" : "were",
+                                         fmt::join(missing, ", ")));
+      }
     }
     if (v.verdict == "OK" && (stalls.count(h) || total(host_congested[h]) > 0 || !paused.empty())) {
       v.verdict = "CONGESTED";

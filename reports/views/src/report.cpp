@@ -229,7 +229,8 @@ ReportResult write_report(const ReportRequest& request) {
   if (!result.thresholds_from.empty()) result.verdicts = judge(load_thresholds(result.thresholds_from), data, agg);
   std::vector<json> checks;
   for (const auto& c : data.checks) checks.push_back(c.record);
-  const auto lossless = lossless_verdicts(data.incast, pfc_priorities(checks));
+  const PfcPriorities pfc = pfc_priorities(checks);
+  const auto lossless = lossless_verdicts(data.incast, pfc);
   result.verdicts.insert(result.verdicts.end(), lossless.begin(), lossless.end());
   if (!request.baseline_file.empty()) {
     const auto against = verdicts_of_compare(read_baseline(request.baseline_file, request.machine), collect_evidence(data),
@@ -241,7 +242,7 @@ ReportResult write_report(const ReportRequest& request) {
   Plots plots;
   if (!request.plots) plots.missing = "--no-plots was given";
   else plots = draw_plots(agg, request.out_dir / "plots", std::chrono::minutes(5));
-  const auto sections = build_sections({&agg, &result.verdicts, &data.issues, &data.files, &plots, &data.incast});
+  const auto sections = build_sections({&agg, &result.verdicts, &data.issues, &data.files, &plots, &data.incast, &pfc});
   write_file_atomically(request.out_dir / "report.md", render_markdown(request.title, sections, "plots"));
   write_file_atomically(request.out_dir / "report.html", render_html(request.title, sections));
   write_file_atomically(request.out_dir / "junit.xml", render_junit(request.title, result.verdicts));

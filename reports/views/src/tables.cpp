@@ -268,7 +268,7 @@ Section netcheck_section(const ReportInput& in) {
 
 // Each receiver's turn (goodput, fairness, its 100 ms tail, the senders that stalled) and each host's
 // NIC counts per priority over the incast; the verdicts section judges them.
-Section incast_section(const std::vector<json>& incast) {
+Section incast_section(const std::vector<json>& incast, const PfcPriorities& pfc) {
   Section s{"Lossless under load (incast)", {}, {}, {}};
   s.notes.push_back("Every host receives from all the others at once, in turn; each host's counters are read around every turn. "
                     "The lossless verdict per host is in the Verdicts section, with its evidence.");
@@ -310,18 +310,22 @@ Section incast_section(const std::vector<json>& incast) {
     s.notes.push_back("No host's NIC counted per priority (rxe and TCP do not): no host x priority table.");
     return s;
   }
-  Table t{"Host x priority", "what each host's NIC counted on each priority over the incast, both ways: bytes, pause time, receive discards",
+  Table t{"Host x priority",
+          "what each host's NIC counted on each priority over the incast, both ways: bytes, pause time, receive discards; "
+          "\"no PFC\": RoCE bytes on a priority its host has no PFC on (netcheck), while it has PFC on another",
           {"host"}, {}};
   for (int n : used) t.columns.push_back(fmt::format("priority {}", n));
   for (const auto& [host, by_priority] : priorities) {
     std::vector<TableCell> row{{host}};
+    const auto known = pfc.find(host);
     for (int n : used) {
       const PriorityCounts& c = by_priority.at(n);
+      const bool no_pfc = known != pfc.end() && off_pfc(by_priority, n, known->second);
       std::vector<std::string> parts;
-      if (c.bytes) parts.push_back(fmt::format("{} MB", number(static_cast<double>(c.bytes) / 1e6)));
+      if (c.bytes) parts.push_back(fmt::format("{} MB{}", number(static_cast<double>(c.bytes) / 1e6), no_pfc ? ", no PFC" : ""));
       if (c.paused_us) parts.push_back(fmt::format("paused {} ms", number(static_cast<double>(c.paused_us) / 1e3)));
       if (c.discards) parts.push_back(fmt::format("{} discarded", c.discards));
-      row.push_back({parts.empty() ? "·" : fmt::format("{}", fmt::join(parts, "\n")), c.discards ? Mark::bad : Mark::none});
+      row.push_back({parts.empty() ? "·" : fmt::format("{}", fmt::join(parts, "\n")), c.discards || no_pfc ? Mark::bad : Mark::none});
     }
     t.rows.push_back(std::move(row));
   }
@@ -363,7 +367,7 @@ std::vector<Section> build_sections(const ReportInput& in) {
   if (!a.probes.rows.empty()) out.push_back(probe_section(in));
   if (!a.pairs.empty()) out.push_back(pairs_section(in));
   if (!a.netcheck.rows.empty()) out.push_back(netcheck_section(in));
-  if (in.incast && !in.incast->empty()) out.push_back(incast_section(*in.incast));
+  if (in.incast && !in.incast->empty()) out.push_back(incast_section(*in.incast, in.pfc ? *in.pfc : PfcPriorities{}));
   if (!a.trends.empty()) out.push_back(trends_section(in));
   return out;
 }

@@ -19,7 +19,8 @@ namespace rocebench::microbench {
 
 struct CounterSnapshot {
   RdmaDriver driver;
-  RawCounters raw;  // by source name: "hw_counters/packet_seq_err", "ethtool/rx_prio3_pause"
+  RawCounters raw;     // by source name: "hw_counters/packet_seq_err", "ethtool/rx_prio3_pause"
+  std::string netdev;  // the port's netdev (its GID's), where found: what ethtool and mlnx_qos are given
 };
 
 // The port's counters under `root`, with `ethtool -S` of its netdev: run live when root is "/", read
@@ -30,7 +31,7 @@ CounterSnapshot read_counters(const std::string& root, const std::string& device
 // What a probe records of two snapshots, to merge into its result:
 //   "nic_<shared name>": after - before (a metric), for every shared counter read both times from one source;
 //   "nic_<raw name>": the same for sysfs counters outside the vocabulary (unless a shared name took it);
-//   "samples": what goes beside the record's samples: "nic_driver" {name, found_by}, "counter_sources"
+//   "samples": what goes beside the record's samples: "nic_driver" {name, found_by, netdev}, "counter_sources"
 //   {shared name: source name}, "counters_reset" [source names that went back: a driver reload or a
 //   wrap, either way no delta], "counters_unavailable" {shared name: the verdict it is evidence for}.
 nlohmann::json counter_deltas(const CounterSnapshot& before, const CounterSnapshot& after);

@@ -24,6 +24,12 @@ inline constexpr std::int64_t kIncastIntervalNs = 100'000'000;
 // stalled, instead of holding every host until the step's deadline. A slow one that completes is waited for.
 inline constexpr double kIncastDrainS = 5.0;
 
+// What a host records of its own counters over one turn of the incast: `deltas` (counter_deltas or
+// tcp_counter_deltas: metrics, and "samples" beside them) in the turn's `series` (its params), with the
+// turn's receiver, the host's role in it, and whose counters they are.
+ResultRecord incast_counter_record(const json& series, const std::string& receiver, bool is_receiver, const std::string& host,
+                                   const json& deltas);
+
 // Jain's fairness index of the senders' goodputs, (sum x)^2 / (n sum x^2): 1 when all get the same,
 // 1/n when one gets everything. nullopt when it is undefined (no values, or all zero); a negative
 // value throws std::invalid_argument.

@@ -11,7 +11,7 @@
 // stalled), or CNPs were ignored or pause storms warned of, or a priority was paused longer than a share
 // of the incast; per priority, LOSSY for RDMA bytes on a priority without PFC (with the fix: map the
 // traffic class's DSCP to the PFC priority) and for discards on a PFC priority. unverified when its loss counters were not
-// read for every turn (never OK); OK otherwise, saying when ECN marks or CNPs rose without loss
+// read for every turn, or one of them went back (a driver reload: never OK); OK otherwise, saying when ECN marks or CNPs rose without loss
 // (congestion control at work).
 #include <cstdint>
 #include <map>
@@ -56,6 +56,10 @@ void add_priority_counts(std::map<int, PriorityCounts>& into, const json& metric
 
 // The priorities each host has PFC on (netcheck's roce.pfc.enabled_priorities), where known.
 using PfcPriorities = std::map<std::string, std::set<int>>;
+
+// Whether a host's bytes on priority `n` went without PFC: it has PFC on another priority (`pfc`), and
+// they are more than the rule's share of all its bytes (its traffic class is not mapped to the lossless one).
+bool off_pfc(const std::map<int, PriorityCounts>& counts, int n, const std::set<int>& pfc, const LosslessRule& rule = {});
 
 // Those priorities, from netcheck's roce.pfc.enabled_priorities check records (other records are left out).
 PfcPriorities pfc_priorities(const std::vector<json>& records);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rocebench/reports/aggregate.hpp"
+#include "rocebench/reports/lossless_verdict.hpp"
 #include "rocebench/reports/plots.hpp"
 #include "rocebench/reports/verdict.hpp"
 
@@ -38,6 +39,7 @@ struct ReportInput {
   const std::vector<std::string>* files = nullptr;
   const Plots* plots = nullptr;
   const std::vector<json>* incast = nullptr;  // microbench.incast records, whole (Dataset::incast)
+  const PfcPriorities* pfc = nullptr;         // the priorities each host has PFC on (netcheck), where known
 };
 
 std::vector<Section> build_sections(const ReportInput& in);
