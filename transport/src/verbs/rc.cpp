@@ -150,7 +150,10 @@ void rc_to_rts(ibv_qp* qp, int port, int gid_index, ibv_mtu mtu, std::uint32_t m
   }
   ibv_qp_attr r{};
   r.qp_state = IBV_QPS_RTS;
-  r.timeout = 14;  // 4.096 us * 2^14 = 67 ms per try: a dead peer fails the QP in about half a second
+  // 4.096 us * 2^18 = 1.07 s per try (NCCL's IB timeout is of this order): a window queued behind a slow
+  // link must not fire it. At 2^14 (67 ms) rxe resent multi-packet writes still in flight on a 50 Mbit/s
+  // bed link, and its responder answered them with invalid-request NAKs and doubled completions.
+  r.timeout = 18;
   r.retry_cnt = 7;
   r.rnr_retry = 7;
   r.sq_psn = my_psn;
