@@ -7,7 +7,9 @@
 #     named LINK, and only it; `report --accept` judges the records again to the same table;
 #   train --engine replay --world-sizes 1,2,SLOW --transport verbs: data-parallel training over RC queue pairs
 #     across the hosts before host SLOW, a record per world size (over host SLOW's link, shaped by a tbf that
-#     drops, the ring's queue pairs once ran out of retries: a lossy link is #41's LOSSY, not this test's).
+#     drops, the ring's queue pairs once ran out of retries: a lossy link is #41's LOSSY, not this test's);
+#   train --engine cpu --model cnn_cifar --check over the same hosts: k ranks of batch b end with the weights
+#     of one rank trained on k·b (the data-parallel correctness test, over verbs across hosts).
 # Each host checks that its agent ends on SIGTERM with no child left. One PASS/FAIL line per check.
 RB=$1
 . "$2"
@@ -70,6 +72,20 @@ got = sorted((r["params"].get("ranks", 0), r["params"].get("transport"), r["stat
 print("models.scaling:", got)
 sys.exit(got != sorted((n, "verbs", "ok") for n in (1, 2, world)))
 PY
+
+  # Data parallelism checked exact where the ranks really are: each host trains its slice of one batch
+  # over verbs, and its weights must match one engine's trained on the whole batch (train --check).
+  start=$(date +%s)
+  "$RB" train --netns hosts-agents --engine cpu --model cnn_cifar --batch 2 --iters 1 --warmup 0 --world-sizes $SLOW \
+    --sync ring --check --transport verbs --results-dir /tmp/check --deadline 120 >check.out 2>&1
+  rc=$?
+  cat check.out
+  echo "train --check took $(($(date +%s) - start)) s"
+  if [ $rc = 0 ] && grep -q "check: the $SLOW ranks' weights match one rank's trained on the whole batch" check.out; then
+    pass "train --check --transport verbs across $SLOW hosts: the weights of one rank on the whole batch"
+  else
+    fail "train --check --transport verbs: exit $rc"
+  fi
   mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl
 fi
 agents_end

@@ -110,6 +110,10 @@ CostModel fit_cost(std::span<const std::size_t> bytes, std::span<const double> m
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
+// --check: steps trained both ways, and how far apart (relative) the weights may end: fp32 sums a
+// batch's gradients in another order than the reduction does, so they agree closely, not bit for bit.
+constexpr int kExactnessSteps = 3;
+constexpr double kExactnessTolerance = 1e-5;
 }  // namespace
 
 BucketOptions bucket_options(double bucket_mb, double first_bucket_mb) {
@@ -176,6 +180,7 @@ struct ScalingConfig {
   // ranks sharing a host's cores with more threads than cores stall in OpenMP's barriers).
   int threads = 1;
   int baseline_ranks = 1;  // ranks that each train alone in turn for the one-rank point
+  bool check = false;      // data parallelism checked exact at each world size (check_exactness)
 };
 
 }  // namespace
@@ -214,6 +219,9 @@ const OptionTable& data_parallel_options() {
          .fallback = d.baseline_ranks,
          .help = "ranks that each train alone, in turn, for the one-rank point (the speedup's base): one process's "
                  "speed varies with where its memory lands, so the median of several is the point and their range shows it"},
+        {.key = "check", .flag = "--check", .type = OptionType::boolean, .fallback = d.check,
+         .help = "data parallel: after each world size's steps, check that k ranks of batch b train exactly as one rank "
+                 "of k·b (a model without batch norm or dropout: cnn_cifar; fp32; cpu or gpu engine)"},
         {.key = "trace_steps", .rules = {{"minimum", 0}, {"maximum", 1000}}, .fallback = d.trace_steps,
          .help = "last steps of each rank written as Chrome trace events beside the results (0: none)"},
     });
@@ -250,7 +258,13 @@ ScalingConfig scaling_config_from(const json& p) {
   c.trace_steps = o.get<int>(p, "trace_steps");
   c.threads = o.get<int>(p, "threads");
   c.baseline_ranks = o.get<int>(p, "baseline_ranks");
+  c.check = o.get<bool>(p, "check");
   validate(c.train);
+  if (c.check && c.train.engine == "replay")
+    throw InputError("field 'check' (--check): the replay engine computes no weights to compare; use --engine cpu or gpu");
+  if (c.check && c.train.precision != "fp32")
+    throw InputError(fmt::format("field 'check' (--check): weights are compared to {} in fp32; --precision is {}",
+                                 kExactnessTolerance, c.train.precision));
   return c;
 }
 
@@ -435,6 +449,64 @@ json rank_summary(const StepContext& ctx, int rank, int batch, int threads, cons
   return summary;
 }
 
+// The data-parallel exactness check (--check): this rank trains kExactnessSteps steps from the same
+// initial weights on its slice of one synthetic batch of k·batch images, averaging gradients over `t`;
+// then one engine alone trains the same steps on the whole batch. The weights must agree: the largest
+// difference of any parameter, relative to the larger of 1 and that parameter's largest weight.
+json check_exactness(const ScalingConfig& c, const Graph& graph, transport::Transport& t, const StepContext& ctx) {
+  const int k = t.world(), b = c.train.batch;
+  const SyntheticBatch all = synthetic_batch(graph, k * b, static_cast<std::uint32_t>(c.train.seed + 104729u));
+  const std::size_t image = static_cast<std::size_t>(graph.input_shape().size());
+  auto train = [&](int batch, int slice, transport::Transport* over) {
+    std::unique_ptr<Engine> e = make_engine(c.train.engine, graph,
+                                            {.batch = batch, .seed = c.train.seed, .plain_layout = c.train.layout == "plain",
+                                             .device = ctx.local_rank});
+    const std::size_t from = static_cast<std::size_t>(slice * batch);
+    e->set_batch(std::span(all.images).subspan(from * image, static_cast<std::size_t>(batch) * image),
+                 std::span(all.labels).subspan(from, static_cast<std::size_t>(batch)));
+    DataParallel dp(*e, over, over ? c.buckets : collectives::BucketOptions{}, ctx.deadline);
+    for (int i = 0; i < kExactnessSteps; ++i) dp.step({}, learning_rate(c, k, i));  // k·b images a step either way
+    return e;
+  };
+  const auto mine = train(b, t.rank(), &t);
+  const auto whole = train(k * b, 0, nullptr);
+  double worst = 0;
+  int worst_param = 0;
+  for (int i = 0; i < static_cast<int>(graph.params().size()); ++i) {
+    const std::vector<float> got = mine->parameter(i), want = whole->parameter(i);
+    double diff = 0, norm = 1;
+    for (std::size_t j = 0; j < want.size(); ++j) {
+      diff = std::max(diff, static_cast<double>(std::abs(got[j] - want[j])));
+      norm = std::max(norm, static_cast<double>(std::abs(want[j])));
+    }
+    if (diff / norm > worst) std::tie(worst, worst_param) = std::pair(diff / norm, i);
+  }
+  return {{"rank", t.rank()}, {"host", ctx.host}, {"rel_diff", worst}, {"parameter", worst_param}};
+}
+
+// What the check says of one world size, from every rank's check_exactness: its metric, and why it
+// failed where it did (the worst rank, by rank and host, and what makes a model inexact).
+void judge_exactness(ResultRecord& r, const std::vector<json>& ranks, const Graph& graph, int batch) {
+  const auto worst = std::max_element(ranks.begin(), ranks.end(), [](const json& a, const json& b) {
+    return a.value("rel_diff", 0.0) < b.value("rel_diff", 0.0);
+  });
+  const double diff = worst->value("rel_diff", 0.0);
+  r.metrics["weights_rel_diff_max"] = diff;
+  if (diff <= kExactnessTolerance) return;
+  const bool per_rank_statistics = std::any_of(graph.nodes().begin(), graph.nodes().end(), [](const Node& n) {
+    return n.op == Op::batch_norm || n.op == Op::dropout;
+  });
+  r.status = Status::fail;
+  r.reason = fmt::format("rank {} on host {}: after {} steps its weights differ from one rank's trained on the whole batch of "
+                         "{} images by {:.3g} (parameter {}, relative), above {}{}",
+                         worst->value("rank", -1), worst->value("host", "?"), kExactnessSteps,
+                         batch * static_cast<int>(ranks.size()), diff, worst->value("parameter", -1), kExactnessTolerance,
+                         per_rank_statistics ? fmt::format(": {} has batch norm or dropout, whose statistics and masks are each "
+                                                           "rank's own (as DDP without SyncBatchNorm); check with --model cnn_cifar",
+                                                           graph.name())
+                                             : ": the gradients were not averaged exactly");
+}
+
 // One point of the sweep as rank 0 records it.
 struct Point {
   int k = 1;
@@ -450,6 +522,7 @@ struct Point {
   std::vector<json> per_rank = {};
   std::optional<CostModel> cost = {};
   std::string trace = {};
+  std::vector<json> exactness = {};  // every rank's check_exactness, with --check
 };
 
 void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, const Point& p, SweepState& state) {
@@ -537,6 +610,7 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     }
   }
   r.samples["per_rank"] = p.per_rank;
+  if (!p.exactness.empty()) judge_exactness(r, p.exactness, graph, c.train.batch);
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
   if (!p.trace.empty()) r.samples["trace"] = p.trace;
   rc.record(r);
@@ -555,6 +629,14 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
                                                steps.back().buckets.size(), exposed)
                                  : "")
             << std::flush;
+  if (r.metrics.contains("weights_rel_diff_max")) {
+    std::cout << (r.status == Status::fail
+                      ? fmt::format("#   check FAILED: {}\n", r.reason)
+                      : fmt::format("#   check: the {} ranks' weights match one rank's trained on the whole batch (largest "
+                                    "difference {:.2g}, relative)\n",
+                                    k, r.metrics["weights_rel_diff_max"].get<double>()))
+              << std::flush;
+  }
 }
 
 }  // namespace
@@ -642,6 +724,7 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
                          collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
   if (c.trace_steps > 0) p.trace = gather_trace(ctx, k, trace_events(graph, p.steps, t.rank(), ctx.host, c.trace_steps));
   p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, compute_threads(c), p.steps));
+  if (c.check) p.exactness = gather_at_rank0(ctx, "exactness", k, check_exactness(c, graph, t, ctx));
   if (t.rank() != 0) return;
   p.engine = engine.get();
   record_point(ctx, c, graph, p, state);

@@ -155,6 +155,16 @@ Graph resnet20_cifar() {
   return g;
 }
 
+// Small, and without batch norm or dropout, so that k ranks of batch b train exactly as one rank of
+// k·b (their statistics and masks would be each rank's own): what `train --check` runs.
+Graph cnn_cifar() {
+  Graph g("cnn_cifar", {3, 32, 32}, 10);
+  int x = g.max_pool(g.relu(g.conv(g.input(), 16, square(3, 1, 1), 1, true)), square(2, 2));
+  x = g.max_pool(g.relu(g.conv(x, 32, square(3, 1, 1), 1, true)), square(2, 2));
+  g.softmax_ce(g.linear(g.global_avg_pool(g.relu(g.conv(x, 64, square(3, 1, 1), 1, true))), 10));
+  return g;
+}
+
 const std::vector<ZooEntry>& zoo() {
   static const std::vector<ZooEntry> models = {
       {"resnet50", "ResNet-50 v1.5, 224×224 (torchvision resnet50)", [] { return resnet(50); }},
@@ -166,6 +176,7 @@ const std::vector<ZooEntry>& zoo() {
        [] { return inception_v3(true); }},
       {"alexnet", "AlexNet, 224×224 (torchvision alexnet)", alexnet},
       {"resnet20_cifar", "ResNet-20 for CIFAR, 32×32, 10 classes, projection shortcuts", resnet20_cifar},
+      {"cnn_cifar", "three convolutions for CIFAR, 32×32, 10 classes, no batch norm (for train --check)", cnn_cifar},
   };
   return models;
 }

@@ -671,5 +671,45 @@ TEST(Scaling, ARankKilledMidSweepIsNamedAndEarlierWorldSizesStay) {
   EXPECT_EQ(recorded, std::vector<int>{1});
 }
 
+TEST(Scaling, CheckFindsRanksTrainAsOneRankOfTheWholeBatchAndSaysWhyNotWhereTheyDoNot) {
+  RBTEST_NEEDS_ROCEBENCH();
+  const auto dir = rbtest::temp_dir("scaling-check");
+  auto train = [&](const std::string& name, std::vector<std::string> more) {
+    std::vector<std::string> argv = {kBinary, "train", "--engine", "cpu", "--batch", "2", "--iters", "1", "--warmup", "0",
+                                     "--check", "--results-dir", (dir / name).string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return rbtest::run(argv, dir, name);
+  };
+  auto scaling = [&](const std::string& name) {
+    std::map<int, json> by_world;
+    for (const auto& r : read_records(dir / name / "results.jsonl", &result_schema()).records)
+      if (r.value("step", "") == "models.scaling") by_world[r["world"].get<int>()] = r;
+    return by_world;
+  };
+  // Without batch norm, every algorithm's ranks end with the weights of one rank on the whole batch.
+  for (const char* sync : {"ring", "ps", "rd"}) {
+    const std::string name = fmt::format("exact-{}", sync);
+    ASSERT_EQ(train(name, {"--model", "cnn_cifar", "--world-sizes", "1,3", "--sync", sync}), 0) << rbtest::slurp(dir / (name + ".err"));
+    auto points = scaling(name);
+    ASSERT_TRUE(points.count(3)) << rbtest::slurp(dir / (name + ".out"));
+    EXPECT_EQ(points[3]["status"], "ok") << points[3].dump();
+    EXPECT_LT(points[3]["metrics"]["weights_rel_diff_max"].get<double>(), 1e-5) << points[3].dump();
+    EXPECT_FALSE(points[1]["metrics"].contains("weights_rel_diff_max"));  // one rank alone has nothing to check
+    EXPECT_NE(rbtest::slurp(dir / (name + ".out")).find("#   check: the 3 ranks' weights match one rank's"), std::string::npos);
+  }
+  // With it, each rank normalizes by its own batch's statistics: the check fails, naming the rank and why.
+  EXPECT_EQ(train("batch-norm", {"--model", "resnet20_cifar", "--world-sizes", "2"}), 1) << rbtest::slurp(dir / "batch-norm.err");
+  const json failed = scaling("batch-norm")[2];
+  EXPECT_EQ(failed["status"], "fail") << failed.dump();
+  EXPECT_GT(failed["metrics"]["weights_rel_diff_max"].get<double>(), 1e-5);
+  EXPECT_NE(failed["reason"].get<std::string>().find("after 3 steps its weights differ from one rank's trained on the whole batch of 4 images"),
+            std::string::npos) << failed.dump();
+  EXPECT_NE(failed["reason"].get<std::string>().find("resnet20_cifar has batch norm or dropout"), std::string::npos) << failed.dump();
+  // What it cannot check is refused, naming the flag.
+  EXPECT_EQ(train("replay", {"--model", "resnet20_cifar", "--engine", "replay", "--timeline", "cpu-resnet20_cifar-fp32-b16", "--world-sizes", "2"}), 2);
+  EXPECT_NE(rbtest::slurp(dir / "replay.err").find("field 'check' (--check): the replay engine computes no weights"), std::string::npos)
+      << rbtest::slurp(dir / "replay.err");
+}
+
 }  // namespace
 }  // namespace rocebench::models
