@@ -85,6 +85,17 @@ TEST(AcceptActions, PrometheusGetsEachNodesVerdictReasonsAndFigures) {
   EXPECT_EQ(count(m, "# TYPE rocebench_accept_train_images_per_second gauge"), 1u) << m;
   EXPECT_EQ(count(m, "rocebench_accept_allreduce_busbw_Gbps"), 0u) << "no figure, no family\n" << m;
   EXPECT_NE(m.find("rocebench_accept_valid_until_seconds{node=\"b\",run=\"r1\"} 1796345272\n"), std::string::npos) << m;
+  // What a node's NIC counted per priority under incast: one family each, the priority a label.
+  v.figure("b", priority_figure(kPriorityBytes, 0), 36000000);
+  v.figure("b", priority_figure(kPriorityBytes, 3), 4000);
+  v.figure("b", priority_figure(kPriorityPaused, 3), 0.006);
+  const std::string p = prometheus_metrics(v, {"r1", "2026-12-03T22:47:52Z", 2});
+  EXPECT_NE(p.find("rocebench_accept_lossless_priority_bytes{node=\"b\",run=\"r1\",priority=\"0\"} 36000000\n"), std::string::npos) << p;
+  EXPECT_NE(p.find("rocebench_accept_lossless_priority_bytes{node=\"b\",run=\"r1\",priority=\"3\"} 4000\n"), std::string::npos) << p;
+  EXPECT_NE(p.find("rocebench_accept_lossless_priority_paused_seconds{node=\"b\",run=\"r1\",priority=\"3\"} 0.0060000000000000001\n"),
+            std::string::npos) << p;
+  EXPECT_EQ(count(p, "# TYPE rocebench_accept_lossless_priority_bytes gauge"), 1u) << p;
+  EXPECT_EQ(count(p, "lossless_priority_bytes/"), 0u) << "the figure's own name is not a metric's\n" << p;
 }
 
 TEST(AcceptActions, SlurmDrainsTheFailedResumesItsOwnAndLeavesOthersDrainsAlone) {

@@ -305,6 +305,10 @@ TEST(LosslessVerbs, RoceOnAPriorityWithoutPfcIsLossyWithTheFixAndDiscardsOnThePf
             std::string::npos)
       << joined(v.at("h2").evidence);
   for (const char* fine : {"h0", "h1", "h3"}) EXPECT_EQ(v.at(fine).verdict, "OK") << joined(v.at(fine).evidence);
+  // Each host keeps what its NIC counted on the priorities it counted anything on (accept's metrics give them).
+  EXPECT_EQ(v.at("h2").priorities.at(0).bytes, 36000000);
+  EXPECT_EQ(v.at("h2").priorities.at(3).bytes, 4000);
+  EXPECT_FALSE(v.at("h2").priorities.count(5));
   // Where the PFC setup is not known, the priority is not judged.
   EXPECT_EQ(by_host(judge_incast(run, "verbs")).at("h2").verdict, "OK");
   // Discards on the lossless priority: PFC did not hold the senders back.

@@ -375,6 +375,11 @@ void judge_lossless(Verdicts& v, const std::vector<json>& records, const std::ve
     if (std::find(hosts.begin(), hosts.end(), h.host) == hosts.end()) continue;
     if (h.resent >= 0) v.figure(h.host, kLossResent, static_cast<double>(h.resent));
     if (profile.transport == "verbs") v.figure(h.host, kLossPaused, h.paused_s);
+    for (const auto& [n, c] : h.priorities) {
+      v.figure(h.host, priority_figure(kPriorityBytes, n), static_cast<double>(c.bytes));
+      v.figure(h.host, priority_figure(kPriorityPaused, n), static_cast<double>(c.paused_us) / 1e6);
+      v.figure(h.host, priority_figure(kPriorityDiscards, n), static_cast<double>(c.discards));
+    }
     const std::string evidence = fmt::format("{}", fmt::join(h.evidence, "; "));
     if (h.verdict == "LOSSY") v.fail(h.host, {kLossy, "lossless", evidence});
     else if (h.verdict == "unverified") v.fail(h.host, {kUnverified, "lossless", evidence});

@@ -233,12 +233,17 @@ std::vector<LosslessHost> judge_incast(const std::vector<json>& records, const s
 
   std::vector<LosslessHost> out;
   for (int h = 0; h < static_cast<int>(hosts.size()); ++h) {
-    LosslessHost v{hosts[static_cast<std::size_t>(h)], "OK", {}};
+    LosslessHost v;
+    v.host = hosts[static_cast<std::size_t>(h)];
+    v.verdict = "OK";
     if (!counted[h].empty()) {
       v.resent = 0;
       for (const auto& [receiver, deltas] : lost[h]) v.resent += total(deltas);
     }
-    for (const auto& [priority, counts] : priorities[h]) v.paused_s += static_cast<double>(counts.paused_us) / 1e6;
+    for (const auto& [priority, counts] : priorities[h]) {
+      v.paused_s += static_cast<double>(counts.paused_us) / 1e6;
+      if (counts.bytes || counts.paused_us || counts.discards) v.priorities[priority] = counts;
+    }
     v.marked = total(marks[h]) > 0;
     if (std::find(named.begin(), named.end(), h) != named.end()) {
       v.verdict = "LOSSY";

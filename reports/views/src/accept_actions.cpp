@@ -185,6 +185,21 @@ std::string prometheus_metrics(const Verdicts& v, const Stamp& s) {
     }
     if (!series.empty()) out += family(name, help) + series;
   }
+  const std::pair<const char*, const char*> per_priority[] = {
+      {kPriorityBytes, "the bytes the node's NIC carried on each priority under incast, both ways"},
+      {kPriorityPaused, "the time the node's NIC was paused on each priority under incast, both ways, seconds"},
+      {kPriorityDiscards, "the packets the node's NIC received and discarded on each priority under incast"}};
+  for (const auto& [name, help] : per_priority) {
+    const std::string prefix = std::string(name) + "/";
+    std::string series;
+    for (const auto& n : v.nodes()) {
+      for (auto it = n.figures.lower_bound(prefix); it != n.figures.end() && it->first.starts_with(prefix); ++it) {
+        series += fmt::format("rocebench_accept_{}{{{},priority=\"{}\"}} {:.17g}\n", name, labels(n),
+                              it->first.substr(prefix.size()), it->second);
+      }
+    }
+    if (!series.empty()) out += family(name, help) + series;
+  }
   out += family("time_seconds", "when the acceptance started, Unix time");
   for (const auto& n : v.nodes()) out += fmt::format("rocebench_accept_time_seconds{{{}}} {}\n", labels(n), t);
   out += family("valid_until_seconds", "until when the acceptance's verdict holds, Unix time");

@@ -34,6 +34,12 @@ inline constexpr const char* kBusbwGbps = "allreduce_busbw_Gbps";         // the
 inline constexpr const char* kImagesPerS = "train_images_per_second";     // from its own compute
 inline constexpr const char* kLossResent = "lossless_resent";             // what it sent again under incast
 inline constexpr const char* kLossPaused = "lossless_paused_seconds";     // its priorities' pause time under incast
+// Per NIC priority under incast (verbs), each figure named `<family>/<priority>` (priority_figure); the
+// metrics file gives the priority as a label.
+inline constexpr const char* kPriorityBytes = "lossless_priority_bytes";                   // both ways
+inline constexpr const char* kPriorityPaused = "lossless_priority_paused_seconds";         // both ways
+inline constexpr const char* kPriorityDiscards = "lossless_priority_discards";             // received and dropped
+inline std::string priority_figure(const char* family, int priority) { return std::string(family) + "/" + std::to_string(priority); }
 
 struct NodeVerdict {
   std::string host;

@@ -38,6 +38,11 @@ struct LosslessRule {
   double off_pfc_share = 0.01;
 };
 
+// What a host's NIC counted on one priority, both ways (verbs; a counter its driver lacks counts 0).
+struct PriorityCounts {
+  std::int64_t bytes = 0, discards = 0, paused_us = 0;
+};
+
 struct LosslessHost {
   std::string host;
   std::string verdict;                // "LOSSY", "CONGESTED", "unverified" or "OK"
@@ -45,12 +50,9 @@ struct LosslessHost {
   std::int64_t resent = -1;           // what it sent again as a sender, over every turn (-1: not read)
   double paused_s = 0;                // its priorities' pause time, both ways, over the incast (verbs)
   bool marked = false;                // ECN marks or CNPs rose on it
+  std::map<int, PriorityCounts> priorities;  // what its NIC counted on each priority it counted anything on (verbs)
 };
 
-// What a host's NIC counted on one priority, both ways (verbs; a counter its driver lacks counts 0).
-struct PriorityCounts {
-  std::int64_t bytes = 0, discards = 0, paused_us = 0;
-};
 // Adds one incast record's per-priority counters (nic_*_prio{N}) to `into`, priorities 0-7.
 void add_priority_counts(std::map<int, PriorityCounts>& into, const json& metrics);
 
