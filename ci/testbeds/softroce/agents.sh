@@ -8,7 +8,7 @@
 #   on_every_host SECONDS WHAT ARGV...: host 0 runs ARGV on every other host through its agent, each until
 #     it succeeds or SECONDS pass (an agent not yet up refuses the connection): the bed's barriers go
 #     through the agents, as the runs do;
-#   agents_end: host 0 tells the others its runs are over, they wait for it (600 s); then every host
+#   agents_end: host 0 tells the others its runs are over, they wait for it (AGENTS_END_S, 600 s); then every host
 #     checks that its agent left no child and ends on SIGTERM, and prints the failure count.
 PORT=7411
 END=/tmp/softroce-agents-end
@@ -50,8 +50,8 @@ agents_end() {
     on_every_host 60 "the end of the runs" touch $END
   else
     i=0
-    while [ $i -lt 600 ] && [ ! -e $END ]; do sleep 1; i=$((i + 1)); done
-    [ -e $END ] || fail "host 0 did not end its runs within 600 s"
+    while [ $i -lt "${AGENTS_END_S:-600}" ] && [ ! -e $END ]; do sleep 1; i=$((i + 1)); done
+    [ -e $END ] || fail "host 0 did not end its runs within ${AGENTS_END_S:-600} s"
   fi
   grep "rank" agent.log
   i=0

@@ -13,6 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 rocebench=$(realpath "$1") rounds=${2:-3} rate=${3:-50mbit} out=${4:-}
 . "$here/testlib.sh"
 bed_outdir "$out"
+# A round moves ~8 Gbit over each host's link (both transports, 1 + 3 operations at 16 and 64 MiB): 400 s at 20 Mbit/s.
+export SOFTROCE_DEADLINE_S=${SOFTROCE_DEADLINE_S:-$((300 + rounds * 1000))}
 guest_script=$(mktemp)
 trap 'rm -f "$guest_script"' EXIT
 cat >"$guest_script" <<'GUEST'
@@ -20,6 +22,7 @@ RB=$1
 . "$2"
 export ROCEBENCH_AGENT_TOKEN=$3
 rounds=$4
+AGENTS_END_S=$((rounds * 1000))  # the other hosts wait for host 0's rounds (at 20 Mbit/s ~450 s each)
 . "$(dirname "$2")/agents.sh"
 agents_up
 if [ "$SOFTROCE_HOST" = 0 ]; then
