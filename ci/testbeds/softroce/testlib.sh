@@ -38,6 +38,13 @@ host_bed() {
   wait $bed
   rc=$?
   echo "the bed ran $((SECONDS - start)) s"
+  if [ $rc = 124 ]; then  # past its deadline: where each host was, before the temporary folder goes
+    for ((k = 0; k < hosts; k++)); do
+      echo "== host $k at the deadline: its script's last lines, then its console's"
+      tail -n 15 "$out/host$k/script.log" 2>/dev/null
+      tail -n 5 "$out/host$k/console.log" 2>/dev/null | tr -d '\r' | cut -c1-200
+    done
+  fi
   check "host 0's checks pass (guest.sh exit $rc)" test $rc = 0
   for ((k = 1; k < hosts; k++)); do
     code=$(cat "$out/host$k/exit_code" 2>/dev/null)

@@ -202,7 +202,7 @@ class VerbsTransport final : public transport::Transport {
       for (int i = 0; i < 16; ++i) gid[i] = static_cast<std::uint8_t>(std::stoi(theirs.gid.substr(2 * i, 2), nullptr, 16));
       std::memcpy(endpoint.gid, gid, 16);
       rc_to_rts(p.qp, options_.ib_port, port_->gid_index(), mtu_of_bytes(std::min(mine_.mtu, theirs.mtu)),
-                mine_.peers[r].psn, endpoint, options_.tos, 1);
+                mine_.peers[r].psn, endpoint, options_.tos, 1, kTransportAckTimeout);
     }
     peers_[rank_].host = mine_.host;
   }

@@ -138,7 +138,7 @@ std::unique_ptr<RcPair> connect_oob(int fd, const VerbsOptions& device, const st
   const OpenPort& port = *pair->port_;
   for (std::size_t q = 0; q < mine.size(); ++q) {
     rc_to_rts(pair->qps_[q], port.port(), port.gid_index(), port.attributes().active_mtu, mine[q].psn, theirs[q],
-              device.tos, options.max_rd_atomic);
+              device.tos, options.max_rd_atomic, kProbeAckTimeout);
   }
   return pair;
 }

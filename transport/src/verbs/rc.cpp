@@ -128,7 +128,7 @@ void rc_to_init(ibv_qp* qp, int port) {
 }
 
 void rc_to_rts(ibv_qp* qp, int port, int gid_index, ibv_mtu mtu, std::uint32_t my_psn, const RcEndpoint& theirs,
-               int traffic_class, int max_rd_atomic) {
+               int traffic_class, int max_rd_atomic, int ack_timeout) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = mtu;
@@ -150,10 +150,7 @@ void rc_to_rts(ibv_qp* qp, int port, int gid_index, ibv_mtu mtu, std::uint32_t m
   }
   ibv_qp_attr r{};
   r.qp_state = IBV_QPS_RTS;
-  // 4.096 us * 2^18 = 1.07 s per try (NCCL's IB timeout is of this order): a window queued behind a slow
-  // link must not fire it. At 2^14 (67 ms) rxe resent multi-packet writes still in flight on a 50 Mbit/s
-  // bed link, and its responder answered them with invalid-request NAKs and doubled completions.
-  r.timeout = 18;
+  r.timeout = static_cast<std::uint8_t>(ack_timeout);
   r.retry_cnt = 7;
   r.rnr_retry = 7;
   r.sq_psn = my_psn;
