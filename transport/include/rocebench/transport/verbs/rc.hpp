@@ -76,10 +76,10 @@ struct RcEndpoint {
 // RESET -> INIT on `port`, remote write and read allowed.
 void rc_to_init(ibv_qp* qp, int port);
 // The local ACK timeout, 4.096 us * 2^N a try. The probes keep perftest's default (14: 67 ms), which
-// their figures are compared with. The transport's collectives move windows that wait behind a slow
-// link's queue (or a PFC pause) longer than that: at 2^14 rxe resent multi-packet writes still in
-// flight on a 50 Mbit/s bed link and answered them with invalid-request NAKs and doubled completions;
-// 2^18 (1.07 s, the order of NCCL's IB timeout) is never fired by a queue.
+// their figures are compared with. The transport's collectives move windows that can wait behind a
+// slow link's queue (or a PFC pause) longer than that: at 2^14 rxe resent multi-packet writes still in
+// flight on a shaped bed link and its responder NAKed them as invalid requests. 2^18 (1.07 s) is of the
+// order of NCCL's IB timeout.
 inline constexpr int kProbeAckTimeout = 14;
 inline constexpr int kTransportAckTimeout = 18;
 
