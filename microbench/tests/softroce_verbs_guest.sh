@@ -46,22 +46,10 @@ EOF
 
 if [ "$PART" = compare ]; then
 echo "== rocebench next to perftest on the same rxe0, interleaved rounds (ROUND TEST TOOL FIGURE)"
-# 3 rounds, then more (up to ROUNDS) while the fine judgement does not find every test in agreement, for up
-# to 90 s after the third: a round that tips a test over the tolerance does not end the run (stopping at the
-# first disagreement would fail on one unlucky round; the judgement of all rounds decides). The 90 s count
-# from the third round, not from the start: under CI's load 3 rounds took over 90 s, and TCG's latency modes
-# (~11 and ~20 us) once put all 3 of rocebench's write_lat runs in the slow one, with no round left to say so.
 # This part fails on the coarse check alone; the fine judgement of the same rounds (compare.txt in the
 # output folder) is a CTest of its own, which may say too noisy.
-r=0
-fine=77
-: >compare.txt
-while [ $r -lt 3 ] || { [ $fine -ne 0 ] && [ $r -lt "$ROUNDS" ] && [ $(($(date +%s) - third)) -lt 90 ]; }; do
-  r=$((r + 1))
-  softroce_round "$RB" 1000 1000 $r | tee -a compare.txt
-  if [ $r -ge 3 ]; then softroce_compare compare.txt >fine.txt; fine=$?; fi
-  [ $r = 3 ] && third=$(date +%s)
-done
+softroce_judged_rounds "$RB" "$ROUNDS" compare.txt
+fine=$? r=$SOFTROCE_ROUNDS_RUN
 echo "== fine judgement after $r rounds (exit $fine; judged again by its own CTest):"
 cat fine.txt
 if softroce_compare compare.txt --coarse >coarse.txt; then

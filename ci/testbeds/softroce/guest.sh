@@ -37,6 +37,10 @@ modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe conf
   virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci 9pnet 9pnet_virtio netfs fscache 9p dummy)
 # A bed host's also: its NIC (virtio_net) and the link model (tbf; netem, and ifb for loss on the way in).
 bed_modules=(failover net_failover virtio_net sch_tbf sch_netem ifb sch_ingress act_mirred cls_matchall)
+# The one guest's also: what ci/testbeds/netns needs (veth, bridge, tbf), so that the TCP emulated hosts can
+# run on this kernel, whose qdiscs (fq_codel built in, red, codel, pie) mark ECN where the host's kernel may
+# have none (reports/tests/test_lossless_ecn_softroce.sh).
+netns_modules=(llc stp bridge veth sch_tbf)
 bed_subnet=10.78.0
 # The bed's links carry jumbo frames: 4200 bytes is the least MTU at which RoCE runs at 4096 (an rxe frame
 # needs 80 bytes more, iboe_get_mtu 96), as netcheck's lossless profile asks (link.min_mtu).
@@ -227,7 +231,7 @@ run() {
   fi
   rm -f "$outdir/.exit_code" "$outdir/script.log"
   job_folder "$work/job" "$script" "${args[@]}"
-  make_initramfs "$work/initramfs" "$work/initrd.cpio" "${modules[@]}"
+  make_initramfs "$work/initramfs" "$work/initrd.cpio" "${modules[@]}" "${netns_modules[@]}"
   local rc=0
   guest_argv "$work/job" "$outdir" "$work/initrd.cpio" "${cpus:-4}"
   timeout --kill-after=10 "$deadline_s" qemu-system-x86_64 "${qemu_argv[@]}" </dev/null &
