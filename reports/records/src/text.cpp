@@ -66,21 +66,6 @@ std::string escape_csv(std::string_view s) {
   return out + "\"";
 }
 
-std::string base64(std::string_view data) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < data.size(); i += 3) {
-    const auto byte = [&](std::size_t k) { return k < data.size() ? static_cast<unsigned char>(data[k]) : 0u; };
-    const unsigned n = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-    out += table[(n >> 18) & 63];
-    out += table[(n >> 12) & 63];
-    out += i + 1 < data.size() ? table[(n >> 6) & 63] : '=';
-    out += i + 2 < data.size() ? table[n & 63] : '=';
-  }
-  return out;
-}
-
 std::vector<std::string> split_ws(std::string_view line) {
   std::vector<std::string> out;
   std::size_t i = 0;

@@ -1,6 +1,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "rocebench/common/base64.hpp"
 #include "rocebench/reports/tables.hpp"
 #include "rocebench/reports/text.hpp"
 
@@ -44,7 +45,7 @@ std::string embedded_png(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
-  return "<img alt=\"" + escape_xml(file.stem().string()) + "\" src=\"data:image/png;base64," + base64(bytes.str()) + "\">\n";
+  return "<img alt=\"" + escape_xml(file.stem().string()) + "\" src=\"data:image/png;base64," + base64_encode(bytes.str()) + "\">\n";
 }
 
 }  // namespace

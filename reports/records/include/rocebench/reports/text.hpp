@@ -15,7 +15,6 @@ std::string bytes_text(double bytes);               // 65536 -> "64 KiB"
 std::string escape_xml(std::string_view s);         // also right for HTML text and attributes
 std::string escape_markdown_cell(std::string_view s);
 std::string escape_csv(std::string_view s);
-std::string base64(std::string_view data);
 std::vector<std::string> split_ws(std::string_view line);  // split on blanks and tabs
 std::string trim(std::string_view s);
 // Prometheus text format: a metric or label name ([a-zA-Z_][a-zA-Z0-9_]*, anything else becomes '_'),
