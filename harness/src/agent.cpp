@@ -13,14 +13,18 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rocebench/common/base64.hpp"
 #include "rocebench/common/bounded_read.hpp"
 #include "rocebench/common/cli.hpp"
 #include "rocebench/common/errors.hpp"
@@ -102,6 +106,113 @@ struct Fd {
   }
 };
 
+// ---- the carried folder (the relay's --carry) ------------------------------------------------------
+// A folder that travels with a command: its files go out in the start request into a folder of the
+// agent's own, and what the command leaves there comes back file by file before the exit status.
+
+namespace fs = std::filesystem;
+
+constexpr std::uintmax_t kCarryOutMax = 16u << 20;  // what a launcher puts there: a plan, a hosts file
+constexpr std::size_t kCarryPart = 1u << 20;         // bytes per message on the way back
+
+// A file's path inside the carried folder as the wire gives it: relative and within the folder.
+bool inside_folder(const std::string& rel) {
+  if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string::npos) return false;
+  for (const auto& part : fs::path(rel)) {
+    if (part == ".." || part == "." || part.empty()) return false;
+  }
+  return true;
+}
+
+// Every regular file under `dir` (recursively) by its path relative to it, at most `max_bytes` in all.
+std::map<std::string, std::string> read_folder(const fs::path& dir, std::uintmax_t max_bytes) {
+  std::map<std::string, std::string> files;
+  std::uintmax_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    total += entry.file_size();
+    if (total > max_bytes) {
+      throw InputError(dir.string(), 0, "", fmt::format("the folder to carry holds more than {} MiB", max_bytes >> 20));
+    }
+    std::ifstream in(entry.path(), std::ios::binary);
+    files[fs::relative(entry.path(), dir).string()] = std::string(std::istreambuf_iterator<char>(in), {});
+    if (!in.good() && !in.eof()) throw InfraError("cannot read " + entry.path().string());
+  }
+  return files;
+}
+
+// A word of argv that names the launcher's folder `there` (or a path under it) names `here` instead.
+std::string carried_word(const std::string& word, const std::string& there, const std::string& here) {
+  if (word == there) return here;
+  if (word.starts_with(there + "/")) return here + word.substr(there.size());
+  return word;
+}
+
+// The relay's side of a file coming back: part 0 starts it, later parts append.
+void receive_carried(const fs::path& folder, const json& m) {
+  const std::string rel = m.at("carried").get<std::string>();
+  if (!inside_folder(rel)) throw InfraError(fmt::format("a carried file's path '{}' is not inside the folder", printable_excerpt(rel)));
+  const auto data = base64_decode(m.at("data").get<std::string>());
+  if (!data) throw InfraError(fmt::format("the carried file {} came as something else than base64", rel));
+  const fs::path file = folder / rel;
+  fs::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::binary | (m.value("part", 0) == 0 ? std::ios::trunc : std::ios::app));
+  out << *data;
+  if (!out.good()) throw InfraError("cannot write the carried file " + file.string());
+}
+
+// The agent's copy of a carried folder.
+struct CarriedFolder {
+  fs::path here;                             // the agent's folder
+  std::map<std::string, std::string> sent;  // what came, so that only what the command changed goes back
+};
+
+// Makes the agent's folder from a request's "carry" ({"dir": the launcher's path, "files": {path: base64}})
+// and points argv's words that name the launcher's folder at it; "" or why not (nothing left behind).
+std::string unpack_carry(const json& carry, std::vector<std::string>& argv, CarriedFolder& out) {
+  if (!carry.is_object() || !carry.contains("dir") || !carry.at("dir").is_string() || !carry.contains("files") ||
+      !carry.at("files").is_object()) {
+    return "carry is not {\"dir\", \"files\"}";
+  }
+  std::string pattern = (fs::temp_directory_path() / "rocebench-carried-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return std::string("cannot make a folder to carry into: ") + std::strerror(errno);
+  out.here = pattern;
+  for (const auto& [rel, data] : carry.at("files").items()) {
+    const auto bytes = data.is_string() ? base64_decode(data.get<std::string>()) : std::nullopt;
+    std::string why = !inside_folder(rel) ? fmt::format("carried file '{}' is not inside the folder", printable_excerpt(rel))
+                      : !bytes          ? fmt::format("carried file '{}' is not base64", printable_excerpt(rel))
+                                        : "";
+    if (why.empty()) {
+      fs::create_directories((out.here / rel).parent_path());
+      std::ofstream file(out.here / rel, std::ios::binary | std::ios::trunc);
+      file << *bytes;
+      if (!file.good()) why = "cannot write the carried file " + (out.here / rel).string();
+    }
+    if (!why.empty()) {
+      std::error_code ignored;
+      fs::remove_all(out.here, ignored);
+      return why;
+    }
+    out.sent[rel] = *bytes;
+  }
+  const std::string there = carry.at("dir").get<std::string>();
+  for (auto& word : argv) word = carried_word(word, there, out.here.string());
+  return "";
+}
+
+// Sends back, before the exit status, what the command left in the folder that it changed or made.
+void send_back(int fd, const CarriedFolder& c) {
+  static constexpr std::uintmax_t kBackMax = 4ull << 30;
+  for (const auto& [rel, content] : read_folder(c.here, kBackMax)) {
+    if (const auto it = c.sent.find(rel); it != c.sent.end() && it->second == content) continue;
+    std::size_t part = 0;
+    for (std::size_t off = 0; off == 0 || off < content.size(); off += kCarryPart, ++part) {
+      const json m = {{"carried", rel}, {"part", part}, {"data", base64_encode(std::string_view(content).substr(off, kCarryPart))}};
+      wire::send(fd, m, Deadline(kSendWait));
+    }
+  }
+}
+
 }  // namespace
 
 std::string agent_token(const std::string& token_file) {
@@ -146,11 +257,13 @@ RendezvousAddress parse_agent_address(const std::string& flag, const std::string
 }
 
 std::vector<std::string> agent_relay_argv(const std::string& self, const EmulatedHost& host,
-                                          const std::vector<std::string>& env_names, const std::vector<std::string>& argv) {
+                                          const std::vector<std::string>& env_names, const std::vector<std::string>& argv,
+                                          const std::string& carry) {
   const bool v6 = host.address.find(':') != std::string::npos;
   std::vector<std::string> out{self, "agent", "--run",
                                fmt::format("{}{}{}:{}", v6 ? "[" : "", host.address, v6 ? "]" : "", host.agent_port)};
   for (const auto& name : env_names) out.insert(out.end(), {"--env", name});
+  if (!carry.empty()) out.insert(out.end(), {"--carry", carry});
   out.push_back("--");
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
@@ -222,12 +335,14 @@ void Agent::run_session(Session& s) {
   };
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  json carry;
   try {
     const json request = wire::receive(fd, Deadline(kRequestWait));
     if (!request.is_object() || request.value("op", "") != "start") return refuse("the first message was not a start request");
     const json& token = request.contains("token") ? request.at("token") : json();
     if (!token.is_string() || !same_token(token.get<std::string>(), token_)) return refuse("wrong or missing agent token");
     if (const std::string why = read_request(request, argv, env); !why.empty()) return refuse(why);
+    if (request.contains("carry")) carry = request.at("carry");
   } catch (const json::exception& e) {
     return refuse(std::string("malformed request: ") + e.what());
   } catch (const std::exception& e) {
@@ -242,10 +357,15 @@ void Agent::run_session(Session& s) {
   Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
   Fd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   const std::string rank = env.count("RANK") ? " (rank " + env.at("RANK") + ")" : "";
+  std::optional<CarriedFolder> carried;
+  if (!carry.is_null()) {
+    if (const std::string why = unpack_carry(carry, argv, carried.emplace()); !why.empty()) return refuse(why);
+  }
   Child child;
   try {
     child = spawn(argv, env, nullptr, -1, {.stdin_fd = null_in.fd, .stdout_fd = out_w.fd, .stderr_fd = err_w.fd, .own_process_group = true});
   } catch (const std::exception& e) {
+    if (carried) fs::remove_all(carried->here);
     return refuse(std::string("cannot start: ") + e.what());
   }
   out_w.reset();  // the child's copies are the only writers: their end is our end of file
@@ -307,29 +427,45 @@ void Agent::run_session(Session& s) {
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
   const std::string ended = ChildExit{.child = child, .status = status}.describe();
+  // What the child wrote in a carried folder that could not go back stays here, said where.
+  const std::string kept = carried ? fmt::format("; its carried folder is kept at {}", carried->here.string()) : "";
   if (!lost.empty()) {
-    log_(fmt::format("{}: connection lost ({}): stopped pid {}{}: {}", peer, lost, child.pid, rank, ended));
+    log_(fmt::format("{}: connection lost ({}): stopped pid {}{}: {}{}", peer, lost, child.pid, rank, ended, kept));
     return;
   }
   log_(fmt::format("{}: pid {}{} ended: {}{}", peer, child.pid, rank, ended, stopped ? " (the agent is stopping)" : ""));
   try {
     const auto drain_until = Clock::now() + kDrainWait;
     while ((out_r.fd >= 0 || err_r.fd >= 0) && Clock::now() < drain_until) pump(50, nullptr);
+    if (carried) {
+      send_back(fd, *carried);
+      fs::remove_all(carried->here);
+      carried.reset();
+    }
     json last = {{"exit", ended}};
     if (WIFEXITED(status)) last["exit_code"] = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) last["signal"] = WTERMSIG(status);
     if (stopped) last["stopped"] = "the agent was stopped";
     wire::send(fd, last, Deadline(kSendWait));
   } catch (const std::exception& e) {
-    log_(fmt::format("{}: the exit status of pid {} could not be sent: {}", peer, child.pid, e.what()));
+    log_(fmt::format("{}: the exit status of pid {} could not be sent: {}{}", peer, child.pid, e.what(),
+                     carried ? fmt::format("; its carried folder is kept at {}", carried->here.string()) : ""));
   }
 }
 
 // ---- the relay ---------------------------------------------------------------------------------
 
 int run_through_agent(const RendezvousAddress& agent, const std::string& token, const std::vector<std::string>& argv,
-                      const std::map<std::string, std::string>& env, int out_fd, int err_fd) {
+                      const std::map<std::string, std::string>& env, int out_fd, int err_fd, const std::string& carry) {
   const std::string where = fmt::format("{}:{}", agent.host, agent.port);
+  json request = {{"op", "start"}, {"token", token}, {"argv", argv}, {"env", env}};
+  if (!carry.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(carry, ec)) throw InputError(carry, 0, "--carry", "not a folder to carry");
+    json files = json::object();
+    for (const auto& [rel, content] : read_folder(carry, kCarryOutMax)) files[rel] = base64_encode(content);
+    request["carry"] = {{"dir", carry}, {"files", files}};
+  }
   Fd connection;
   try {
     connection.fd = tcp::connect_to(agent.host, agent.port, Deadline(kConnectWait));
@@ -338,7 +474,7 @@ int run_through_agent(const RendezvousAddress& agent, const std::string& token, 
   }
   const int fd = connection.fd;
   try {
-    wire::send(fd, {{"op", "start"}, {"token", token}, {"argv", argv}, {"env", env}}, Deadline(kSendWait));
+    wire::send(fd, request, Deadline(kSendWait));
     const json reply = wire::receive(fd, Deadline(kAgentSilence));
     if (!reply.value("ok", false)) {
       throw InputError(fmt::format("the agent at {} refused to start {}: {}", where, argv.front(), reply.value("error", "no reason given")));
@@ -355,6 +491,10 @@ int run_through_agent(const RendezvousAddress& agent, const std::string& token, 
           last_heard = now;
           if (m.contains("stdout")) write_all(out_fd, m.at("stdout").get<std::string>());
           if (m.contains("stderr")) write_all(err_fd, m.at("stderr").get<std::string>());
+          if (m.contains("carried")) {
+            if (carry.empty()) throw InfraError("the agent sent a carried file, and no folder was carried");
+            receive_carried(carry, m);
+          }
           if (m.contains("exit")) {
             if (m.contains("stopped")) write_all(err_fd, fmt::format("rocebench agent --run: {} at {}\n", m.at("stopped").get<std::string>(), where));
             if (m.contains("signal")) return W_EXITCODE(0, m.at("signal").get<int>() & 0x7f);
@@ -395,6 +535,7 @@ int end_as(int status) {
 
 int agent_main(const std::vector<std::string>& args) {
   std::string listen, run, token_file;
+  std::string carry;
   std::vector<std::string> env_names, command;
   ArgParser p("rocebench agent",
               "Starts ranks on this host for a launcher on another: each connection carries one request (the\n"
@@ -408,6 +549,11 @@ int agent_main(const std::vector<std::string>& args) {
       .option("--run", &run, "the launcher's relay: have the agent at ADDRESS:PORT run the command after --, and end as it ends",
               "ADDRESS:PORT")
       .option("--env", &env_names, "--run: a variable of this environment to set there (repeatable)", "NAME")
+      .option("--carry", &carry,
+              "--run: the folder DIR travels with the command: its files go to a folder of the agent's own, the\n"
+              "command's arguments that name DIR (or a path under it) name that folder, and what the command\n"
+              "changed or made there comes back into DIR before it ends (at most 16 MiB out)",
+              "DIR")
       .rest("COMMAND", &command, "--run: the command, after --");
   int relay_status = -1;  // --run: how the remote child ended
   const int rc = run_guarded("rocebench agent", [&]() -> int {
@@ -415,16 +561,19 @@ int agent_main(const std::vector<std::string>& args) {
     if (!run.empty()) {
       if (!listen.empty() || !token_file.empty()) throw UsageError("rocebench agent: --run takes neither --listen nor --token-file");
       if (command.empty()) throw UsageError("rocebench agent: --run: give the command after --");
+      while (carry.size() > 1 && carry.back() == '/') carry.pop_back();
       std::map<std::string, std::string> env;
       for (const auto& name : env_names) {
         if (const char* value = std::getenv(name.c_str())) env[name] = value;
       }
       ::signal(SIGPIPE, SIG_IGN);  // a launcher gone while we copy its rank's output: end as the rank does
-      relay_status = run_through_agent(parse_agent_address("--run", run), agent_token(""), command, env, 1, 2);
+      relay_status = run_through_agent(parse_agent_address("--run", run), agent_token(""), command, env, 1, 2, carry);
       return kExitOk;
     }
     if (listen.empty()) throw UsageError("rocebench agent: give --listen ADDRESS:PORT\n\n" + p.usage());
-    if (!command.empty() || !env_names.empty()) throw UsageError("rocebench agent: --env and a command are for --run");
+    if (!command.empty() || !env_names.empty() || !carry.empty()) {
+      throw UsageError("rocebench agent: --env, --carry and a command are for --run");
+    }
     const RendezvousAddress where = parse_agent_address("--listen", listen);
     const std::string token = agent_token(token_file);
     ::unsetenv("ROCEBENCH_AGENT_TOKEN");  // the children it starts need not hold it

@@ -26,10 +26,11 @@ std::string agent_token(const std::string& token_file);
 RendezvousAddress parse_agent_address(const std::string& flag, const std::string& text);
 
 // The relay's argv for a rank on `host` (which has an agent port): `self agent --run ADDRESS:PORT
-// --env NAME… -- argv…`. The relay sends the named variables' values from its environment; values
-// never appear on a command line, where `ps` would show them.
+// --env NAME… [--carry DIR] -- argv…`. The relay sends the named variables' values from its environment;
+// values never appear on a command line, where `ps` would show them.
 std::vector<std::string> agent_relay_argv(const std::string& self, const EmulatedHost& host,
-                                          const std::vector<std::string>& env_names, const std::vector<std::string>& argv);
+                                          const std::vector<std::string>& env_names, const std::vector<std::string>& argv,
+                                          const std::string& carry = "");
 
 class Agent {
  public:
@@ -55,10 +56,14 @@ class Agent {
 };
 
 // The relay: has the agent at `agent` run argv with `env`, copies the child's stdout and stderr to
-// out_fd and err_fd, and returns the child's exit status as waitpid gives it. Throws InputError when
-// the agent refuses the request, InfraError when it cannot be reached or the connection is lost.
+// out_fd and err_fd, and returns the child's exit status as waitpid gives it. With `carry` (a folder
+// here), the folder travels with the command: its files go to a folder of the agent's own, argv's words
+// that name `carry` (or a path under it) name that one, and what the command changed or made there
+// comes back into `carry` before the exit status (a rank 0 on another host: its plan out, its results
+// back). Throws InputError when the agent refuses the request, InfraError when it cannot be reached or
+// the connection is lost.
 int run_through_agent(const RendezvousAddress& agent, const std::string& token, const std::vector<std::string>& argv,
-                      const std::map<std::string, std::string>& env, int out_fd, int err_fd);
+                      const std::map<std::string, std::string>& env, int out_fd, int err_fd, const std::string& carry = "");
 
 // How long a child has to end after SIGTERM before SIGKILL, and how long either side waits while the
 // other says nothing (each sends a keep-alive every second) before it counts the connection lost.

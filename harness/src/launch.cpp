@@ -282,7 +282,7 @@ std::string emulated_host_line(const EmulatedHost& host) {
 }
 
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank, const SpawnIo& io) {
+            const EmulatedHost* emulated, int rank, const SpawnIo& io, const std::string& carry) {
   // A host reached through its agent: the child here is the relay, which sends only `env` there.
   const bool through_agent = emulated && emulated->agent_port > 0;
   std::vector<std::string> argv_copy = argv;
@@ -290,7 +290,7 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     agent_token("");  // the relay needs it: refused here, before any rank starts, when it is missing
     std::vector<std::string> names;
     for (const auto& [k, v] : env) names.push_back(k);
-    argv_copy = agent_relay_argv(std::filesystem::read_symlink("/proc/self/exe").string(), *emulated, names, argv);
+    argv_copy = agent_relay_argv(std::filesystem::read_symlink("/proc/self/exe").string(), *emulated, names, argv, carry);
   }
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::map<std::string, std::string> full = current_environment();

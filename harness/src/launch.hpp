@@ -112,9 +112,10 @@ struct SpawnIo {
 // has the host's agent start argv with only `env` (not this process's environment) and ends as it
 // ends. The child gets SIGTERM when the launcher dies, however it dies: no rank outlives its launcher
 // (a relay's end closes its connection, and the agent then stops the remote rank).
-// With io.stderr_fd >= 0, the child's stderr is that file descriptor.
+// With io.stderr_fd >= 0, the child's stderr is that file descriptor. `carry`: a folder that travels
+// with a child started through an agent (run_through_agent in agent.hpp); a local child sees it as it is.
 Child spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const EmulatedHost* emulated, int rank, const SpawnIo& io = {});
+            const EmulatedHost* emulated, int rank, const SpawnIo& io = {}, const std::string& carry = "");
 
 // A child's stderr, copied to ours as it comes, with the lines kept for the launcher to read what
 // mpirun / srun said about their ranks (at most the last 10,000 lines).

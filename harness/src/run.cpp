@@ -139,6 +139,8 @@ int rank_main(const RunOptions& options) {
   fs::path dir;  // rank 0's
   if (env.rank == 0) {
     plan = keep_steps(load_plan(options.plan_path, kinds), options.steps, kinds);
+    // A copy carried to this host (a rank 0 started through an agent) is recorded as the launcher named it.
+    if (const char* launchers_name = std::getenv("ROCEBENCH_PLAN_FILE")) plan->file = launchers_name;
     if (run_id.empty()) run_id = new_run_id();
     dir = options.results_dir.empty() ? fs::path(options.results_root) / run_id : fs::path(options.results_dir);
     std::error_code ec;
@@ -443,7 +445,16 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
       // Which CPU it pins itself to (pin_cpus): emulated hosts share this machine's; an agent's host has its own.
       if (!host || host->agent_port == 0) env["ROCEBENCH_MACHINE_RANK"] = std::to_string(r);
       env["LOCAL_RANK"] = std::to_string(per_host[host ? host->netns : ""]++);
-      children.push_back(spawn(spec.rank_argv, env, host, r));
+      // Rank 0 reads the plan and writes the results. On an agent's host, which need not see this one's
+      // files, it works in a copy of the results folder that travels with it: out with the plan as
+      // written there (plan.json, recorded under the launcher's name for it), back with the results.
+      std::vector<std::string> argv = spec.rank_argv;
+      const bool carried = r == 0 && host && host->agent_port > 0;
+      if (carried && !plan.file.starts_with("builtin:")) {
+        *std::next(std::find(argv.begin(), argv.end(), "--plan")) = (dir / "plan.json").string();
+        env["ROCEBENCH_PLAN_FILE"] = plan_arg;
+      }
+      children.push_back(spawn(argv, env, host, r, {}, carried ? dir.string() : ""));
       std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
                                host ? " in emulated host " + host->name() : "");
     }

@@ -160,6 +160,43 @@ TEST(Agent, StoppingTheAgentStopsItsChildren) {
   ::close(fd);
 }
 
+// A carried folder (a rank 0 on another host: its plan out, its results back): the child works in the
+// agent's own copy (its argv pointed there), what it made or changed comes back byte for byte, in
+// parts when large, what it left alone is not sent again, and the agent's copy is gone afterwards.
+TEST(Agent, ACarriedFolderGoesWithTheCommandAndWhatItWroteComesBack) {
+  RunningAgent a;
+  const auto dir = rbtest::temp_dir("agent-carry");
+  std::string every_byte;
+  for (int i = 0; i < 256; ++i) every_byte += static_cast<char>(i);
+  std::ofstream(dir / "in.bin", std::ios::binary) << every_byte;
+  rbtest::fs::create_directories(dir / "sub");
+  std::ofstream(dir / "sub" / "kept.txt") << "as it was\n";
+  const auto kept_time = rbtest::fs::last_write_time(dir / "sub" / "kept.txt");
+  const std::string script =
+      "echo \"$1\" > \"$1/where\"; mkdir -p \"$1/deep/er\"; cp \"$1/in.bin\" \"$1/deep/er/copy.bin\"; "
+      "head -c 2500000 /dev/zero > \"$1/big\"; [ \"$(cat \"$1/sub/kept.txt\")\" = 'as it was' ]";
+  const int status = run_through_agent(a.address(), "secret", {"/bin/sh", "-c", script, "sh", dir.string()}, {}, -1, -1, dir.string());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the carried files were not there: " << a.log();
+  const std::string where = rbtest::slurp(dir / "where");
+  EXPECT_NE(where, dir.string() + "\n") << "the child worked in the launcher's folder, not a carried copy";
+  EXPECT_NE(where.find("rocebench-carried-"), std::string::npos) << where;
+  EXPECT_EQ(rbtest::slurp(dir / "deep" / "er" / "copy.bin"), every_byte);
+  EXPECT_EQ(rbtest::slurp(dir / "big"), std::string(2500000, '\0')) << "a file of 3 parts";
+  EXPECT_EQ(rbtest::fs::last_write_time(dir / "sub" / "kept.txt"), kept_time) << "an unchanged file came back";
+  EXPECT_FALSE(rbtest::fs::exists(where.substr(0, where.size() - 1))) << "the agent's copy outlived the command";
+
+  // A request whose carried file would land outside the folder starts nothing.
+  const int fd = tcp::connect_to("127.0.0.1", a.agent.port(), Deadline(std::chrono::seconds(10)));
+  wire::send(fd, {{"op", "start"}, {"token", "secret"}, {"argv", {"/usr/bin/touch", (dir / "ran").string()}},
+                  {"carry", {{"dir", dir.string()}, {"files", {{"../escaped", "Zg=="}}}}}},
+             Deadline(std::chrono::seconds(10)));
+  const auto reply = wire::receive(fd, Deadline(std::chrono::seconds(10)));
+  ::close(fd);
+  EXPECT_FALSE(reply.value("ok", true));
+  EXPECT_NE(reply.value("error", "").find("carried file '../escaped' is not inside the folder"), std::string::npos) << reply.dump();
+  EXPECT_FALSE(rbtest::fs::exists(dir / "ran"));
+}
+
 TEST(Agent, RelayArgvNamesVariablesButHoldsNoValues) {
   EmulatedHost h;
   h.netns = "host1";
@@ -169,6 +206,10 @@ TEST(Agent, RelayArgvNamesVariablesButHoldsNoValues) {
   const std::vector<std::string> want{"/bin/rocebench", "agent", "--run", "10.0.0.2:7000", "--env", "RANK", "--env",
                                       "ROCEBENCH_TOKEN", "--", "/bin/rocebench", "run", "--launcher", "env"};
   EXPECT_EQ(argv, want);
+  const auto carrying = agent_relay_argv("/bin/rocebench", h, {}, {"/bin/rocebench", "run"}, "/results/run1");
+  const std::vector<std::string> want_carry{"/bin/rocebench", "agent", "--run", "10.0.0.2:7000", "--carry", "/results/run1",
+                                            "--", "/bin/rocebench", "run"};
+  EXPECT_EQ(carrying, want_carry);
   EXPECT_EQ(parse_agent_address("--run", "[::1]:7000").host, "::1");
   EXPECT_EQ(parse_agent_address("--run", "[::1]:7000").port, 7000);
   EXPECT_THROW(parse_agent_address("--run", "10.0.0.2"), UsageError);

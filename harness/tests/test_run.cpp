@@ -210,8 +210,10 @@ TEST(RunCommand, AnAgentHostsFileIsCheckedBeforeAnyRankStarts) {
   EXPECT_NE(rbtest::slurp(dir / "b.err").find("ROCEBENCH_AGENT_TOKEN is not set"), std::string::npos) << rbtest::slurp(dir / "b.err");
 }
 
-// Both ranks through one agent on this host: the launcher starts relays, the agent the ranks.
-TEST(RunCommand, RanksStartedThroughAnAgentMeetAndRecord) {
+// Both ranks through one agent on this host: the launcher starts relays, the agent the ranks. Rank 0
+// works in a copy of the results folder carried to the agent (as on a host that does not see this
+// one's files): the plan goes out, the records come back, under the plan's own name.
+TEST(RunCommand, RanksStartedThroughAnAgentMeetAndRankZerosRecordsComeBack) {
   RBTEST_NEEDS_ROCEBENCH();
   const path dir = rbtest::temp_dir("agent-run");
   const std::string port = std::to_string(tcp::pick_free_port("127.0.0.1"));
@@ -230,6 +232,16 @@ TEST(RunCommand, RanksStartedThroughAnAgentMeetAndRecord) {
   EXPECT_NE(log.find("(rank 0) ended: exit 0"), std::string::npos) << log;
   EXPECT_NE(log.find("(rank 1) ended: exit 0"), std::string::npos) << log;
   EXPECT_NE(log.find("stopped by SIGTERM"), std::string::npos) << log;
+  // Rank 0 read the plan and wrote the records in the carried copy, which is gone.
+  const auto started = log.find("(rank 0): ");
+  ASSERT_NE(started, std::string::npos) << log;
+  std::istringstream words(log.substr(started, log.find('\n', started) - started));
+  std::map<std::string, std::string> flags;  // each flag of rank 0's argv as the agent started it, with its value
+  for (std::string word, last; words >> word; last = word) flags[last] = word;
+  EXPECT_NE(flags["--results-dir"].find("/rocebench-carried-"), std::string::npos) << "rank 0 did not work in a carried copy";
+  EXPECT_EQ(flags["--plan"], flags["--results-dir"] + "/plan.json");
+  EXPECT_FALSE(rbtest::fs::exists(flags["--results-dir"])) << "the carried copy outlived the run";
+  EXPECT_EQ(f.records.front()["plan"]["file"], rendezvous_plan(dir).string()) << "the run record names the carried copy";
 }
 
 TEST(RunCommand, NumbersOutOfRangeAreRefusedBeforeAnythingStarts) {

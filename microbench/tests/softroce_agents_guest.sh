@@ -8,8 +8,10 @@
 #   train --engine replay --world-sizes 1,2,SLOW --transport verbs: data-parallel training over RC queue pairs
 #     across the hosts before host SLOW, a record per world size (over host SLOW's link, shaped by a tbf that
 #     drops, the ring's queue pairs once ran out of retries: a lossy link is #41's LOSSY, not this test's);
-#   train --engine cpu --model cnn_cifar --check over the same hosts: k ranks of batch b end with the weights
-#     of one rank trained on k·b (the data-parallel correctness test, over verbs across hosts).
+#   train --engine cpu --model cnn_cifar --check over the same hosts, with rank 0 on host 1: k ranks of batch b
+#     end with the weights of one rank trained on k·b (the data-parallel correctness test, over verbs across
+#     hosts); rank 0 reads the plan and writes the records in a copy of host 0's results folder that the
+#     agents carry to host 1 and back (host 1 does not see host 0's /tmp).
 # Each host checks that its agent ends on SIGTERM with no child left. One PASS/FAIL line per check.
 RB=$1
 . "$2"
@@ -74,9 +76,11 @@ sys.exit(got != sorted((n, "verbs", "ok") for n in (1, 2, world)))
 PY
 
   # Data parallelism checked exact where the ranks really are: each host trains its slice of one batch
-  # over verbs, and its weights must match one engine's trained on the whole batch (train --check).
+  # over verbs, and its weights must match one engine's trained on the whole batch (train --check). Rank 0
+  # runs on host 1, which does not see host 0's files (the plan train writes in /tmp, the results folder).
+  { sed -n 2p hosts-agents; sed -n '1p;3,$p' hosts-agents; } >hosts-rank0-on-host1
   start=$(date +%s)
-  "$RB" train --netns hosts-agents --engine cpu --model cnn_cifar --batch 2 --iters 1 --warmup 0 --world-sizes $SLOW \
+  "$RB" train --netns hosts-rank0-on-host1 --engine cpu --model cnn_cifar --batch 2 --iters 1 --warmup 0 --world-sizes $SLOW \
     --sync ring --check --transport verbs --results-dir /tmp/check --deadline 120 >check.out 2>&1
   rc=$?
   cat check.out
@@ -86,6 +90,14 @@ PY
   else
     fail "train --check --transport verbs: exit $rc"
   fi
+  /usr/bin/python3 - /tmp/check/results.jsonl <<'PY' && pass "rank 0 on host1: its records came back to host 0's results folder" || fail "rank 0 on host1: its records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+run = records[0] if records and records[0].get("kind") == "run" else {}
+checked = [r for r in records if r.get("step") == "models.scaling" and "weights_rel_diff_max" in r.get("metrics", {})]
+print("run record's plan file:", run.get("plan", {}).get("file"), "; checked records:", len(checked))
+sys.exit(not (run and checked and all(r["status"] == "ok" for r in checked)))
+PY
   mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl
 fi
 agents_end
