@@ -542,7 +542,8 @@ int agent_main(const std::vector<std::string>& args) {
               "agent token, argv, the variables to add); the child runs in a process group of its own, its stdout\n"
               "and stderr and then its exit status go back over the connection, and when the connection drops\n"
               "the group is stopped (SIGTERM, SIGKILL after 5 s). SIGTERM stops the agent and every child.\n"
-              "A launcher uses it for the hosts of a --netns hosts file with 'agent=PORT' after the address.\n"
+              "A launcher uses it for the hosts of a --netns hosts file with 'agent=PORT' after the address;\n"
+              "its rank 0 carries the results folder (--carry), so that host need not see the launcher's files.\n"
               "The token: ROCEBENCH_AGENT_TOKEN, or --token-file, the same on every host and the launcher.");
   p.option("--listen", &listen, "serve requests on ADDRESS:PORT", "ADDRESS:PORT")
       .option("--token-file", &token_file, "--listen: the agent token is this file's first line (default: $ROCEBENCH_AGENT_TOKEN)", "FILE")
@@ -550,9 +551,7 @@ int agent_main(const std::vector<std::string>& args) {
               "ADDRESS:PORT")
       .option("--env", &env_names, "--run: a variable of this environment to set there (repeatable)", "NAME")
       .option("--carry", &carry,
-              "--run: the folder DIR travels with the command: its files go to a folder of the agent's own, the\n"
-              "command's arguments that name DIR (or a path under it) name that folder, and what the command\n"
-              "changed or made there comes back into DIR before it ends (at most 16 MiB out)",
+              "--run: DIR travels with the command (out: its files, at most 16 MiB; back: what the command made or changed)",
               "DIR")
       .rest("COMMAND", &command, "--run: the command, after --");
   int relay_status = -1;  // --run: how the remote child ended
