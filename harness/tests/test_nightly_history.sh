@@ -66,7 +66,7 @@ if len(os.sched_getaffinity(0)) >= 2:
     assert "pinning" not in host, host["pinning"]
 EOF
 
-# Earlier nights, imported: copies of the first run's records with 0.5% noise, metrics times SCALE.
+# Earlier nights, imported: copies of the first run's records with 0.5% noise, metrics times SCALE, no CPU pressure.
 nights() {  # PREFIX FIRST LAST SCALE
   /usr/bin/python3 - "$work/res/first/results.jsonl" "$work" "$@" <<'EOF'
 import json, random, sys
@@ -79,6 +79,9 @@ for night in range(first, last + 1):
         for r in lines:
             r = json.loads(json.dumps(r))
             r["run"], r["time"] = run, f"2026-01-{night:02}T02:00:00Z"
+            # Imported nights of a quiet machine: the first run's CPU pressure (CTest's other tests, -j2)
+            # would mark the step's night busy, and its check asks for a quiet rerun, not a verdict.
+            r.pop("cpu_pressure_pct", None)
             if r["kind"] == "result":
                 f = scale * random.gauss(1, 0.005)
                 r["metrics"] = {k: v * f for k, v in r["metrics"].items()}
