@@ -106,6 +106,18 @@ struct Fd {
   }
 };
 
+// Ends a connection so that all that was sent arrives. A socket closed with unread input (the relay's
+// keep-alives, which go on until the exit status comes) is reset, and a reset drops what was still on
+// its way: so the agent says it has finished (FIN), then reads until the relay closes its end.
+void finish_sending(int fd, std::chrono::milliseconds wait) {
+  ::shutdown(fd, SHUT_WR);
+  const Deadline until(wait);
+  for (std::string unread; !until.expired(); unread.clear()) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, until.remaining_ms()) <= 0 || !wire::read_available(fd, unread)) return;
+  }
+}
+
 // ---- the carried folder (the relay's --carry) ------------------------------------------------------
 // A folder that travels with a command: its files go out in the start request into a folder of the
 // agent's own, and what the command leaves there comes back file by file before the exit status.
@@ -447,6 +459,7 @@ void Agent::run_session(Session& s) {
     else if (WIFSIGNALED(status)) last["signal"] = WTERMSIG(status);
     if (stopped) last["stopped"] = "the agent was stopped";
     wire::send(fd, last, Deadline(kSendWait));
+    finish_sending(fd, stopping_ ? kDrainWait : kSendWait);  // a stopping agent waits on nobody for long
   } catch (const std::exception& e) {
     log_(fmt::format("{}: the exit status of pid {} could not be sent: {}{}", peer, child.pid, e.what(),
                      carried ? fmt::format("; its carried folder is kept at {}", carried->here.string()) : ""));
