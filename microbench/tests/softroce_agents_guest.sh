@@ -5,6 +5,7 @@
 #   accept --quick with a profile whose transport is verbs: every host's netcheck reads its own rxe0, the link
 #     stage measures each host with its ring neighbours over verbs, and host SLOW (its link shaped down) is
 #     named LINK, and only it; `report --accept` judges the records again to the same table;
+#   the verbs all-pairs matrix (microbench.allpairs, every pair): host SLOW's pairs, and only they, fail;
 #   train --engine replay --world-sizes 1,2,N --transport verbs: data-parallel training over RC queue pairs
 #     across the hosts, a record per world size; at N ranks the ring crosses host SLOW's shaped link (its tbf
 #     drops: the transport's ACK timeout outlasts the shaper's queue, so the queue pairs resend, not give up);
@@ -58,6 +59,33 @@ PY
     fail "report --accept: exit $rc, or another table"
   fi
 
+  # The whole verbs matrix, every pair (accept --quick measured ring neighbours only): the pairs with host SLOW,
+  # and only they, fail, and the summary names host SLOW alone (at 0.35 of the best pair, as the profile above).
+  cat >allpairs.json <<JSON
+{"name": "softroce-allpairs", "steps": [{"step": "microbench.allpairs",
+ "params": {"transport": "verbs", "test": "write_bw", "bytes": 65536, "duration_s": 1, "bw_fraction": 0.35}}]}
+JSON
+  start=$(date +%s)
+  "$RB" run allpairs.json --netns hosts-agents --ranks "$world" --results-dir /tmp/softroce-matrix --deadline 120 >allpairs.out 2>&1
+  rc=$?
+  grep -E "all pairs|bad hosts|^  fail" allpairs.out
+  echo "the matrix took $(($(date +%s) - start)) s"
+  if [ $rc = 1 ]; then pass "the verbs matrix across $world hosts: exit 1 (a pair failed)"; else fail "the verbs matrix: exit $rc, not 1"; tail -20 allpairs.out; fi
+  /usr/bin/python3 - /tmp/softroce-matrix/results.jsonl "$world" "$SLOW" <<'PY' && pass "every pair measured over verbs; host$SLOW's pairs fail, the others pass, the summary names host$SLOW alone" || fail "the matrix's records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+world, slow = int(sys.argv[2]), f"host{sys.argv[3]}"
+pairs = [r for r in records if r.get("step") == "microbench.allpairs" and r.get("kind") == "result" and "src" in r["params"]]
+summary = [r for r in records if r.get("step") == "microbench.allpairs" and r["params"].get("summary")]
+for r in sorted(pairs, key=lambda r: (r["params"]["src"], r["params"]["dst"])):
+    print(f'  {r["params"]["src"]} -> {r["params"]["dst"]} over {r["params"]["transport"]}: {r["metrics"].get("bw_avg_Gbps", 0):.4f} Gb/s {r["status"]}')
+verdict = {(r["params"]["src"], r["params"]["dst"]): r["status"] for r in pairs}
+want = {(a, b): "fail" if slow in (a, b) else "ok" for (a, b) in verdict}
+print("summary:", [(s["status"], s["params"].get("bad_hosts")) for s in summary])
+sys.exit(not (len(pairs) == world * (world - 1) // 2 and all(r["params"]["transport"] == "verbs" for r in pairs)
+              and verdict == want and len(summary) == 1 and summary[0]["params"].get("bad_hosts") == [slow]))
+PY
+
   start=$(date +%s)
   "$RB" train --netns hosts-agents --engine replay --model resnet20_cifar --timeline cpu-resnet20_cifar-fp32-b16 --batch 16 \
     --iters 3 --warmup 1 --world-sizes 1,2,$world --sync ring --transport verbs --results-dir /tmp/train --deadline 120 >train.out 2>&1
@@ -98,7 +126,7 @@ checked = [r for r in records if r.get("step") == "models.scaling" and "weights_
 print("run record's plan file:", run.get("plan", {}).get("file"), "; checked records:", len(checked))
 sys.exit(not (run and checked and all(r["status"] == "ok" for r in checked)))
 PY
-  mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl
+  mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl && cp /tmp/softroce-matrix/results.jsonl kept/allpairs.jsonl
 fi
 agents_end
 [ $failures -eq 0 ]

@@ -2,7 +2,8 @@
 # LIB ROUNDS): host 1 serves, host 0 is the client. 3 interleaved rounds of rocebench's verbs probe and
 # perftest, write_lat (64 B) and write_bw (64 KiB), 1000 iterations each, across the link, then more (up to
 # ROUNDS) while the fine judgement finds a test not in agreement (softroce_judged_rounds); host 0 judges
-# them (compare.txt), host 1 checks that its rxe0 received what was sent. Then each host runs netcheck on its
+# them (compare.txt); then rocebench's send_bw and read_lat across it, each giving its figure; host 1 checks
+# that its rxe0 received what was sent. Then each host runs netcheck on its
 # rxe0 against the lossless profile (netcheck.txt, issue #40). One PASS/FAIL line per check.
 RB=$1
 SOFTROCE_DIR=$(dirname "$2")
@@ -25,6 +26,16 @@ rounds=compare.txt
 [ "$SOFTROCE_ROLE" = server ] && rounds=served.txt
 softroce_judged_rounds "$RB" "$ROUNDS" $rounds
 fine=$? ROUNDS=$SOFTROCE_ROUNDS_RUN
+# The probe's other verbs tests across the link, rocebench alone (their perftest twins are compared on one
+# host, microbench_verbs_softroce_compare): each gives its figure.
+for t in send_bw read_lat; do
+  case $t in *lat) args="64 1000" ;; *bw) args="64K 1000" ;; esac
+  figure=$(softroce_rocebench "$RB" $t $args)
+  [ "$SOFTROCE_ROLE" = server ] && continue
+  case $t in *lat) unit=us ;; *bw) unit=Gb/s ;; esac
+  if [ -n "$figure" ]; then pass "rocebench probe verbs $t from host 0 to host 1: $figure $unit"
+  else fail "rocebench probe verbs $t from host 0 to host 1 gave no figure:"; cat rocebench.log; fi
+done
 rcvd=$(($(counter rcvd_pkts) - rcvd)) sent=$(($(counter sent_pkts) - sent))
 echo "rxe0 on host $SOFTROCE_HOST: $rcvd packets received, $sent sent, in $(($(date +%s) - start)) s"
 
