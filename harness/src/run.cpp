@@ -392,10 +392,15 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const std::string plan_arg =
       plan.file.starts_with("builtin:") ? plan.file : fs::absolute(plan.file).string();
+  // A rank's command line, reading the plan at `plan_path`.
+  auto rank_argv = [&](const std::string& plan_path) {
+    std::vector<std::string> argv{self, "run", "--launcher", "env", "--plan", plan_path, "--results-dir", dir.string(),
+                                  "--run-id", run_id, "--deadline", fmt::format("{:g}", deadline_s)};
+    for (const auto& kind : options.steps) argv.insert(argv.end(), {"--steps", kind});
+    return argv;
+  };
   LaunchSpec spec;
-  spec.rank_argv = {self, "run", "--launcher", "env", "--plan", plan_arg, "--results-dir", dir.string(), "--run-id", run_id,
-                    "--deadline", fmt::format("{:g}", deadline_s)};
-  for (const auto& kind : options.steps) spec.rank_argv.insert(spec.rank_argv.end(), {"--steps", kind});
+  spec.rank_argv = rank_argv(plan_arg);
   spec.env["ROCEBENCH_TOKEN"] = random_token();
   spec.mpirun = options.mpirun;
 
@@ -448,13 +453,11 @@ int run_once(const RunOptions& options, reports::NightReruns* reruns, RunOutcome
       // Rank 0 reads the plan and writes the results. On an agent's host, which need not see this one's
       // files, it works in a copy of the results folder that travels with it: out with the plan as
       // written there (plan.json, recorded under the launcher's name for it), back with the results.
-      std::vector<std::string> argv = spec.rank_argv;
       const bool carried = r == 0 && host && host->agent_port > 0;
-      if (carried && !plan.file.starts_with("builtin:")) {
-        *std::next(std::find(argv.begin(), argv.end(), "--plan")) = (dir / "plan.json").string();
-        env["ROCEBENCH_PLAN_FILE"] = plan_arg;
-      }
-      children.push_back(spawn(argv, env, host, r, {}, carried ? dir.string() : ""));
+      const bool plan_carried = carried && !plan.file.starts_with("builtin:");
+      if (plan_carried) env["ROCEBENCH_PLAN_FILE"] = plan_arg;
+      children.push_back(spawn(plan_carried ? rank_argv((dir / "plan.json").string()) : spec.rank_argv, env, host, r, {},
+                               carried ? dir.string() : ""));
       std::cerr << fmt::format("rocebench run: rank {} started, pid {}{}\n", r, children.back().pid,
                                host ? " in emulated host " + host->name() : "");
     }
