@@ -1,7 +1,8 @@
 # Runs in each host of a 2-host soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts 2 THIS OUT -- ROCEBENCH
 # LIB ROUNDS): host 1 serves, host 0 is the client. 3 interleaved rounds of rocebench's verbs probe and
 # perftest, write_lat (64 B) and write_bw (64 KiB), 1000 iterations each, across the link, then more (up to
-# ROUNDS) while the fine judgement finds a test not in agreement (softroce_judged_rounds); host 0 judges
+# ROUNDS) while the fine judgement finds a test in disagreement (softroce_judged_rounds; across hosts under TCG
+# more rounds of a test too noisy to judge stayed too noisy, 7 rounds in each of 3 CI runs); host 0 judges
 # them (compare.txt); then rocebench's send_bw and read_lat across it, each giving its figure; host 1 checks
 # that its rxe0 received what was sent. Then each host runs netcheck on its
 # rxe0 against the lossless profile (netcheck.txt, issue #40). One PASS/FAIL line per check.
@@ -24,7 +25,7 @@ start=$(date +%s)
 # The client's rounds are judged (compare.txt); the server's lines carry no figures (served.txt).
 rounds=compare.txt
 [ "$SOFTROCE_ROLE" = server ] && rounds=served.txt
-softroce_judged_rounds "$RB" "$ROUNDS" $rounds
+SOFTROCE_MORE_ROUNDS_ON=1 softroce_judged_rounds "$RB" "$ROUNDS" $rounds
 fine=$? ROUNDS=$SOFTROCE_ROUNDS_RUN
 # The probe's other verbs tests across the link, rocebench alone (their perftest twins are compared on one
 # host, microbench_verbs_softroce_compare): each gives its figure.

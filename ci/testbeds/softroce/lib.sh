@@ -150,7 +150,9 @@ softroce_rounds() {
 # decides). The 90 s count from the third round: under CI's load 3 rounds took over 90 s, and TCG's latency
 # modes (~11 and ~20 us) once put all 3 of rocebench's write_lat runs in the slow one, with no round left to
 # say so. Across two bed hosts the client judges, and tells the server at SOFTROCE_JUDGE (the client's
-# address) whether another round follows. Sets SOFTROCE_ROUNDS_RUN; returns the fine judgement's exit.
+# address) whether another round follows. SOFTROCE_MORE_ROUNDS_ON: the judgements that ask for another round
+# (default "1 77": a disagreement, or too noisy to judge). Sets SOFTROCE_ROUNDS_RUN; returns the fine
+# judgement's exit.
 softroce_judged_rounds() {
   _r=0 _fine=77 _more=yes
   : >"$3"
@@ -166,7 +168,9 @@ softroce_judged_rounds() {
     softroce_compare "$3" >fine.txt
     _fine=$?
     _more=no
-    [ $_fine -ne 0 ] && [ $_r -lt "$2" ] && [ $(($(date +%s) - _third)) -lt 90 ] && _more=yes
+    case " ${SOFTROCE_MORE_ROUNDS_ON:-1 77} " in
+      *" $_fine "*) [ $_r -lt "$2" ] && [ $(($(date +%s) - _third)) -lt 90 ] && _more=yes ;;
+    esac
     [ "$SOFTROCE_ROLE" = client ] && softroce_tell $_more
   done
   SOFTROCE_ROUNDS_RUN=$_r
