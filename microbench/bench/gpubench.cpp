@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpubench.hpp"
+#include "rocebench/common/cublas.hpp"
 
 namespace rocebench::microbench {
 
@@ -139,17 +140,17 @@ void gemm_benchmark(benchmark::State& state, int gpu, const GemmType& type, int 
     check(cudaMemset(a.data, 0, bytes), "cudaMemset");
     check(cudaMemset(b.data, 0, bytes), "cudaMemset");
     cublasHandle_t handle = nullptr;
-    check(cublasCreate(&handle), "cublasCreate");
-    std::unique_ptr<cublasContext, cublasStatus_t (*)(cublasHandle_t)> destroy(handle, cublasDestroy);
+    check(cublas::api().create(&handle), "cublasCreate");
+    std::unique_ptr<cublasContext, cublasStatus_t (*)(cublasHandle_t)> destroy(handle, cublas::api().destroy);
     Stream stream;
-    check(cublasSetStream(handle, stream.s), "cublasSetStream");
+    check(cublas::api().set_stream(handle, stream.s), "cublasSetStream");
     cudaEvent_t start = nullptr, stop = nullptr;
     check(cudaEventCreate(&start), "cudaEventCreate");
     check(cudaEventCreate(&stop), "cudaEventCreate");
     const float alpha = 1.0f, beta = 0.0f;
     auto gemm = [&] {
-      check(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data, type.data, n, b.data, type.data, n,
-                         &beta, c.data, type.data, n, type.compute, CUBLAS_GEMM_DEFAULT),
+      check(cublas::api().gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data, type.data, n, b.data, type.data,
+                                  n, &beta, c.data, type.data, n, type.compute, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
     };
     gemm();  // cuBLAS picks and loads its kernel on the first call

@@ -19,6 +19,7 @@
 
 #include "gpu_engine_kernels.hpp"
 #include "gpu_engine_plan.hpp"
+#include "rocebench/common/cublas.hpp"
 #include "rocebench/common/errors.hpp"
 #include "rocebench/models/engine.hpp"
 
@@ -33,7 +34,7 @@ void check(cudnnStatus_t s, const char* what) {
   if (s != CUDNN_STATUS_SUCCESS) throw InfraError(fmt::format("engine gpu: {}: {}", what, cudnnGetErrorString(s)));
 }
 void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw InfraError(fmt::format("engine gpu: {}: {}", what, cublasGetStatusString(s)));
+  if (s != CUBLAS_STATUS_SUCCESS) throw InfraError(fmt::format("engine gpu: {}: {}", what, cublas::api().status_string(s)));
 }
 #define CHECK(call) check((call), #call)
 
@@ -69,7 +70,8 @@ struct Deleter {
 using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, Deleter<cudaStreamDestroy>>;
 using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, Deleter<cudaEventDestroy>>;
 using Cudnn = std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, Deleter<cudnnDestroy>>;
-using Cublas = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, Deleter<cublasDestroy>>;
+void destroy_cublas(cublasHandle_t h) { cublas::api().destroy(h); }
+using Cublas = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, Deleter<destroy_cublas>>;
 struct DeviceFree {
   void operator()(void* p) const { cudaFree(p); }
 };
@@ -131,9 +133,9 @@ class GpuEngine final : public Engine {
     cudnn_.reset(cudnn);
     CHECK(cudnnSetStream(cudnn_.get(), stream_.get()));
     cublasHandle_t cublas = nullptr;
-    CHECK(cublasCreate(&cublas));
+    CHECK(cublas::api().create(&cublas));
     cublas_.reset(cublas);
-    CHECK(cublasSetStream(cublas_.get(), stream_.get()));
+    CHECK(cublas::api().set_stream(cublas_.get(), stream_.get()));
 
     plan_ = plan_memory(graph_, options_.batch, options_.precision, options_.input_gradient);
     std::size_t free = 0, total = 0;
@@ -519,9 +521,9 @@ class GpuEngine final : public Engine {
   }
 
   void gemm(const Gemm& g, const void* a, const void* b, void* c, DType c_type, const float* beta) {
-    CHECK(cublasGemmEx(cublas_.get(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m,
-                       g.n, g.k, &kOne, a, cuda_type(dtype_), g.lda, b, cuda_type(dtype_), g.ldb, beta, c,
-                       cuda_type(c_type), g.ldc, gemm_compute(), CUBLAS_GEMM_DEFAULT));
+    CHECK(cublas::api().gemm_ex(cublas_.get(), g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               g.m, g.n, g.k, &kOne, a, cuda_type(dtype_), g.lda, b, cuda_type(dtype_), g.ldb, beta, c,
+                               cuda_type(c_type), g.ldc, gemm_compute(), CUBLAS_GEMM_DEFAULT));
   }
 
   void forward_node(int i) {
