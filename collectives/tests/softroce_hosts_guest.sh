@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs in every host of a soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts N THIS OUT -- ROCEBENCH LIB
-# TOKEN FAULT_DEADLINE): host K starts rank K of each run by hand, as mpirun would on node K: `rocebench run
-# --launcher env --plan PLAN` with RANK, WORLD_SIZE, MASTER_ADDR (host 0) and MASTER_PORT. Three runs, the
+# TOKEN FAULT_DEADLINE; in CI, microbench's softroce_agents_guest.sh runs it after its agents' part): host K starts
+# rank K of each run by hand, as mpirun would on node K: `rocebench run --launcher env --plan PLAN` with RANK,
+# WORLD_SIZE, MASTER_ADDR (host 0) and MASTER_PORT. Three runs, the
 # hosts meeting (lib.sh's go-ahead, host 0 taking one from every other host) once rank 0 of each listens
 # (the guests boot tens of seconds apart on a loaded host):
 #   sweep:  allreduce over verbs across the hosts, ring, ps and rd in float32 and ring in float16, odd element
@@ -12,7 +13,7 @@
 #           transport's deadline (FAULT_DEADLINE s) can name it (the ranks that wait for it do); once rank 0
 #           has failed, host 1 kills the stopped rank.
 # Each host checks its own ranks' exits (PASS/FAIL lines, exit 1 on a failure); the records (host 0's
-# res-NAME/results.jsonl: rank 0 writes them) are judged by the CTest (test_verbs_softroce_hosts.sh).
+# res-NAME/results.jsonl: rank 0 writes them) are judged by softroce_hosts_judge.py.
 # times.txt: when each part began and ended (seconds of guest uptime); counters.txt: rxe0's counters after
 # each part.
 RB=$1

@@ -1,5 +1,5 @@
 # Runs in each host of a soft-RoCE bed (ci/testbeds/softroce/guest.sh run --hosts N [--rate-of SLOW=R] THIS OUT --
-# ROCEBENCH LIB TOKEN SLOW): every host sets rdma_cm's default ToS to the lossless profile's DSCP 26 (as an operator
+# ROCEBENCH LIB TOKEN SLOW [RANKS_BY_HAND FAULT_DEADLINE]): every host sets rdma_cm's default ToS to the lossless profile's DSCP 26 (as an operator
 # would) and starts `rocebench agent` on its address; host 0 then drives the whole bed through the agents (a hosts
 # file with agent=PORT), as an operator's node would drive a cluster:
 #   accept --quick with a profile whose transport is verbs: every host's netcheck reads its own rxe0, the link
@@ -13,7 +13,9 @@
 #     end with the weights of one rank trained on k·b (the data-parallel correctness test, over verbs across
 #     hosts); rank 0 reads the plan and writes the records in a copy of host 0's results folder that the
 #     agents carry to host 1 and back (host 1 does not see host 0's /tmp).
-# Each host checks that its agent ends on SIGTERM with no child left. One PASS/FAIL line per check.
+# Each host checks that its agent ends on SIGTERM with no child left. Then, given RANKS_BY_HAND (collectives'
+# softroce_hosts_guest.sh), every host runs it on the same bed, its ranks started by hand as mpirun would, with
+# FAULT_DEADLINE (one boot for both: CI time). One PASS/FAIL line per check.
 RB=$1
 . "$2"
 export ROCEBENCH_AGENT_TOKEN=$3
@@ -129,4 +131,7 @@ PY
   mkdir -p kept/acc && cp -r /tmp/acc/accept.* /tmp/acc/stages kept/acc/ && cp /tmp/train/results.jsonl kept/train.jsonl && cp /tmp/softroce-matrix/results.jsonl kept/allpairs.jsonl
 fi
 agents_end
+if [ -n "${5:-}" ]; then
+  sh "$5" "$RB" "$2" "$ROCEBENCH_AGENT_TOKEN" "$6" || failures=$((failures + 1))
+fi
 [ $failures -eq 0 ]
