@@ -25,8 +25,10 @@ if [[ $build == *.tar.xz ]]; then
   tar -xJf "$build" -C "$unpacked" || exit 3
   build=$unpacked/bundle
   export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  # The CUDA stack the binaries want, wherever this machine keeps it (toolkit or Python wheels).
-  for soname in $(ldd "$build/harness/rocebench" "$build/models/models_gpu_tests" | awk '/not found/ {print $1}' | sort -u); do
+  # The CUDA stack the binaries want, wherever this machine keeps it (toolkit or Python wheels). cuBLAS is
+  # loaded on first use, so ldd does not list it: its name is read from the binary.
+  for soname in $({ ldd "$build/harness/rocebench" "$build/models/models_gpu_tests" | awk '/not found/ {print $1}'
+                    grep -aoE -m1 'libcublas\.so\.[0-9]+' "$build/harness/rocebench"; } | sort -u); do
     found=$(find /usr/local /opt /usr/lib -name "$soname" 2>/dev/null | head -1)
     [[ -n $found ]] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$found") || echo "check.sh: $soname not found"
   done
