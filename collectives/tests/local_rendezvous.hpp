@@ -3,8 +3,11 @@
 // Everything else (sockets, transport, algorithms) is the real thing.
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/step.hpp"
@@ -44,15 +47,38 @@ class LocalRendezvous {
       }
     }
 
+    std::vector<std::string> lost_ranks() override {
+      std::lock_guard lock(shared_.mutex_);
+      return shared_.lost_;
+    }
+
    private:
     LocalRendezvous& shared_;
     int rank_;
     std::map<std::string, int> generation_;
   };
 
+  // Rank r's rendezvous for as long as this object lives: a transport asks its rendezvous while it
+  // waits, so a helper that returns a transport hands it this one, not a local.
+  Rank& rank(int r) {
+    std::lock_guard lock(mutex_);
+    auto& slot = ranks_[r];
+    if (!slot) slot = std::make_unique<Rank>(*this, r);
+    return *slot;
+  }
+
+  // From now on the rendezvous reports `rank` (on host "host<rank>") lost, as rank 0's server does once the
+  // rank's connection to it closed without a goodbye.
+  void lose(int rank) {
+    std::lock_guard lock(mutex_);
+    lost_.push_back("rank " + std::to_string(rank) + " on host host" + std::to_string(rank) + " was lost: its process died");
+  }
+
  private:
   int world_;
   std::mutex mutex_;
+  std::vector<std::string> lost_;
+  std::map<int, std::unique_ptr<Rank>> ranks_;
   std::condition_variable changed_;
   std::map<std::string, std::string> values_;
   std::map<std::string, int> arrived_;

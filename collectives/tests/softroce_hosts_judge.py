@@ -3,7 +3,7 @@
 #   sweep:  ring, ps and rd in float32 (in and out of place) and ring in float16, every size's record ok with no
 #           wrong element, as many as the sizes give, from a run of WORLD ranks on WORLD hosts;
 #   kill:   host 1 killed its rank mid-sweep: one rank.lost event naming rank 1 on host1, rank 0's error
-#           naming it, within twice the deadline of the go-ahead to kill;
+#           naming it, and rank 0's run ended before the deadline (the waits ask the rendezvous);
 #   silent: host 1 stopped its rank mid-sweep (SIGSTOP, its connections open): an error record names rank 1
 #           on host1 at the verbs transport's deadline, not as lost, and rank 0 failed within twice the
 #           deadline.
@@ -87,4 +87,9 @@ for fault in ("kill", "silent"):
               f"signal it (at most {2 * fault_deadline:g} s: twice its {fault_deadline:g} s deadline)", took <= 2 * fault_deadline)
     else:
         check(f"{fault}: host 0's times of the {fault} ({times})", False)
+# A killed rank is lost to the rendezvous at once, and the waits for it end on that, not at their deadline.
+if "kill-go" in times and "kill-end" in times:
+    took = times["kill-end"] - times["kill-go"]
+    check(f"kill: rank 0's run ended {took:.1f} s after the go-ahead to kill rank 1, before its {fault_deadline:g} s "
+          f"deadline", took < fault_deadline)
 sys.exit(1 if failures else 0)

@@ -29,14 +29,14 @@ namespace {
 std::unique_ptr<transport::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world, int sockets = 1,
                                 std::chrono::microseconds spin = tcp::MeshOptions{}.spin, const std::string& congestion = "",
                                 std::optional<std::size_t> send_buffer = std::nullopt) {
-  rbtest::LocalRendezvous::Rank rdv(shared, rank);
   tcp::MeshOptions options;
   options.sockets_per_peer = sockets;
   options.spin = spin;
   options.congestion = congestion;
   options.send_buffer = send_buffer;
   options.stripe_min_bytes = 1024;  // exercise striping with small test buffers
-  return tcp::connect_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), options, Deadline(10s));
+  return tcp::connect_mesh(shared.rank(rank), rank, world, "127.0.0.1", "host" + std::to_string(rank), options,
+                          Deadline(10s));
 }
 
 // Element i of rank r: distinct per rank and element, exact in every type when summed.
@@ -310,25 +310,35 @@ TEST(Transport, ALostPeerIsNamedByRankAndHost) {
   EXPECT_NE(errors[1].find("tcp transport: rank "), std::string::npos) << errors[1];
 }
 
-TEST(Transport, ASilentPeerMeetsTheDeadline) {
-  const int world = 2;
-  rbtest::LocalRendezvous shared(world);
+namespace {
+
+// Two ranks over TCP: rank 1 connects, then neither sends nor closes until rank 0's wait for it has ended;
+// `meanwhile` runs as rank 0 starts waiting. Returns rank 0's error and how long its wait took.
+struct WaitOutcome {
+  std::string error;
+  std::chrono::steady_clock::duration took;
+};
+template <class Meanwhile>
+WaitOutcome wait_for_a_silent_rank_1(rbtest::LocalRendezvous& shared, std::chrono::milliseconds deadline,
+                                     Meanwhile meanwhile) {
   std::mutex done_mutex;
   std::condition_variable done_cv;
   bool done = false;
-  const auto errors = rbtest::on_ranks(world, [&](int r) {
-    auto t = mesh(shared, r, world);
-    if (r == 1) {  // connected but never answers, until rank 0 has given up
+  std::chrono::steady_clock::duration took{};
+  const auto errors = rbtest::on_ranks(2, [&](int r) {
+    auto t = mesh(shared, r, 2);
+    if (r == 1) {
       std::unique_lock lock(done_mutex);
       done_cv.wait(lock, [&] { return done; });
       return;
     }
     float x = 1;
     const auto t0 = std::chrono::steady_clock::now();
+    meanwhile();
     try {
-      t->wait(t->recv(1, &x, sizeof x), Deadline(300ms));
+      t->wait(t->recv(1, &x, sizeof x), Deadline(deadline));
     } catch (...) {
-      EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+      took = std::chrono::steady_clock::now() - t0;
       {
         std::lock_guard lock(done_mutex);
         done = true;
@@ -337,8 +347,29 @@ TEST(Transport, ASilentPeerMeetsTheDeadline) {
       throw;
     }
   });
-  EXPECT_NE(errors[0].find("deadline passed with transfers pending to/from rank 1 on host host1"), std::string::npos)
-      << errors[0];
+  return {errors[0], took};
+}
+
+}  // namespace
+
+TEST(Transport, ASilentPeerMeetsTheDeadline) {
+  rbtest::LocalRendezvous shared(2);
+  const auto [error, took] = wait_for_a_silent_rank_1(shared, 300ms, [] {});
+  EXPECT_LT(took, 2s);
+  EXPECT_NE(error.find("deadline passed with transfers pending to/from rank 1 on host host1"), std::string::npos) << error;
+}
+
+// A rank whose process died while its connections stayed quiet (a peer further along a ring, a host
+// gone without a reset): the rendezvous knows, and the wait ends on it long before the deadline.
+TEST(Transport, ALostRankEndsAWaitBeforeTheDeadline) {
+  rbtest::LocalRendezvous shared(2);
+  const auto [error, took] = wait_for_a_silent_rank_1(shared, 30s, [&] { shared.lose(1); });
+  EXPECT_LT(took, 5s);
+  EXPECT_EQ(error.find("deadline passed"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 0: tcp transport: transfers pending to/from rank 1 on host host1, and the run lost a rank: "
+                       "rank 1 on host host1 was lost"),
+            std::string::npos)
+      << error;
 }
 
 TEST(Buckets, RanksThatDisagreeOnTheTensorsAreRefused) {

@@ -201,3 +201,31 @@ TEST(VerbsTransport, ASilentPeerIsNamedAtTheDeadline) {
   });
   EXPECT_NE(message.find("rank 1 on host host1"), std::string::npos) << message;
 }
+
+// A peer whose process died without a word (a queue pair to it hears nothing until its retries run out):
+// the rendezvous reports it lost, and the wait ends on that within seconds, not at its deadline.
+TEST(VerbsTransport, ALostRankEndsAWaitBeforeTheDeadline) {
+  if (verbs::device_names().empty()) GTEST_SKIP() << "no RDMA device on this host";
+  rbtest::LocalRendezvous shared(2);
+  std::string message;
+  std::chrono::steady_clock::duration took{};
+  rbtest::on_ranks(2, [&](int r) {
+    rbtest::LocalRendezvous::Rank rdv(shared, r);
+    const auto t = verbs::connect_mesh(rdv, r, 2, "127.0.0.1", "host" + std::to_string(r), verbs::RingOptions{}, Deadline(30s));
+    if (r == 1) return;  // posts nothing, and its queue pair goes
+    shared.lose(1);
+    std::vector<char> buf(64);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      t->wait(t->recv(1, buf.data(), buf.size()), Deadline(30s));
+    } catch (const InfraError& e) {
+      message = e.what();
+    }
+    took = std::chrono::steady_clock::now() - t0;
+  });
+  EXPECT_LT(took, 5s);
+  EXPECT_NE(message.find("rank 0: verbs transport: transfers pending to/from rank 1 on host host1, and the run lost a "
+                         "rank: rank 1 on host host1 was lost"),
+            std::string::npos)
+      << message;
+}

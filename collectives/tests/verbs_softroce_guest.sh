@@ -3,8 +3,8 @@
 # --transport verbs` with 2 and 4 ranks, ring and parameter server, in-place and out-of-place, odd
 # sizes and messages larger than the transport's rings, every element checked on every rank; then a
 # rank killed mid-sweep must make the others exit 3 naming it. First the transport's own gtests that need a
-# device (every algorithm at odd sizes through a small ring, a silent peer named at its deadline): on
-# rxe0 they must run and pass, not skip.
+# device (every algorithm at odd sizes through a small ring, a silent peer named at its deadline, a lost
+# rank ending a wait before it): on rxe0 they must run and pass, not skip.
 #   usage: verbs_softroce_guest.sh ROCEBENCH COLLECTIVES_TESTS
 set -u
 bin=$1 gtests=$2
@@ -13,11 +13,12 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 rdma link show || fail "no rdma link in the guest"
 
-device_tests='VerbsTransport.EveryAlgorithmSumsExactlyOnARealDevice:VerbsTransport.ASilentPeerIsNamedAtTheDeadline'
+device_tests=VerbsTransport.EveryAlgorithmSumsExactlyOnARealDevice:VerbsTransport.ASilentPeerIsNamedAtTheDeadline
+device_tests=$device_tests:VerbsTransport.ALostRankEndsAWaitBeforeTheDeadline
 "$gtests" --gtest_filter="$device_tests" >gtests.out 2>&1
 rc=$?
 cat gtests.out
-if [ $rc -ne 0 ] || grep -q '\[  SKIPPED \]' gtests.out || ! grep -q '\[  PASSED  \] 2 tests' gtests.out; then
+if [ $rc -ne 0 ] || grep -q '\[  SKIPPED \]' gtests.out || ! grep -q '\[  PASSED  \] 3 tests' gtests.out; then
   fail "the verbs transport's device gtests (exit $rc): each must run and pass on rxe0"
 fi
 

@@ -91,9 +91,9 @@ class StoreClient final : public Rendezvous, public Recorder {
   void end_step() override;
   // Tells the server this rank finished on purpose; after this the connection may close.
   void goodbye();
-  // What the server knows of ranks lost so far ("rank 3 on host h was lost: …"), to name the real
-  // culprit when a peer connection fails.
-  std::vector<std::string> lost_ranks();
+  // What the server knows of ranks lost so far, to name the real culprit when a peer connection fails
+  // or a transport's wait makes no progress.
+  std::vector<std::string> lost_ranks() override;
   // The local IP address of the connection to rank 0: this rank's address on the run's network.
   std::string local_address() const;
 

@@ -103,8 +103,11 @@ void run_steps(const Plan& plan, const RankEnv& env, const std::string& run_id, 
       if (!dynamic_cast<const InputError*>(&e)) {
         try {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the server see the death first
-          const auto lost = client.lost_ranks();
-          if (!lost.empty()) reason += fmt::format(" (lost ranks: {})", fmt::join(lost, "; "));
+          std::vector<std::string> unnamed;  // a transport's wait may have ended on the lost ranks and named them
+          for (const std::string& lost : client.lost_ranks()) {
+            if (reason.find(lost) == std::string::npos) unnamed.push_back(lost);
+          }
+          if (!unnamed.empty()) reason += fmt::format(" (lost ranks: {})", fmt::join(unnamed, "; "));
         } catch (const std::exception&) {
         }
       }

@@ -49,8 +49,7 @@ Graph small_net() {
 }
 
 std::unique_ptr<transport::Transport> mesh(rbtest::LocalRendezvous& shared, int rank, int world) {
-  rbtest::LocalRendezvous::Rank rdv(shared, rank);
-  return tcp::connect_mesh(rdv, rank, world, "127.0.0.1", "host" + std::to_string(rank), {}, Deadline(10s));
+  return tcp::connect_mesh(shared.rank(rank), rank, world, "127.0.0.1", "host" + std::to_string(rank), {}, Deadline(10s));
 }
 
 // Rank r's share of a batch of n·b images: images and labels [r·b, (r+1)·b).

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -22,6 +23,7 @@
 #include "rocebench/common/errors.hpp"
 #include "rocebench/common/host_fs.hpp"
 #include "rocebench/transport/tcp/socket.hpp"
+#include "../lost_peers.hpp"
 
 namespace rocebench::tcp {
 
@@ -57,8 +59,14 @@ int send_buffer_of(int fd) {
 
 class TcpTransport final : public transport::Transport {
  public:
-  TcpTransport(int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets, const MeshOptions& options)
-      : rank_(rank), world_(world), hosts_(std::move(hosts)), sockets_(std::move(sockets)), options_(options) {
+  TcpTransport(Rendezvous& rendezvous, int rank, int world, std::vector<std::string> hosts, std::vector<Socket> sockets,
+               const MeshOptions& options)
+      : rank_(rank),
+        world_(world),
+        hosts_(std::move(hosts)),
+        sockets_(std::move(sockets)),
+        options_(options),
+        lost_peers_(rendezvous, rank, "tcp") {
     for (std::size_t i = 0; i < sockets_.size(); ++i) by_peer_[sockets_[i].peer].push_back(i);
   }
   ~TcpTransport() override {
@@ -151,17 +159,21 @@ class TcpTransport final : public transport::Transport {
       which.push_back(i);
     }
     if (fds.empty()) return;
-    const int n = poll_spinning_first(fds, deadline);
+    auto owed = [&] {
+      std::set<std::string> names;
+      for (std::size_t i : which) names.insert(fmt::format("rank {} on host {}", sockets_[i].peer, hosts_[sockets_[i].peer]));
+      return fmt::format("{}", fmt::join(names, ", "));
+    };
+    int n = poll_spinning_first(fds, deadline);
+    // Idle: asleep in poll for at most the watch's interval at a time, so that a lost rank ends the wait.
+    while (n == 0 && !deadline.expired()) {
+      lost_peers_.check(owed);
+      n = ::poll(fds.data(), fds.size(), std::min(deadline.remaining_ms(), transport::LostPeerWatch::kIntervalMs));
+    }
     if (n < 0 && errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
     if (n == 0) {
-      std::set<std::string> owed;
-      for (const auto& f : fds) {
-        for (std::size_t i = 0; i < sockets_.size(); ++i) {
-          if (sockets_[i].fd == f.fd) owed.insert(fmt::format("rank {} on host {}", sockets_[i].peer, hosts_[sockets_[i].peer]));
-        }
-      }
       throw DeadlineExceeded(fmt::format("rank {}: tcp transport: deadline passed with transfers pending to/from {}", rank_,
-                                         fmt::join(owed, ", ")));
+                                         owed()));
     }
     for (std::size_t k = 0; k < fds.size(); ++k) {
       Socket& s = sockets_[which[k]];
@@ -184,7 +196,7 @@ class TcpTransport final : public transport::Transport {
         ::sched_yield();
       } while (now_ns() < until);
     }
-    return ::poll(fds.data(), fds.size(), deadline.remaining_ms());
+    return ::poll(fds.data(), fds.size(), std::min(deadline.remaining_ms(), transport::LostPeerWatch::kIntervalMs));
   }
 
   void pump_send(Socket& s) {
@@ -227,6 +239,7 @@ class TcpTransport final : public transport::Transport {
   std::unordered_map<int, std::vector<std::size_t>> by_peer_;
   std::unordered_map<transport::Request, int> parts_left_;
   transport::Request next_request_ = 1;
+  transport::LostPeerWatch lost_peers_;
 };
 
 // Congestion control is the host's choice unless a plan asks for another: under BBR, TCP paces every
@@ -319,7 +332,7 @@ std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int r
     const int bytes = static_cast<int>(send_buffer_request(options, s.peer_on_this_host));
     if (bytes > 0) ::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   }
-  return std::make_unique<TcpTransport>(rank, world, std::move(hosts), std::move(sockets), options);
+  return std::make_unique<TcpTransport>(rendezvous, rank, world, std::move(hosts), std::move(sockets), options);
 }
 
 }  // namespace rocebench::tcp

@@ -30,6 +30,7 @@
 #include "rocebench/common/host_buffer.hpp"
 #include "rocebench/transport/verbs/flow.hpp"
 #include "rocebench/transport/verbs/rc.hpp"
+#include "../lost_peers.hpp"
 
 namespace rocebench::verbs {
 
@@ -65,7 +66,8 @@ struct Peer {
 
 class VerbsTransport final : public transport::Transport {
  public:
-  VerbsTransport(int rank, int world, const RingOptions& options) : rank_(rank), world_(world), options_(options) {}
+  VerbsTransport(Rendezvous& rendezvous, int rank, int world, const RingOptions& options)
+      : rank_(rank), world_(world), options_(options), lost_peers_(rendezvous, rank, "verbs") {}
   ~VerbsTransport() override {
     for (auto& p : peers_) {
       if (p.qp) ::ibv_destroy_qp(p.qp);
@@ -116,17 +118,24 @@ class VerbsTransport final : public transport::Transport {
         idle = 0;
         continue;
       }
-      if (deadline.expired()) {
-        std::vector<std::string> names, lost;
+      auto owed_names = [&] {
+        std::vector<std::string> names;
         for (int peer : owed) names.push_back(fmt::format("rank {} on host {}", peer, peers_[peer].host));
+        return fmt::format("{}", fmt::join(names, ", "));
+      };
+      if (deadline.expired()) {
+        std::vector<std::string> lost;
         // A peer lost further along (the ring's next rank) is often why the one we wait for went quiet.
         for (const Peer& p : peers_) {
           if (!p.broken.empty()) lost.push_back(fmt::format("; rank {} on host {} is lost: {}", p.rank, p.host, p.broken));
         }
         throw DeadlineExceeded(fmt::format("rank {}: verbs transport: deadline passed with transfers pending to/from {}{}",
-                                           rank_, fmt::join(names, ", "), fmt::join(lost, "")));
+                                           rank_, owed_names(), fmt::join(lost, "")));
       }
-      if (++idle > kSpinsBeforeSleep) sleep_until_completion(deadline);
+      if (++idle > kSpinsBeforeSleep) {
+        lost_peers_.check(owed_names);
+        sleep_until_completion(deadline);
+      }
     }
   }
 
@@ -336,6 +345,7 @@ class VerbsTransport final : public transport::Transport {
   VerbsRankInfo mine_;
   std::unordered_map<transport::Request, int> pending_;  // request -> peer, until done
   transport::Request next_request_ = 1;
+  transport::LostPeerWatch lost_peers_;
 };
 
 }  // namespace
@@ -437,7 +447,7 @@ std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int r
                                                    const RingOptions& options, const Deadline& deadline) {
   auto timeout = [&] { return std::chrono::milliseconds(deadline.remaining_ms()); };
   auto key = [&](const char* what, int r) { return fmt::format("{}/{}/{}", options.key_prefix, what, r); };
-  auto mesh = std::make_unique<VerbsTransport>(rank, world, options);
+  auto mesh = std::make_unique<VerbsTransport>(rendezvous, rank, world, options);
   // Every rank publishes either its attributes or why it has none, so all ranks skip together.
   try {
     mesh->open(address, host);

@@ -21,6 +21,9 @@ class Rendezvous {
   virtual void set(const std::string& key, const std::string& value) = 0;
   virtual std::string get(const std::string& key, std::chrono::milliseconds timeout) = 0;
   virtual void barrier(const std::string& name, std::chrono::milliseconds timeout) = 0;
+  // The ranks the run has lost so far, each named with its host and why ("rank 3 on host h was lost:
+  // …"); none where the rendezvous cannot tell.
+  virtual std::vector<std::string> lost_ranks() { return {}; }
 };
 
 // Where a rank's records go (rank 0 writes the run's results.jsonl).

@@ -33,7 +33,8 @@ MeshOptions mesh_options_from(const json& params);
 inline constexpr std::size_t kSameHostSendBuffer = 128 << 10;
 
 // Ranks [0, world) of the rendezvous, each listening on `address`. `world` may be smaller than the
-// run's: the ranks outside it do not call this.
+// run's: the ranks outside it do not call this. The rendezvous must outlive the transport: an idle wait
+// asks it whether the run lost a rank.
 std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
                                                    const std::string& address, const std::string& host,
                                                    const MeshOptions& options, const Deadline& deadline);

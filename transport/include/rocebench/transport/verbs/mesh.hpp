@@ -49,7 +49,8 @@ std::string encode_rank_info(const VerbsRankInfo& info);
 VerbsRankInfo decode_rank_info(const std::string& text, int rank, int world);
 
 // Ranks [0, world) of the rendezvous. `address` is the rank's IP on the run's network, used to pick
-// its RoCE v2 GID. Throws Unavailable (on every rank) when any rank has no RDMA device.
+// its RoCE v2 GID. Throws Unavailable (on every rank) when any rank has no RDMA device. The rendezvous
+// must outlive the transport: an idle wait asks it whether the run lost a rank.
 std::unique_ptr<transport::Transport> connect_mesh(Rendezvous& rendezvous, int rank, int world,
                                                    const std::string& address, const std::string& host,
                                                    const RingOptions& options, const Deadline& deadline);
