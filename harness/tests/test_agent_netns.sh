@@ -63,11 +63,17 @@ grep -q "(rank 1) ended: exit 0" "$work/agent1.log" || fail "agent 1 did not run
 cat >"$work/long.json" <<'JSON'
 {"name": "agent-long", "steps": [{"step": "harness.rendezvous", "params": {"rounds": 3000, "interval_ms": 10}}]}
 JSON
+rank1_pids() { sed -n 's/.*: started pid \([0-9]*\) (rank 1).*/\1/p' "$work/agent1.log"; }
+earlier=$(rank1_pids | wc -l)
 on_host0 "$rb" run "$work/long.json" --netns "$work/hosts" --ranks 2 --results-dir "$work/long" --deadline 20 >"$work/long.out" 2>&1 &
 launcher=$!
-for _ in $(seq 300); do grep -q '"kind":"run"' "$work/long/results.jsonl" 2>/dev/null && break; sleep 0.1; done
-victim=$(sed -n 's/.*: started pid \([0-9]*\) (rank 1).*/\1/p' "$work/agent1.log" | tail -n 1)
-[[ -n $victim ]] || fail "agent 1 logged no pid for rank 1"
+# Rank 0 runs through its agent too, in a copy of the results folder that comes back only at the end: its
+# records cannot say the run is under way (waiting for them once let the whole 30 s run pass, and the kill
+# missed). Agent 1's log names this run's rank 1; 2 s later it is mid-run (a start takes well under 1 s).
+for _ in $(seq 300); do (($(rank1_pids | wc -l) > earlier)) && break; sleep 0.1; done
+victim=$(rank1_pids | sed -n "$((earlier + 1))p")
+[[ -n $victim ]] || fail "agent 1 logged no pid for this run's rank 1"
+sleep 2
 start=$SECONDS
 kill -9 "$victim"
 wait "$launcher"
@@ -83,8 +89,9 @@ grep -q '"event":"rank.lost"' "$work/long/results.jsonl" || fail "no rank.lost r
 ip netns exec "${prefix}0" "$rb" run "$work/long.json" --netns "$work/hosts" --ranks 2 --results-dir "$work/killed" --deadline 20 \
   >"$work/killed.out" 2>&1 &
 launcher=$!
-for _ in $(seq 300); do grep -q '"kind":"run"' "$work/killed/results.jsonl" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do [[ -n $(children_of_agents) ]] && break; sleep 0.1; done
 [[ -n $(children_of_agents) ]] || fail "no rank ran under the agents"
+sleep 2  # mid-run, as above
 kill -9 "$launcher"
 wait "$launcher" 2>/dev/null
 for _ in $(seq 100); do [[ -z $(children_of_agents) ]] && break; sleep 0.1; done
