@@ -164,11 +164,11 @@ class TcpTransport final : public transport::Transport {
       for (std::size_t i : which) names.insert(fmt::format("rank {} on host {}", sockets_[i].peer, hosts_[sockets_[i].peer]));
       return fmt::format("{}", fmt::join(names, ", "));
     };
-    int n = poll_spinning_first(fds, deadline);
-    // Idle: asleep in poll for at most the watch's interval at a time, so that a lost rank ends the wait.
+    int n = poll_spinning(fds);
+    // Then asleep in poll, for at most the watch's interval at a time, so that a lost rank ends the wait.
     while (n == 0 && !deadline.expired()) {
-      lost_peers_.check(owed);
       n = ::poll(fds.data(), fds.size(), std::min(deadline.remaining_ms(), transport::LostPeerWatch::kIntervalMs));
+      if (n == 0) lost_peers_.check(owed);
     }
     if (n < 0 && errno != EINTR) throw InfraError(std::string("poll failed: ") + std::strerror(errno));
     if (n == 0) {
@@ -183,20 +183,18 @@ class TcpTransport final : public transport::Transport {
     }
   }
 
-  // Polls without sleeping for up to options_.spin, yielding the CPU between tries, then blocks.
-  // A sleeping vCPU here takes ~50 us to wake, a whole 1 MiB ring step on loopback (measured, 2 and 4
-  // local ranks at 1 MiB: busbw 0.75 and 0.68 of Open MPI's blocking at once, 0.96 spinning 50 us).
+  // Polls without sleeping for up to options_.spin (once at least), yielding the CPU between tries; 0 when
+  // nothing became ready (the caller then sleeps in poll). A sleeping vCPU here takes ~50 us to wake, a
+  // whole 1 MiB ring step on loopback (measured, 2 and 4 local ranks at 1 MiB: busbw 0.75 and 0.68 of
+  // Open MPI's blocking at once, 0.96 spinning 50 us).
   // sched_yield lets a rank or the kernel's packet work that shares the CPU run meanwhile.
-  int poll_spinning_first(std::vector<pollfd>& fds, const Deadline& deadline) {
-    if (options_.spin.count() > 0) {
-      const std::int64_t until = now_ns() + std::chrono::nanoseconds(options_.spin).count();
-      do {
-        const int n = ::poll(fds.data(), fds.size(), 0);
-        if (n != 0) return n;
-        ::sched_yield();
-      } while (now_ns() < until);
+  int poll_spinning(std::vector<pollfd>& fds) {
+    const std::int64_t until = now_ns() + std::chrono::nanoseconds(options_.spin).count();
+    while (true) {
+      const int n = ::poll(fds.data(), fds.size(), 0);
+      if (n != 0 || now_ns() >= until) return n;
+      ::sched_yield();
     }
-    return ::poll(fds.data(), fds.size(), std::min(deadline.remaining_ms(), transport::LostPeerWatch::kIntervalMs));
   }
 
   void pump_send(Socket& s) {
