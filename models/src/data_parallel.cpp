@@ -46,6 +46,20 @@ double StepTimes::comm_ms() const {
   return sum;
 }
 
+double StepTimes::handoff_ms() const {
+  if (buckets.empty()) return 0;
+  auto exposed_part = [this](std::int64_t from, std::int64_t to) {  // of [from, to), ms
+    return static_cast<double>(std::max<std::int64_t>(0, std::min(to, reduced_ns) - std::max(from, backward_end_ns))) / 1e6;
+  };
+  double sum = 0;
+  std::int64_t free_ns = 0;  // when the communication thread was done with the bucket before
+  for (const auto& b : buckets) {
+    sum += exposed_part(std::max(b.sealed_ns, free_ns), b.start_ns);
+    free_ns = b.end_ns;
+  }
+  return sum + exposed_part(free_ns, reduced_ns);
+}
+
 DataParallel::DataParallel(Engine& engine, transport::Transport* transport, const BucketOptions& buckets,
                            std::chrono::milliseconds deadline)
     : engine_(engine) {
@@ -436,7 +450,7 @@ json rank_summary(const StepContext& ctx, int rank, int batch, int threads, cons
   std::vector<double> own_ms, compute_ms;
   for (const auto& st : steps) {
     own_ms.push_back(st.step_ms());
-    compute_ms.push_back(st.step_ms() - st.exposed_ms());
+    compute_ms.push_back(st.compute_ms());
   }
   const double compute_p50 = summarize(compute_ms).median;
   const json own = {{"batch", batch}};  // one rank's own images a step: its batch
@@ -523,7 +537,28 @@ struct Point {
   std::optional<CostModel> cost = {};
   std::string trace = {};
   std::vector<json> exactness = {};  // every rank's check_exactness, with --check
+  // Each timed step's slowest compute over the ranks (a rank's step less its exposed wait), what the
+  // others waited for; that rank's exposed time, the communication no rank's compute hid; and its
+  // hand-offs between threads (StepTimes::handoff_ms).
+  std::vector<double> slowest_compute_ms = {}, slowest_exposed_ms = {}, slowest_handoff_ms = {};
 };
+
+// At k > 1 ranks: the step's slowest compute (slowest_compute_ms, the median step's), that rank's
+// exposed communication (slowest_exposed_comm_ms) and hand-offs between threads (slowest_handoff_ms),
+// and the rank that was slowest most often (samples.slowest_rank: rank, host, in how many steps of
+// how many).
+json slowest_rank(ResultRecord& r, const Point& p) {
+  if (p.k < 2 || p.slowest_compute_ms.empty()) return json();
+  r.metrics["slowest_compute_ms"] = summarize(p.slowest_compute_ms).median;
+  r.metrics["slowest_exposed_comm_ms"] = summarize(p.slowest_exposed_ms).median;
+  r.metrics["slowest_handoff_ms"] = summarize(p.slowest_handoff_ms).median;
+  const auto most = std::max_element(p.per_rank.begin(), p.per_rank.end(), [](const json& a, const json& b) {
+    return a.value("slowest_in_steps", 0) < b.value("slowest_in_steps", 0);
+  });
+  if (most == p.per_rank.end()) return json();
+  return {{"rank", most->value("rank", -1)}, {"host", most->value("host", "?")}, {"steps", most->value("slowest_in_steps", 0)},
+          {"of", p.slowest_compute_ms.size()}};
+}
 
 void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, const Point& p, SweepState& state) {
   const int k = p.k;
@@ -556,6 +591,11 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     r.metrics.update({{"comm_ms", comm}, {"exposed_comm_ms", exposed}, {"buckets", steps.back().buckets.size()}});
     if (comm > 0) r.metrics["overlap"] = std::clamp(1.0 - exposed / comm, 0.0, 1.0);
   }
+  const json slowest_seen = slowest_rank(r, p);
+  auto keep_ranks = [&] {
+    r.samples["per_rank"] = p.per_rank;
+    if (!slowest_seen.is_null()) r.samples["slowest_rank"] = slowest_seen;
+  };
 
   if (k == 1) {
     state.single_images_per_s = images_per_s;
@@ -583,7 +623,13 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
     r.metrics["prediction_error_pct"] = 100 * (s.median / pr.step_ms - 1);
     r.metrics["alpha_ms"] = p.cost->alpha_ms;
     r.metrics["beta_ms_per_MiB"] = p.cost->beta_ms_per_byte * kMiB;
-    r.samples["per_rank"] = p.per_rank;
+    if (r.metrics.contains("slowest_compute_ms")) {
+      // The same predictor on the compute as measured: one rank's timeline at the slowest rank's speed.
+      const double factor = r.metrics["slowest_compute_ms"].get<double>() / pr.compute_ms;
+      r.metrics["predicted_exposed_comm_at_slowest_compute_ms"] =
+          predict_step(graph, scaled(tl, factor), state.single_other_ms * factor, c.buckets, *p.cost).exposed_ms;
+    }
+    keep_ranks();
     predicted = fmt::format(", predicted {:.1f} ms ({:+.1f}%{})", pr.step_ms, r.metrics["prediction_error_pct"].get<double>(),
                             explain_prediction(r));
   }
@@ -609,11 +655,14 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
       break;
     }
   }
-  r.samples["per_rank"] = p.per_rank;
+  keep_ranks();
   if (!p.exactness.empty()) judge_exactness(r, p.exactness, graph, c.train.batch);
   if (c.train.engine == "replay") r.samples["timeline_source"] = state.single_timeline->source;
   if (!p.trace.empty()) r.samples["trace"] = p.trace;
   rc.record(r);
+  const std::string who = slowest_rank_words(r.samples.value("slowest_rank", json()));
+  const std::string slowest_words =
+      who.empty() ? "" : fmt::format("; the slowest rank's compute {:.1f} ms ({})", r.metrics["slowest_compute_ms"].get<double>(), who);
   std::string alone;
   if (!p.process_ms.empty()) {
     const auto [fastest, slowest] = std::minmax_element(p.process_ms.begin(), p.process_ms.end());
@@ -625,8 +674,8 @@ void record_point(StepContext& ctx, const ScalingConfig& c, const Graph& graph, 
                            alone,
                            r.metrics.contains("speedup") ? fmt::format(" ({:.2f}x one rank)", r.metrics["speedup"].get<double>()) : "",
                            s.median, predicted,
-                           k > 1 ? fmt::format(", communication {:.1f} ms in {} buckets, {:.1f} of it exposed", comm,
-                                               steps.back().buckets.size(), exposed)
+                           k > 1 ? fmt::format(", communication {:.1f} ms in {} buckets, {:.1f} of it exposed{}", comm,
+                                               steps.back().buckets.size(), exposed, predicted.empty() ? slowest_words : "")
                                  : "")
             << std::flush;
   if (r.metrics.contains("weights_rel_diff_max")) {
@@ -668,6 +717,12 @@ std::string ranks_sharing_cpus(const json& per_rank) {
   return "";
 }
 
+std::string slowest_rank_words(const json& slowest) {
+  if (!slowest.is_object()) return "";
+  return fmt::format("rank {} on host {}, the slowest in {} of {} steps", slowest.value("rank", -1), slowest.value("host", "?"),
+                     slowest.value("steps", 0), slowest.value("of", 0));
+}
+
 std::string explain_prediction(ResultRecord& r) {
   json& m = r.metrics;
   const double measured_compute = m.value("forward_ms", 0.0) + m.value("backward_ms", 0.0) + m.value("update_ms", 0.0);
@@ -684,12 +739,28 @@ std::string explain_prediction(ResultRecord& r) {
   why = {{"comparable", shared.empty()},
          {"compute", {{"measured_ms", measured_compute}, {"predicted_ms", predicted_compute}}},
          {"exposed_communication", {{"measured_ms", measured_exposed}, {"predicted_ms", predicted_exposed}}}};
+  // The communication part with the compute as measured: the slowest rank's exposed time (nobody's
+  // compute hid it) against the predictor's on one rank's timeline played at that rank's speed.
+  std::string at_slowest;
+  if (m.contains("predicted_exposed_comm_at_slowest_compute_ms")) {
+    const double slowest = m.at("slowest_compute_ms"), predicted = m.at("predicted_exposed_comm_at_slowest_compute_ms");
+    const double measured = m.at("slowest_exposed_comm_ms");
+    m["exposed_comm_error_at_slowest_compute_ms"] = measured - predicted;
+    const double handoff = m.value("slowest_handoff_ms", 0.0);  // in the measured, never in the predicted
+    why["at_slowest_compute"] = {{"compute_ms", slowest},
+                                 {"exposed_communication", {{"measured_ms", measured}, {"predicted_ms", predicted}}},
+                                 {"handoff_ms", handoff}};
+    const std::string who = slowest_rank_words(r.samples.value("slowest_rank", json()));
+    at_slowest = fmt::format("; at the slowest rank's compute ({:.1f} ms{}), exposed communication {:+.1f} ms, {:.1f} ms of it "
+                             "hand-offs between its threads",
+                             slowest, who.empty() ? "" : ": " + who, measured - predicted, handoff);
+  }
   if (!shared.empty())
     why["reason"] = fmt::format("{}: compute measured with the CPUs shared against a timeline of one rank alone; "
                                 "judge the communication part only, or rerun with a CPU per rank",
                                 shared);
-  return fmt::format(": compute {:+.1f} ms ({:+.1f}%), exposed communication {:+.1f} ms{}", m["compute_error_ms"].get<double>(),
-                     m["compute_error_pct"].get<double>(), m["exposed_comm_error_ms"].get<double>(),
+  return fmt::format(": compute {:+.1f} ms ({:+.1f}%), exposed communication {:+.1f} ms{}{}", m["compute_error_ms"].get<double>(),
+                     m["compute_error_pct"].get<double>(), m["exposed_comm_error_ms"].get<double>(), at_slowest,
                      shared.empty() ? "" : "; not comparable: " + shared);
 }
 
@@ -705,6 +776,33 @@ void record_skip(StepContext& ctx, const ScalingConfig& c, const std::string& tr
   rc.record(r);
 }
 
+// Each step as long as its slowest rank, and the slowest rank's compute, exposed time and hand-offs:
+// the ranks' largest, by allreduce (no clocks compared). Returns in how many steps this rank was it.
+int find_slowest(transport::Transport& t, const StepContext& ctx, Point& p) {
+  const std::size_t n = p.steps.size();
+  const auto split = [n](const std::vector<double>& both, std::vector<double>& first, std::vector<double>& second) {
+    first.assign(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n));
+    second.assign(both.begin() + static_cast<std::ptrdiff_t>(n), both.end());
+  };
+  auto largest = [&](std::vector<double> v) {
+    collectives::allreduce(t, collectives::Algorithm::rd, v.data(), v.size(), collectives::DataType::float64,
+                           collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
+    return v;
+  };
+  std::vector<double> mine(2 * n, 0.0);  // each step's time and compute
+  for (std::size_t i = 0; i < n; ++i) std::tie(mine[i], mine[n + i]) = std::pair(p.steps[i].step_ms(), p.steps[i].compute_ms());
+  split(largest(mine), p.step_ms, p.slowest_compute_ms);
+  int slowest_in = 0;
+  std::vector<double> where_slowest(2 * n, 0.0);  // each step's exposed and hand-off times, where this rank was slowest
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.steps[i].compute_ms() < p.slowest_compute_ms[i]) continue;
+    ++slowest_in;
+    std::tie(where_slowest[i], where_slowest[n + i]) = std::pair(p.steps[i].exposed_ms(), p.steps[i].handoff_ms());
+  }
+  split(largest(where_slowest), p.slowest_exposed_ms, p.slowest_handoff_ms);
+  return slowest_in;
+}
+
 // k > 1 ranks together (one rank is measured alone, measure_alone_in_turn).
 void measure_world_size(StepContext& ctx, transport::Transport& t, const ScalingConfig& c, const Graph& graph, SweepState& state) {
   const int k = t.world();
@@ -718,12 +816,11 @@ void measure_world_size(StepContext& ctx, transport::Transport& t, const Scaling
   Point p{.k = k, .transport = t.name()};
   if (c.predict) p.cost = measure_cost(t, bucket_plan(graph, c.buckets), c.buckets, ctx.deadline, 5);
   p.steps = train_steps(*engine, &t, k, ctx, c, graph, p.layers_before);
-  // The step took as long as its slowest rank.
-  for (const auto& s : p.steps) p.step_ms.push_back(s.step_ms());
-  collectives::allreduce(t, collectives::Algorithm::rd, p.step_ms.data(), p.step_ms.size(), collectives::DataType::float64,
-                         collectives::ReduceOp::max, {}, Deadline(ctx.deadline));  // each wait its own deadline
+  const int slowest_in = find_slowest(t, ctx, p);
   if (c.trace_steps > 0) p.trace = gather_trace(ctx, k, trace_events(graph, p.steps, t.rank(), ctx.host, c.trace_steps));
-  p.per_rank = gather_at_rank0(ctx, "per_rank", k, rank_summary(ctx, t.rank(), c.train.batch, compute_threads(c), p.steps));
+  json mine = rank_summary(ctx, t.rank(), c.train.batch, compute_threads(c), p.steps);
+  mine["slowest_in_steps"] = slowest_in;
+  p.per_rank = gather_at_rank0(ctx, "per_rank", k, mine);
   if (c.check) p.exactness = gather_at_rank0(ctx, "exactness", k, check_exactness(c, graph, t, ctx));
   if (t.rank() != 0) return;
   p.engine = engine.get();

@@ -75,12 +75,7 @@ ScaledTimeline scale(const std::string& name, Timeline t, const json& params,
     s.label = name + (t.source.value("kind", "") == "derived" ? " as derived" : " as measured");
   }
   s.factor = target_ms / measured_ms;
-  for (LayerTime& n : t.nodes) {
-    n.forward_ms *= s.factor;
-    n.backward_ms *= s.factor;
-  }
-  t.update_ms *= s.factor;
-  s.timeline = std::move(t);
+  s.timeline = scaled(std::move(t), s.factor);
   return s;
 }
 

@@ -83,6 +83,15 @@ double Timeline::backward_ms() const {
   return sum;
 }
 
+Timeline scaled(Timeline t, double factor) {
+  for (LayerTime& n : t.nodes) {
+    n.forward_ms *= factor;
+    n.backward_ms *= factor;
+  }
+  t.update_ms *= factor;
+  return t;
+}
+
 Timeline timeline_between(const Graph& graph, const std::vector<LayerTime>& before, const std::vector<LayerTime>& after,
                           int steps) {
   Timeline t;

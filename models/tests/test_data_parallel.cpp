@@ -423,6 +423,19 @@ TEST(Scaling, StepRecordsEachWorldSizeWithSpeedupAndPrediction) {
     EXPECT_GE(per_rank[0]["cpus"].get<int>(), 1);
     EXPECT_EQ(m["buckets"], rec["samples"]["buckets"].size());
     EXPECT_EQ(rec["samples"]["buckets"].size(), bucket_plan(g, {.bucket_bytes = 1 << 18}).size());
+    // Each step's slowest compute is one rank's, the largest: the ranks' counts add up to the steps
+    // (a rank alone, or each rank taking its own as the largest, would not), rank 0's is no larger,
+    // and the rank slowest most often is named.
+    int slowest_in = 0;
+    for (const json& r : per_rank) slowest_in += r["slowest_in_steps"].get<int>();
+    EXPECT_EQ(slowest_in, 3) << per_rank.dump();
+    EXPECT_GE(m["slowest_compute_ms"].get<double>(), per_rank[0]["compute_ms_p50"].get<double>() - 1e-9);
+    EXPECT_GE(m["slowest_exposed_comm_ms"].get<double>(), m["slowest_handoff_ms"].get<double>());
+    EXPECT_GE(m["slowest_handoff_ms"].get<double>(), 0);
+    EXPECT_GT(m["predicted_exposed_comm_at_slowest_compute_ms"].get<double>(), 0);
+    const json& slowest = rec["samples"]["slowest_rank"];
+    EXPECT_EQ(slowest["of"], 3);
+    EXPECT_EQ(per_rank[slowest["rank"].get<std::size_t>()]["slowest_in_steps"], slowest["steps"]);
     // The first bucket the update waited for: still being reduced when backward ended, all before it done.
     const std::size_t waited = m["first_waited_bucket"].get<std::size_t>();
     ASSERT_GE(waited, 1u);
@@ -485,6 +498,47 @@ TEST(Scaling, APredictionSaysWhyItMissedAndWhetherItIsComparable) {
   for (json& r : threaded) r["threads"] = 2;
   EXPECT_EQ(ranks_sharing_cpus(threaded), "2 ranks (4 threads) on 2 CPUs of one machine (h0, h1)");
   EXPECT_EQ(ranks_sharing_cpus(hosts_on({"vm", "vm"}, 2)), "");
+}
+
+// Of the exposed time (backward's end to the reduced gradients), the waits of ready work for a
+// thread: a bucket for the communication thread (after its seal and the bucket before), the
+// reduced gradients for the training thread. A wait while backward still ran is not exposed.
+TEST(Scaling, HandOffsAreTheExposedWaitsOfReadyWorkForAThread) {
+  constexpr std::int64_t ms = 1'000'000;
+  StepTimes t;
+  t.backward_end_ns = 20 * ms;
+  t.reduced_ns = 40 * ms;
+  t.buckets = {{.bytes = 4, .sealed_ns = 10 * ms, .start_ns = 14 * ms, .end_ns = 22 * ms},   // 4 ms waited, not exposed
+               {.bytes = 4, .sealed_ns = 15 * ms, .start_ns = 23 * ms, .end_ns = 30 * ms},   // 1 ms after the first ended
+               {.bytes = 4, .sealed_ns = 20 * ms, .start_ns = 32 * ms, .end_ns = 37 * ms}};  // 2 ms
+  EXPECT_DOUBLE_EQ(t.handoff_ms(), 1 + 2 + 3.0);  // and 3 ms from the last end to the reduced gradients
+  t.buckets[0].start_ns = 18 * ms;
+  t.buckets[0].sealed_ns = 19 * ms;  // started before its seal? never waited
+  EXPECT_DOUBLE_EQ(t.handoff_ms(), 6.0);
+  EXPECT_DOUBLE_EQ(StepTimes{}.handoff_ms(), 0);
+}
+
+// With the step's slowest compute and the predictor's exposed time at that speed, the communication
+// part is judged with the compute as measured too: the slowest rank's exposed time (nobody's compute
+// hid it) against that prediction, named by the rank the others waited for. The first split stays.
+TEST(Scaling, APredictionJudgesCommunicationAtTheSlowestRanksCompute) {
+  ResultRecord shared = issue_record(hosts_on({"vm", "vm", "vm", "vm"}, 2));
+  shared.metrics.update({{"slowest_compute_ms", 200.0}, {"slowest_exposed_comm_ms", 11.0}, {"slowest_handoff_ms", 0.5},
+                         {"predicted_exposed_comm_at_slowest_compute_ms", 10.0}});
+  shared.samples["slowest_rank"] = {{"rank", 3}, {"host", "h3"}, {"steps", 7}, {"of", 10}};
+  const std::string words = explain_prediction(shared);
+  EXPECT_EQ(words, ": compute +100.0 ms (+107.5%), exposed communication +10.9 ms; at the slowest rank's compute (200.0 ms: "
+                   "rank 3 on host h3, the slowest in 7 of 10 steps), exposed communication +1.0 ms, 0.5 ms of it hand-offs "
+                   "between its threads; not comparable: 4 ranks on 2 CPUs of one machine (h0, h1, h2, h3)");
+  EXPECT_NEAR(shared.metrics["exposed_comm_error_at_slowest_compute_ms"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(shared.metrics["exposed_comm_error_ms"].get<double>(), 10.9, 1e-9);
+  const json& at = shared.samples["prediction"]["at_slowest_compute"];
+  EXPECT_EQ(at["compute_ms"], 200.0);
+  EXPECT_EQ(at["exposed_communication"]["measured_ms"], 11.0);
+  EXPECT_EQ(at["exposed_communication"]["predicted_ms"], 10.0);
+  EXPECT_EQ(at["handoff_ms"], 0.5);
+  EXPECT_TRUE(result_schema().validate(to_json(shared, "run")).empty());
+  EXPECT_EQ(slowest_rank_words(json()), "");
 }
 
 // The one-rank point on several ranks, one after another: one record of world 1 whose samples are

@@ -37,7 +37,13 @@ struct StepTimes {
   double backward_ms() const { return static_cast<double>(backward_end_ns - forward_end_ns) / 1e6; }
   double exposed_ms() const { return static_cast<double>(reduced_ns - backward_end_ns) / 1e6; }  // the wait
   double update_ms() const { return static_cast<double>(end_ns - reduced_ns) / 1e6; }
+  double compute_ms() const { return step_ms() - exposed_ms(); }  // all but the wait for the others
   double comm_ms() const;  // every bucket's reduction, end to end
+  // Of the exposed time, how long work ready for a thread waited for it: a bucket from when it was
+  // sealed (or the one before it ended) to its start on the communication thread, and the reduced
+  // gradients from the last bucket's end to the training thread's going on. Microseconds on idle
+  // CPUs; with the CPUs shared, the wait for one.
+  double handoff_ms() const;
 };
 
 class DataParallel {
@@ -109,8 +115,17 @@ std::string ranks_sharing_cpus(const json& per_rank);
 // whether the two are comparable at all (not when ranks share CPUs: their compute grows with the
 // world size, which the timeline of one rank cannot know). Adds metrics compute_error_ms,
 // compute_error_pct, exposed_comm_error_ms, other_error_ms and samples.prediction {comparable,
-// reason, ...}; returns the console's words for it.
+// reason, ...}; returns the console's words for it. Where the record has the step's slowest compute
+// (slowest_compute_ms) and the predictor's exposed time on the timeline at that speed
+// (predicted_exposed_comm_at_slowest_compute_ms), the communication part is judged with the compute
+// as measured too: the step beyond the slowest compute against that prediction
+// (exposed_comm_error_at_slowest_compute_ms, samples.prediction.at_slowest_compute). That part stays
+// comparable when the ranks share CPUs.
 std::string explain_prediction(ResultRecord& record);
+
+// "rank 6 on host h6, the slowest in 7 of 10 steps" of a models.scaling record's samples.slowest_rank;
+// "" without.
+std::string slowest_rank_words(const json& slowest);
 
 // models.scaling's own options (world sizes, bucket sync, learning rate …): with the training
 // options and the transport's, the step's params; the ones with a flag are `rocebench train`'s too.

@@ -24,6 +24,9 @@ struct Timeline {
   double backward_ms() const;
 };
 
+// The same shape at another speed: every node's forward and backward and the update times `factor`.
+Timeline scaled(Timeline t, double factor);
+
 // Per-step times from an engine's layer_times() taken before and after `steps` steps.
 Timeline timeline_between(const Graph& graph, const std::vector<LayerTime>& before, const std::vector<LayerTime>& after,
                           int steps);
