@@ -7,8 +7,10 @@
 #   4. a two-rank NCCL step on one GPU, which must record skip (a rank per GPU);
 #   5. (only when named) profile: per-layer GPU time of ResNet-50, bf16 at batch 256 and fp32 at 128;
 #      zoo: a few bf16 steps of every zoo model at batch 64 (images/sec, a finite loss), and
-#      resnet20_cifar's per-layer time in fp32 and bf16.
-# Usage: ci/gpu/check.sh [BUILD_DIR | BUNDLE.tar.xz] [PARTS, default "models probe nccl"; also profile, zoo]
+#      resnet20_cifar's per-layer time in fp32 and bf16;
+#      unseen: 8 unseen ranks of the cpu engine with a CPU each (issue #42's whole-step target; the
+#      device machine's cores, not its GPU): models/bench/predict_unseen.sh, as root.
+# Usage: ci/gpu/check.sh [BUILD_DIR | BUNDLE.tar.xz] [PARTS, default "models probe nccl"; also profile, zoo, unseen]
 #   (a bundle comes from ci/gpu/pack.sh; its CUDA, cuBLAS, cuDNN and NCCL libraries are found on
 #   this machine)
 # Output: a summary on stdout; records and logs in a temp dir, packed into $OUT/gpu-check.tar.gz
@@ -63,6 +65,11 @@ if [[ $parts == *" zoo "* ]]; then
     timeout 60 "$bin" train --engine gpu --model resnet20_cifar --precision "$precision" --batch 128 --iters 20 --warmup 5 \
       --profile --results "$out/profile-cifar" 2>&1 | grep -v '^rocebench run:' | awk 'NR <= 14' || { echo "profile resnet20 $precision: exit $?"; status=1; }
   done
+fi
+
+if [[ $parts == *" unseen "* ]]; then
+  echo "== 8 unseen ranks, cpu engine, $(nproc) CPUs: predicted from 1, 2 and 4, then measured"
+  timeout 400 models/bench/predict_unseen.sh "$bin" --engine cpu 2>&1 | tee "$out/unseen.log" || { echo "unseen: exit $?"; status=1; }
 fi
 
 if [[ $parts == *" models "* ]]; then
