@@ -118,9 +118,9 @@ std::string ranks_sharing_cpus(const json& per_rank);
 // reason, ...}; returns the console's words for it. Where the record has the step's slowest compute
 // (slowest_compute_ms) and the predictor's exposed time on the timeline at that speed
 // (predicted_exposed_comm_at_slowest_compute_ms), the communication part is judged with the compute
-// as measured too: the step beyond the slowest compute against that prediction
-// (exposed_comm_error_at_slowest_compute_ms, samples.prediction.at_slowest_compute). That part stays
-// comparable when the ranks share CPUs.
+// as measured too: the slowest rank's exposed time (slowest_exposed_comm_ms) against that prediction
+// (exposed_comm_error_at_slowest_compute_ms, samples.prediction.at_slowest_compute, with the
+// hand-offs). That part stays comparable when the ranks share CPUs.
 std::string explain_prediction(ResultRecord& record);
 
 // "rank 6 on host h6, the slowest in 7 of 10 steps" of a models.scaling record's samples.slowest_rank;
