@@ -10,7 +10,8 @@
 #                              [--iters 200] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
 #                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
-# loop of back-to-back operations over the iterations, as nccl-tests times them. Open MPI gets
+# loop of back-to-back operations over the iterations, as nccl-tests times them; the "best" rows the
+# same from each tool's fastest operation, the link's ceiling where the tools reach it. Open MPI gets
 # mpi_yield_when_idle so that ranks outnumbering the cores do not spin each other out. A ratio is
 # taken within a round (same machine load), then summarised over rounds as median [min..max]. Needs
 # root for the emulated hosts.
@@ -73,15 +74,24 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi_common=(--oversubscribe --mca btl tcp,self --mca mpi_yield_when_idle 1)
 ring_algorithm=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
 
-# Appends "ROUND PART RANKS TOOL" before each "BYTES ... BUSBW" line a peer printed.
-add_peer_rows() { awk -v tag="$1" '{print tag "\t" $1 "\t" $4}' "$2" >>"$table"; }
+# Appends "ROUND PART RANKS TOOL BYTES BUSBW" for each "BYTES ... BUSBW FASTEST_OP_BUSBW" line a peer
+# printed, and the fastest operation's busbw under part "PART best".
+add_peer_rows() {
+  awk -v tag="$1" '{split(tag, t, "\t"); print tag "\t" $1 "\t" $4; print t[1] "\t" t[2] " best\t" t[3] "\t" t[4] "\t" $1 "\t" $5}' \
+    "$2" >>"$table"
+}
 add_rocebench_rows() {
   /usr/bin/python3 - "$1" "$2" >>"$table" <<'PY'
 import json, sys
+tag = sys.argv[1].split("\t")
+best_tag = "\t".join([tag[0], tag[1] + " best"] + tag[2:])
 for line in open(sys.argv[2]):
     r = json.loads(line)
     if r.get("step") == "collectives.allreduce" and r.get("status") == "ok":
-        print(f'{sys.argv[1]}\t{r["params"]["bytes"]}\t{r["metrics"]["busbw_GBps"]}')
+        m = r["metrics"]
+        print(f'{sys.argv[1]}\t{r["params"]["bytes"]}\t{m["busbw_GBps"]}')
+        # busbw is bytes over time: the fastest operation's is the loop's scaled by the two times.
+        print(f'{best_tag}\t{r["params"]["bytes"]}\t{m["busbw_GBps"] * m["time_us"] / r["samples"]["min"]}')
     elif r.get("step") == "collectives.allreduce" and r.get("kind") == "result":
         sys.exit(f"rocebench allreduce recorded {r.get('status')}: {r.get('reason')}")
 PY
@@ -253,7 +263,7 @@ for rnd, part, ranks, size, busbw in ours:
 def spread(values):
     return f"{statistics.median(values):.3f} [{min(values):.3f}..{max(values):.3f}]"
 
-print(f"{'part':<9} {'ranks':>5} {'bytes':>9} {'tool':<16} {'busbw GB/s median [min..max]':>30} {'rocebench/tool median [min..max]':>34}")
+print(f"{'part':<13} {'ranks':>5} {'bytes':>9} {'tool':<16} {'busbw GB/s median [min..max]':>30} {'rocebench/tool median [min..max]':>34}")
 for (part, ranks, size), cells in sorted(rows.items()):
     rounds = sorted({r for r, _ in cells})
     tools = sorted({t for _, t in cells}, key=lambda t: (t != "rocebench", t))
@@ -261,13 +271,15 @@ for (part, ranks, size), cells in sorted(rows.items()):
         values = [cells[(r, tool)] for r in rounds if (r, tool) in cells]
         ratios = [cells[(r, "rocebench")] / cells[(r, tool)] for r in rounds if (r, tool) in cells and (r, "rocebench") in cells]
         ratio_text = spread(ratios) if tool != "rocebench" else ""
-        print(f"{part:<9} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
+        print(f"{part:<13} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
     for tool, label in references.items():
         by_round = reference[tool]
-        if part != "hosts" or not by_round:
+        if not part.startswith("hosts") or not by_round:
             continue
         ratios = [cells[(r, "rocebench")] / by_round[r] for r in rounds if (r, "rocebench") in cells and r in by_round]
-        print(f"{part:<9} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
+        print(f"{part:<13} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
               f"{spread(ratios):>34}")
 print(f"{len({l.split(chr(9))[0] for l in open(sys.argv[1])})} round(s); ratios are taken within a round")
+print('"best" rows: each tool\'s fastest operation (the slowest rank\'s time, the least over the iterations);'
+      " the others: the slowest rank's loop over the iterations")
 PY

@@ -1,16 +1,18 @@
 // The Gloo peer of ci/bench/allreduce_vs_peers.sh: gloo::allreduce with its ring algorithm
 // (reduce-scatter + allgather, pipelined in 1 MiB segments, as PyTorch's Gloo backend runs it) over
 // Gloo's TCP transport, float32 sum in place, timed like mpi_allreduce (the slowest rank's loop of
-// back-to-back operations, over the iterations) with nccl-tests' busbw. Ranks meet through a
-// FileStore in a folder they all see.
+// back-to-back operations, over the iterations) with nccl-tests' busbw, and the busbw of the fastest
+// operation (each iteration's slowest rank, the least over the iterations, as rocebench's samples.min).
+// Ranks meet through a FileStore in a folder they all see.
 // Usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS
-// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS.
+// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,18 +51,21 @@ int main(int argc, char** argv) {
 
   for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
     std::vector<float> data(static_cast<std::size_t>(bytes / 4), 1.0f);
-    std::vector<double> loop{0};  // this rank's timed operations, back to back
+    std::vector<double> loop{0};      // this rank's timed operations, back to back
+    std::vector<double> each(iters);  // each timed operation, then each one's slowest rank
     for (int i = -2; i < iters; ++i) {  // two warm-up iterations
       const auto t0 = std::chrono::steady_clock::now();
       allreduce(context, data, &gloo::sum<float>);
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
-      if (i >= 0) loop[0] += took.count();
+      if (i >= 0) loop[0] += each[i] = took.count();
     }
     allreduce(context, loop, &gloo::max<double>);
+    allreduce(context, each, &gloo::max<double>);
     if (rank == 0) {
-      const double avg = loop[0] / iters;
-      const double algbw = static_cast<double>(bytes) / avg / 1e9;
-      std::printf("%ld %.1f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * 2.0 * (ranks - 1) / ranks);
+      const double avg = loop[0] / iters, fastest = *std::min_element(each.begin(), each.end());
+      const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
+      std::printf("%ld %.1f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
+                  static_cast<double>(bytes) / fastest / 1e9 * bus);
       std::fflush(stdout);
     }
   }

@@ -1,9 +1,12 @@
 // The Open MPI peer of ci/bench/allreduce_vs_peers.sh: MPI_Allreduce (float32 sum) timed the way
 // rocebench's sweep and nccl-tests time it — each rank's loop of back-to-back operations, the slowest
-// rank's loop over the iterations — with nccl-tests' busbw.
+// rank's loop over the iterations — with nccl-tests' busbw, and the busbw of the fastest operation
+// (each iteration's slowest rank, the least over the iterations, as rocebench's samples.min).
 // Usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS
+// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -23,17 +26,20 @@ int main(int argc, char** argv) {
   for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
     const long count = bytes / 4;
     std::vector<float> data(static_cast<std::size_t>(count), 1.0f);
-    double loop = 0;  // this rank's timed operations, back to back
+    double loop = 0;                                            // this rank's timed operations, back to back
+    std::vector<double> each(static_cast<std::size_t>(iters));  // each timed operation, then each one's slowest rank
     for (int i = -2; i < iters; ++i) {  // two warm-up iterations
       const double t0 = MPI_Wtime();
       MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      if (i >= 0) loop += MPI_Wtime() - t0;
+      if (i >= 0) loop += each[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
     }
     MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, each.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-      const double avg = loop / iters;
-      const double algbw = static_cast<double>(bytes) / avg / 1e9;
-      std::printf("%ld %.1f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * 2.0 * (ranks - 1) / ranks);
+      const double avg = loop / iters, fastest = *std::min_element(each.begin(), each.end());
+      const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
+      std::printf("%ld %.1f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
+                  static_cast<double>(bytes) / fastest / 1e9 * bus);
     }
   }
   MPI_Finalize();
