@@ -7,7 +7,7 @@
 #             sizes 16 and 64 MiB; targets: busbw >= 97% of the goodput and above every peer. For
 #             context, "iperf3 all links": the mean of 4 streams at once, each host to the next.
 # usage: allreduce_vs_peers.sh ROCEBENCH [--part loopback|hosts|both] [--rounds 3] [--ranks "2 4"]
-#                              [--iters 200] [--host-iters 8] [--rate 1gbit] [--congestion NAME]
+#                              [--iters 200] [--host-iters 20] [--rate 1gbit] [--congestion NAME]
 #                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
 # loop of back-to-back operations over the iterations, as nccl-tests times them; the "best" rows the
@@ -27,7 +27,10 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 # 200 loopback iterations: 20 of 1 MiB last ~5 ms, and such short runs were bimodal here (most at
 # 3.3-4.2 GB/s, some at 1.3-1.5 with every iteration slow), whatever the tool (collectives/README.md).
-part=both rounds=3 rank_counts="2 4" iters=200 host_iters=8 rate=1gbit hosts_n=4 congestion= sndbuf_option=()
+# 20 iterations between hosts: a 64 MiB loop then lasts ~17 s, longer than BBR's 10 s ProbeRTT
+# period, which every tool's ring pays for in one or more slowed operations; with 8 (~7 s) where the
+# probe lands inside the loop decided the ratio (collectives/README.md).
+part=both rounds=3 rank_counts="2 4" iters=200 host_iters=20 rate=1gbit hosts_n=4 congestion= sndbuf_option=()
 while (($#)); do
   case $1 in
     --part) part=$2; shift 2 ;;
