@@ -11,7 +11,9 @@
 #                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
 # loop of back-to-back operations over the iterations, as nccl-tests times them; the "best" rows the
-# same from each tool's fastest operation, the link's ceiling where the tools reach it. Open MPI gets
+# same from each tool's fastest operation, the link's ceiling where the tools reach it, and the
+# "median" rows from its median operation (the steady state, without the few operations that a TCP
+# event such as BBR's ProbeRTT slowed; collectives/README.md). Open MPI gets
 # mpi_yield_when_idle so that ranks outnumbering the cores do not spin each other out. A ratio is
 # taken within a round (same machine load), then summarised over rounds as median [min..max]. Needs
 # root for the emulated hosts.
@@ -77,24 +79,27 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi_common=(--oversubscribe --mca btl tcp,self --mca mpi_yield_when_idle 1)
 ring_algorithm=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
 
-# Appends "ROUND PART RANKS TOOL BYTES BUSBW" for each "BYTES ... BUSBW FASTEST_OP_BUSBW" line a peer
-# printed, and the fastest operation's busbw under part "PART best".
+# Appends "ROUND PART RANKS TOOL BYTES BUSBW" for each "BYTES ... BUSBW FASTEST_OP_BUSBW MEDIAN_OP_BUSBW"
+# line a peer printed, and the fastest and the median operation's busbw under parts "PART best" and
+# "PART median".
 add_peer_rows() {
-  awk -v tag="$1" '{split(tag, t, "\t"); print tag "\t" $1 "\t" $4; print t[1] "\t" t[2] " best\t" t[3] "\t" t[4] "\t" $1 "\t" $5}' \
+  awk -v tag="$1" '{split(tag, t, "\t"); print tag "\t" $1 "\t" $4
+    print t[1] "\t" t[2] " best\t" t[3] "\t" t[4] "\t" $1 "\t" $5; print t[1] "\t" t[2] " median\t" t[3] "\t" t[4] "\t" $1 "\t" $6}' \
     "$2" >>"$table"
 }
 add_rocebench_rows() {
   /usr/bin/python3 - "$1" "$2" >>"$table" <<'PY'
 import json, sys
 tag = sys.argv[1].split("\t")
-best_tag = "\t".join([tag[0], tag[1] + " best"] + tag[2:])
 for line in open(sys.argv[2]):
     r = json.loads(line)
     if r.get("step") == "collectives.allreduce" and r.get("status") == "ok":
         m = r["metrics"]
         print(f'{sys.argv[1]}\t{r["params"]["bytes"]}\t{m["busbw_GBps"]}')
-        # busbw is bytes over time: the fastest operation's is the loop's scaled by the two times.
-        print(f'{best_tag}\t{r["params"]["bytes"]}\t{m["busbw_GBps"] * m["time_us"] / r["samples"]["min"]}')
+        # busbw is bytes over time: the fastest and the median operation's are the loop's scaled by the times.
+        for part, sample in (("best", "min"), ("median", "median")):
+            part_tag = "\t".join([tag[0], f"{tag[1]} {part}"] + tag[2:])
+            print(f'{part_tag}\t{r["params"]["bytes"]}\t{m["busbw_GBps"] * m["time_us"] / r["samples"][sample]}')
     elif r.get("step") == "collectives.allreduce" and r.get("kind") == "result":
         sys.exit(f"rocebench allreduce recorded {r.get('status')}: {r.get('reason')}")
 PY
@@ -266,7 +271,7 @@ for rnd, part, ranks, size, busbw in ours:
 def spread(values):
     return f"{statistics.median(values):.3f} [{min(values):.3f}..{max(values):.3f}]"
 
-print(f"{'part':<13} {'ranks':>5} {'bytes':>9} {'tool':<16} {'busbw GB/s median [min..max]':>30} {'rocebench/tool median [min..max]':>34}")
+print(f"{'part':<15} {'ranks':>5} {'bytes':>9} {'tool':<16} {'busbw GB/s median [min..max]':>30} {'rocebench/tool median [min..max]':>34}")
 for (part, ranks, size), cells in sorted(rows.items()):
     rounds = sorted({r for r, _ in cells})
     tools = sorted({t for _, t in cells}, key=lambda t: (t != "rocebench", t))
@@ -274,15 +279,15 @@ for (part, ranks, size), cells in sorted(rows.items()):
         values = [cells[(r, tool)] for r in rounds if (r, tool) in cells]
         ratios = [cells[(r, "rocebench")] / cells[(r, tool)] for r in rounds if (r, tool) in cells and (r, "rocebench") in cells]
         ratio_text = spread(ratios) if tool != "rocebench" else ""
-        print(f"{part:<13} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
+        print(f"{part:<15} {ranks:>5} {size:>9} {tool:<16} {spread(values):>30} {ratio_text:>34}")
     for tool, label in references.items():
         by_round = reference[tool]
         if not part.startswith("hosts") or not by_round:
             continue
         ratios = [cells[(r, "rocebench")] / by_round[r] for r in rounds if (r, "rocebench") in cells and r in by_round]
-        print(f"{part:<13} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
+        print(f"{part:<15} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
               f"{spread(ratios):>34}")
 print(f"{len({l.split(chr(9))[0] for l in open(sys.argv[1])})} round(s); ratios are taken within a round")
-print('"best" rows: each tool\'s fastest operation (the slowest rank\'s time, the least over the iterations);'
-      " the others: the slowest rank's loop over the iterations")
+print('"best" and "median" rows: each tool\'s fastest and median operation (the slowest rank\'s time, the least'
+      " and the median over the iterations); the others: the slowest rank's loop over the iterations")
 PY

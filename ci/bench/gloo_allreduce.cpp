@@ -2,10 +2,12 @@
 // (reduce-scatter + allgather, pipelined in 1 MiB segments, as PyTorch's Gloo backend runs it) over
 // Gloo's TCP transport, float32 sum in place, timed like mpi_allreduce (the slowest rank's loop of
 // back-to-back operations, over the iterations) with nccl-tests' busbw, and the busbw of the fastest
-// operation (each iteration's slowest rank, the least over the iterations, as rocebench's samples.min).
+// operation and of the median one (each iteration's slowest rank, the least and the median over the
+// iterations, as rocebench's samples.min and samples.median).
 // Ranks meet through a FileStore in a folder they all see.
 // Usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS
-// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS.
+// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS
+// MEDIAN_OP_BUSBW_GBPS.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -62,10 +64,13 @@ int main(int argc, char** argv) {
     allreduce(context, loop, &gloo::max<double>);
     allreduce(context, each, &gloo::max<double>);
     if (rank == 0) {
-      const double avg = loop[0] / iters, fastest = *std::min_element(each.begin(), each.end());
+      std::sort(each.begin(), each.end());
+      const std::size_t mid = each.size() / 2;
+      const double fastest = each.front(), median = each.size() % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
+      const double avg = loop[0] / iters;
       const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
-      std::printf("%ld %.1f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
-                  static_cast<double>(bytes) / fastest / 1e9 * bus);
+      std::printf("%ld %.1f %.4f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
+                  static_cast<double>(bytes) / fastest / 1e9 * bus, static_cast<double>(bytes) / median / 1e9 * bus);
       std::fflush(stdout);
     }
   }

@@ -1,9 +1,11 @@
 // The Open MPI peer of ci/bench/allreduce_vs_peers.sh: MPI_Allreduce (float32 sum) timed the way
 // rocebench's sweep and nccl-tests time it — each rank's loop of back-to-back operations, the slowest
 // rank's loop over the iterations — with nccl-tests' busbw, and the busbw of the fastest operation
-// (each iteration's slowest rank, the least over the iterations, as rocebench's samples.min).
+// and of the median one (each iteration's slowest rank, the least and the median over the iterations,
+// as rocebench's samples.min and samples.median).
 // Usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS
-// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS.
+// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS
+// MEDIAN_OP_BUSBW_GBPS.
 #include <mpi.h>
 
 #include <algorithm>
@@ -36,10 +38,13 @@ int main(int argc, char** argv) {
     MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, each.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-      const double avg = loop / iters, fastest = *std::min_element(each.begin(), each.end());
+      std::sort(each.begin(), each.end());
+      const std::size_t mid = each.size() / 2;
+      const double fastest = each.front(), median = each.size() % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
+      const double avg = loop / iters;
       const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
-      std::printf("%ld %.1f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
-                  static_cast<double>(bytes) / fastest / 1e9 * bus);
+      std::printf("%ld %.1f %.4f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
+                  static_cast<double>(bytes) / fastest / 1e9 * bus, static_cast<double>(bytes) / median / 1e9 * bus);
     }
   }
   MPI_Finalize();
