@@ -84,7 +84,7 @@ ring_algorithm=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_
 # "PART median".
 add_peer_rows() {
   awk -v tag="$1" '{split(tag, t, "\t"); print tag "\t" $1 "\t" $4
-    print t[1] "\t" t[2] " best\t" t[3] "\t" t[4] "\t" $1 "\t" $5; print t[1] "\t" t[2] " median\t" t[3] "\t" t[4] "\t" $1 "\t" $6}' \
+    split("best median", kind, " "); for (k = 1; k <= 2; k++) print t[1] "\t" t[2] " " kind[k] "\t" t[3] "\t" t[4] "\t" $1 "\t" $(4 + k)}' \
     "$2" >>"$table"
 }
 add_rocebench_rows() {

@@ -6,19 +6,19 @@
 // iterations, as rocebench's samples.min and samples.median).
 // Ranks meet through a FileStore in a folder they all see.
 // Usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS
-// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS
-// MEDIAN_OP_BUSBW_GBPS.
+// Prints on rank 0, per size, the line of peer_row.hpp.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "peer_row.hpp"
 
 namespace {
 
@@ -63,16 +63,7 @@ int main(int argc, char** argv) {
     }
     allreduce(context, loop, &gloo::max<double>);
     allreduce(context, each, &gloo::max<double>);
-    if (rank == 0) {
-      std::sort(each.begin(), each.end());
-      const std::size_t mid = each.size() / 2;
-      const double fastest = each.front(), median = each.size() % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
-      const double avg = loop[0] / iters;
-      const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
-      std::printf("%ld %.1f %.4f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
-                  static_cast<double>(bytes) / fastest / 1e9 * bus, static_cast<double>(bytes) / median / 1e9 * bus);
-      std::fflush(stdout);
-    }
+    if (rank == 0) print_peer_row(bytes, ranks, loop[0], each);
   }
   return 0;
 }

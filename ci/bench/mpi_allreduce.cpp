@@ -4,14 +4,14 @@
 // and of the median one (each iteration's slowest rank, the least and the median over the iterations,
 // as rocebench's samples.min and samples.median).
 // Usage: mpi_allreduce MIN_BYTES MAX_BYTES FACTOR ITERS
-// Prints on rank 0, per size: BYTES AVG_US ALGBW_GBPS BUSBW_GBPS FASTEST_OP_BUSBW_GBPS
-// MEDIAN_OP_BUSBW_GBPS.
+// Prints on rank 0, per size, the line of peer_row.hpp.
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "peer_row.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -37,15 +37,7 @@ int main(int argc, char** argv) {
     }
     MPI_Allreduce(MPI_IN_PLACE, &loop, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, each.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (rank == 0) {
-      std::sort(each.begin(), each.end());
-      const std::size_t mid = each.size() / 2;
-      const double fastest = each.front(), median = each.size() % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
-      const double avg = loop / iters;
-      const double algbw = static_cast<double>(bytes) / avg / 1e9, bus = 2.0 * (ranks - 1) / ranks;
-      std::printf("%ld %.1f %.4f %.4f %.4f %.4f\n", bytes, avg * 1e6, algbw, algbw * bus,
-                  static_cast<double>(bytes) / fastest / 1e9 * bus, static_cast<double>(bytes) / median / 1e9 * bus);
-    }
+    if (rank == 0) print_peer_row(bytes, ranks, loop, each);
   }
   MPI_Finalize();
   return 0;
