@@ -11,9 +11,10 @@
 #                              [--tcp-sndbuf SIZE]
 # Every tool: float32 sum in place, two warm-ups, busbw = algbw * 2(n-1)/n from the slowest rank's
 # loop of back-to-back operations over the iterations, as nccl-tests times them; the "best" rows the
-# same from each tool's fastest operation, the link's ceiling where the tools reach it, and the
-# "median" rows from its median operation (the steady state, without the few operations that a TCP
-# event such as BBR's ProbeRTT slowed; collectives/README.md). Open MPI gets
+# same from each tool's fastest operation (each iteration's slowest rank, the least over the
+# iterations), the link's ceiling where the tools reach it, and the "median" rows from the slowest
+# rank's median operation (the steady state, without the few operations that a TCP event such as
+# BBR's ProbeRTT slowed; taken per rank as the loop is, collectives/README.md). Open MPI gets
 # mpi_yield_when_idle so that ranks outnumbering the cores do not spin each other out. A ratio is
 # taken within a round (same machine load), then summarised over rounds as median [min..max]. Needs
 # root for the emulated hosts.
@@ -97,9 +98,9 @@ for line in open(sys.argv[2]):
         m = r["metrics"]
         print(f'{sys.argv[1]}\t{r["params"]["bytes"]}\t{m["busbw_GBps"]}')
         # busbw is bytes over time: the fastest and the median operation's are the loop's scaled by the times.
-        for part, sample in (("best", "min"), ("median", "median")):
+        for part, op_us in (("best", r["samples"]["min"]), ("median", m["time_us_p50"])):
             part_tag = "\t".join([tag[0], f"{tag[1]} {part}"] + tag[2:])
-            print(f'{part_tag}\t{r["params"]["bytes"]}\t{m["busbw_GBps"] * m["time_us"] / r["samples"][sample]}')
+            print(f'{part_tag}\t{r["params"]["bytes"]}\t{m["busbw_GBps"] * m["time_us"] / op_us}')
     elif r.get("step") == "collectives.allreduce" and r.get("kind") == "result":
         sys.exit(f"rocebench allreduce recorded {r.get('status')}: {r.get('reason')}")
 PY
@@ -288,6 +289,6 @@ for (part, ranks, size), cells in sorted(rows.items()):
         print(f"{part:<15} {ranks:>5} {size:>9} {label:<16} {spread([by_round[r] for r in rounds if r in by_round]):>30} "
               f"{spread(ratios):>34}")
 print(f"{len({l.split(chr(9))[0] for l in open(sys.argv[1])})} round(s); ratios are taken within a round")
-print('"best" and "median" rows: each tool\'s fastest and median operation (the slowest rank\'s time, the least'
-      " and the median over the iterations); the others: the slowest rank's loop over the iterations")
+print('"best" rows: each tool\'s fastest operation (each iteration\'s slowest rank, the least over the iterations);'
+      ' "median" rows: the slowest rank\'s median operation; the others: the slowest rank\'s loop over the iterations')
 PY

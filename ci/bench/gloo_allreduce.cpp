@@ -2,8 +2,8 @@
 // (reduce-scatter + allgather, pipelined in 1 MiB segments, as PyTorch's Gloo backend runs it) over
 // Gloo's TCP transport, float32 sum in place, timed like mpi_allreduce (the slowest rank's loop of
 // back-to-back operations, over the iterations) with nccl-tests' busbw, and the busbw of the fastest
-// operation and of the median one (each iteration's slowest rank, the least and the median over the
-// iterations, as rocebench's samples.min and samples.median).
+// operation (the least of each iteration's slowest rank) and of the median one (the slowest rank's),
+// as rocebench's samples.min and time_us_p50.
 // Ranks meet through a FileStore in a folder they all see.
 // Usage: gloo_allreduce RANK RANKS STORE_DIR ADDRESS MIN_BYTES MAX_BYTES FACTOR ITERS
 // Prints on rank 0, per size, the line of peer_row.hpp.
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
 
   for (long bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
     std::vector<float> data(static_cast<std::size_t>(bytes / 4), 1.0f);
-    std::vector<double> loop{0};      // this rank's timed operations, back to back
+    std::vector<double> loop{0, 0};   // this rank's timed operations, back to back; its median one
     std::vector<double> each(iters);  // each timed operation, then each one's slowest rank
     for (int i = -2; i < iters; ++i) {  // two warm-up iterations
       const auto t0 = std::chrono::steady_clock::now();
@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
       if (i >= 0) loop[0] += each[i] = took.count();
     }
+    loop[1] = median_op(each);
     allreduce(context, loop, &gloo::max<double>);
     allreduce(context, each, &gloo::max<double>);
-    if (rank == 0) print_peer_row(bytes, ranks, loop[0], each);
+    if (rank == 0) print_peer_row(bytes, ranks, loop[0], loop[1], each);
   }
   return 0;
 }

@@ -238,7 +238,7 @@ std::size_t run_sweep(StepContext& ctx, SweepBackend& b, const CollectiveShape& 
         b.run(layout, in_place, Deadline(ctx.deadline));  // each operation must finish within the step's wait limit
         if (it >= 0) b.mark();
       }
-      std::vector<double> times_us = with_loop_total(b.iteration_us());
+      std::vector<double> times_us = with_loop_and_median(b.iteration_us());
       const Deadline deadline(ctx.deadline);
       if (config.check && in_place) {
         b.start(layout, in_place);
@@ -296,23 +296,27 @@ std::size_t run_sweep(StepContext& ctx, SweepBackend& b, const CollectiveShape& 
   return total_wrong;
 }
 
-std::vector<double> with_loop_total(std::vector<double> iteration_us) {
+std::vector<double> with_loop_and_median(std::vector<double> iteration_us) {
   double total = 0;
   for (double us : iteration_us) total += us;
+  const double median = median_of(iteration_us);
   iteration_us.push_back(total);
+  iteration_us.push_back(median);
   return iteration_us;
 }
 
 SweepTiming sweep_timing(std::span<const double> max_reduced_us) {
-  if (max_reduced_us.size() < 2) throw std::logic_error("sweep_timing: no timed iteration");
-  const auto iterations = max_reduced_us.first(max_reduced_us.size() - 1);
-  return {max_reduced_us.back() / static_cast<double>(iterations.size()), summarize(iterations)};
+  if (max_reduced_us.size() < 3) throw std::logic_error("sweep_timing: no timed iteration");
+  const auto iterations = max_reduced_us.first(max_reduced_us.size() - 2);
+  return {.per_op_us = max_reduced_us[iterations.size()] / static_cast<double>(iterations.size()),
+          .median_op_us = max_reduced_us.back(),
+          .slowest_per_iteration = summarize(iterations)};
 }
 
 json SweepTiming::metrics(std::size_t bytes, double bus_factor) const {
   const double algbw = static_cast<double>(bytes) / (per_op_us * 1e-6) / 1e9;
   return {{"time_us", per_op_us},
-          {"time_us_p50", slowest_per_iteration.median},
+          {"time_us_p50", median_op_us},
           {"algbw_GBps", algbw},
           {"busbw_GBps", algbw * bus_factor}};
 }

@@ -449,8 +449,8 @@ TEST(Buckets, TheFirstBucketIsSmallAndZeroMeansOneBucketAfterBackward) {
 
 TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheMeanOfEachIterationsSlowest) {
   // Two ranks take turns being late by 10 us: each loop took 30 us for 2 operations.
-  const auto rank_a = with_loop_total({10, 20}), rank_b = with_loop_total({20, 10});
-  ASSERT_EQ(rank_a, (std::vector<double>{10, 20, 30}));
+  const auto rank_a = with_loop_and_median({10, 20}), rank_b = with_loop_and_median({20, 10});
+  ASSERT_EQ(rank_a, (std::vector<double>{10, 20, 30, 15}));
   std::vector<double> reduced(rank_a.size());
   for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max(rank_a[i], rank_b[i]);
   const SweepTiming timing = sweep_timing(reduced);
@@ -460,8 +460,21 @@ TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheMeanOfEachIterationsSlowe
   const json m = timing.metrics(3000, 1.5);
   EXPECT_DOUBLE_EQ(m["algbw_GBps"], 0.2);  // 3000 bytes in 15 us
   EXPECT_DOUBLE_EQ(m["busbw_GBps"], 0.3);
-  EXPECT_DOUBLE_EQ(m["time_us_p50"], 20);
-  EXPECT_THROW(sweep_timing(std::vector<double>{30}), std::logic_error) << "a loop total without iterations";
+}
+
+TEST(Sweep, MedianOperationIsTheSlowestRanksMedianNotTheMedianOfEachIterationsSlowest) {
+  // One stall of 10 us per rank, in a different iteration on each: each rank's median operation is
+  // 10 us, and so is the slowest rank's, but every iteration has a rank that stalled.
+  const auto rank_a = with_loop_and_median({20, 10, 10}), rank_b = with_loop_and_median({10, 20, 10}),
+             rank_c = with_loop_and_median({10, 10, 20});
+  ASSERT_EQ(rank_a, (std::vector<double>{20, 10, 10, 40, 10}));
+  std::vector<double> reduced(rank_a.size());
+  for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max({rank_a[i], rank_b[i], rank_c[i]});
+  const SweepTiming timing = sweep_timing(reduced);
+  EXPECT_DOUBLE_EQ(timing.median_op_us, 10);
+  EXPECT_DOUBLE_EQ(timing.metrics(1000, 1.0)["time_us_p50"], 10);
+  EXPECT_DOUBLE_EQ(timing.slowest_per_iteration.median, 20) << "the samples keep each iteration's slowest rank";
+  EXPECT_THROW(sweep_timing(std::vector<double>{30, 15}), std::logic_error) << "a loop total and median without iterations";
 }
 
 namespace {

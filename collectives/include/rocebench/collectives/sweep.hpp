@@ -103,18 +103,21 @@ std::size_t run_sweep(StepContext& ctx, transport::Transport& t, const Collectiv
 // The timing of one size, as nccl-tests takes it: each rank times its loop of back-to-back
 // operations and the slowest rank's loop, over the iterations, is the time per operation. The mean
 // of each iteration's slowest rank would be longer: ranks drift out of step from one operation to
-// the next, and an iteration's slowest rank is seldom the next one's. Those per-iteration maxima
-// stay as the samples, for the spread.
-// Each rank appends its loop total to its per-iteration times (with_loop_total), the vector is
-// max-reduced across ranks, and sweep_timing reads the result.
+// the next, and an iteration's slowest rank is seldom the next one's. The median operation is taken
+// the same way, each rank's median and then the slowest rank's, for the same reason: the median of
+// each iteration's slowest rank counts where in its loop a rank absorbed a stall, and a ring whose
+// ranks go on with buffered bytes spreads one stall over several iterations (collectives/README.md).
+// The per-iteration maxima stay as the samples, for the spread.
+// Each rank appends its loop total and its median operation to its per-iteration times
+// (with_loop_and_median), the vector is max-reduced across ranks, and sweep_timing reads the result.
 struct SweepTiming {
   double per_op_us;                // the slowest rank's loop time / iterations
+  double median_op_us;             // the slowest rank's median operation
   Summary slowest_per_iteration;   // each iteration's slowest rank
-  // Metrics of a record: time_us (per op), time_us_p50 (median of the per-iteration maxima),
-  // algbw_GBps, busbw_GBps.
+  // Metrics of a record: time_us (per op), time_us_p50 (median_op_us), algbw_GBps, busbw_GBps.
   json metrics(std::size_t bytes, double bus_factor) const;
 };
-std::vector<double> with_loop_total(std::vector<double> iteration_us);
+std::vector<double> with_loop_and_median(std::vector<double> iteration_us);
 SweepTiming sweep_timing(std::span<const double> max_reduced_us);
 
 // The sweep's options (with the transport's), the step's params schema, and their reader.
