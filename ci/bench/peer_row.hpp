@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+// rocebench's median_of (common/stats), again: the peers build with g++ alone, without its libraries.
 inline double median_op(std::vector<double> each_s) {
   std::sort(each_s.begin(), each_s.end());
   const std::size_t mid = each_s.size() / 2;

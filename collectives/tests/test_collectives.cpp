@@ -447,13 +447,23 @@ TEST(Buckets, TheFirstBucketIsSmallAndZeroMeansOneBucketAfterBackward) {
   }
 }
 
+namespace {
+
+// What the sweep's max-reduction across ranks makes of each rank's with_loop_and_median vector.
+std::vector<double> slowest_of(std::initializer_list<std::vector<double>> ranks) {
+  std::vector<double> reduced = *ranks.begin();
+  for (const auto& r : ranks)
+    for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max(reduced[i], r[i]);
+  return reduced;
+}
+
+}  // namespace
+
 TEST(Sweep, TimePerOperationIsTheSlowestRanksLoopNotTheMeanOfEachIterationsSlowest) {
   // Two ranks take turns being late by 10 us: each loop took 30 us for 2 operations.
   const auto rank_a = with_loop_and_median({10, 20}), rank_b = with_loop_and_median({20, 10});
   ASSERT_EQ(rank_a, (std::vector<double>{10, 20, 30, 15}));
-  std::vector<double> reduced(rank_a.size());
-  for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max(rank_a[i], rank_b[i]);
-  const SweepTiming timing = sweep_timing(reduced);
+  const SweepTiming timing = sweep_timing(slowest_of({rank_a, rank_b}));
   EXPECT_DOUBLE_EQ(timing.per_op_us, 15);
   EXPECT_EQ(timing.slowest_per_iteration.n, 2u);
   EXPECT_DOUBLE_EQ(timing.slowest_per_iteration.avg, 20);
@@ -468,9 +478,7 @@ TEST(Sweep, MedianOperationIsTheSlowestRanksMedianNotTheMedianOfEachIterationsSl
   const auto rank_a = with_loop_and_median({20, 10, 10}), rank_b = with_loop_and_median({10, 20, 10}),
              rank_c = with_loop_and_median({10, 10, 20});
   ASSERT_EQ(rank_a, (std::vector<double>{20, 10, 10, 40, 10}));
-  std::vector<double> reduced(rank_a.size());
-  for (std::size_t i = 0; i < reduced.size(); ++i) reduced[i] = std::max({rank_a[i], rank_b[i], rank_c[i]});
-  const SweepTiming timing = sweep_timing(reduced);
+  const SweepTiming timing = sweep_timing(slowest_of({rank_a, rank_b, rank_c}));
   EXPECT_DOUBLE_EQ(timing.median_op_us, 10);
   EXPECT_DOUBLE_EQ(timing.metrics(1000, 1.0)["time_us_p50"], 10);
   EXPECT_DOUBLE_EQ(timing.slowest_per_iteration.median, 20) << "the samples keep each iteration's slowest rank";
